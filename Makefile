@@ -1,0 +1,174 @@
+# idlevm — plain Makefile.  See README.md for the two entry points:
+#   make demo    boot the demo guest and profile it
+#   make check   unit, fuzz-regression and end-to-end tests
+#
+# Layout of outputs (BUILD defaults to build/, `make asan` uses build-asan/):
+#   $(BUILD)/idlevm                host tool
+#   $(BUILD)/libivm.a              vmm/ minus main.c, for tests and benches
+#   $(BUILD)/libivmsym.a           symbols/
+#   $(BUILD)/idlevm-helper         static guest helper
+#   $(BUILD)/guest/*               static guest workloads
+#   $(BUILD)/tests/unit-tests      Criterion unit tests (no VM)
+#   $(BUILD)/fuzz/<name>-replay    fuzz targets replaying their corpus
+#   $(BUILD)/fuzz/<name>           libFuzzer binaries (`make fuzz`, clang)
+#   $(BUILD)/bench/<name>          benchmarks (`make bench`)
+
+BUILD ?= build
+CC ?= cc
+CLANG ?= clang
+PKG_CONFIG ?= pkg-config
+
+PKGS := libvirt libvirt-qemu json-c libelf libdw libbpf
+TEST_PKGS := criterion
+
+WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter
+CFLAGS ?= -O2 -g
+SAN_CFLAGS ?=
+IVM_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -Ivmm -Iguest-helper -Isymbols \
+	$(SAN_CFLAGS) $(CFLAGS)
+PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+TEST_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(TEST_PKGS) 2>/dev/null)
+TEST_LIBS = $(shell $(PKG_CONFIG) --libs $(TEST_PKGS) 2>/dev/null)
+LIBS = $(PKG_LIBS) -lpthread -lz
+
+# Guest binaries are static (the demo guest is a busybox initramfs) and never
+# sanitized: they run inside the guest, not on the host.
+GUEST_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -static -pthread \
+	-Iguest-helper
+
+VMM_SRCS := $(filter-out vmm/main.c,$(wildcard vmm/*.c))
+# The wire protocol codec is shared: the helper and the host use one parser.
+PROTO_SRCS := $(filter-out guest-helper/helper.c guest-helper/helper_%.c,\
+	$(wildcard guest-helper/*.c))
+SYM_SRCS := $(wildcard symbols/*.c)
+HELPER_SRCS := $(wildcard guest-helper/*.c)
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+BENCH_SRCS := $(wildcard tests/bench/bench_*.c)
+FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRCS))
+BENCH_NAMES := $(patsubst tests/bench/%.c,%,$(BENCH_SRCS))
+
+VMM_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(VMM_SRCS) $(PROTO_SRCS))
+SYM_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SYM_SRCS))
+# symbols/ is linked only once it has sources (an empty archive has no index).
+SYM_LIB := $(if $(SYM_SRCS),$(BUILD)/libivmsym.a)
+
+GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
+	$(BUILD)/guest/lockstorm-nofp $(BUILD)/guest/spin
+
+.PHONY: all deps check unit fuzz-replay e2e fuzz bench asan demo image clean \
+	guest
+
+all: $(BUILD)/idlevm guest
+
+guest: $(GUEST_BINS)
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(IVM_CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/libivm.a: $(VMM_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libivmsym.a: $(SYM_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/idlevm: $(BUILD)/obj/vmm/main.o $(BUILD)/libivm.a $(SYM_LIB)
+	$(CC) $(SAN_CFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/idlevm-helper: $(HELPER_SRCS) $(wildcard guest-helper/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(GUEST_CFLAGS) -Os -o $@ $(HELPER_SRCS)
+
+$(BUILD)/guest/lockstorm-fp: tests/workloads/lockstorm.c
+	@mkdir -p $(dir $@)
+	$(CC) $(GUEST_CFLAGS) -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o $@ $<
+
+$(BUILD)/guest/lockstorm-nofp: tests/workloads/lockstorm.c
+	@mkdir -p $(dir $@)
+	$(CC) $(GUEST_CFLAGS) -fomit-frame-pointer -o $@ $<
+
+$(BUILD)/guest/spin: tests/workloads/spin.c
+	@mkdir -p $(dir $@)
+	$(CC) $(GUEST_CFLAGS) -fno-omit-frame-pointer -o $@ $<
+
+# ---- tests ---------------------------------------------------------------
+
+$(BUILD)/tests/unit-tests: $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_SRCS)) \
+		$(BUILD)/libivm.a $(SYM_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_CFLAGS) -o $@ $^ $(LIBS) $(TEST_LIBS)
+
+$(BUILD)/obj/tests/unit/%.o: tests/unit/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(IVM_CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c -o $@ $<
+
+# Replay build of each fuzz target: the same LLVMFuzzerTestOneInput, driven
+# over the checked-in corpus by tests/fuzz/replay.c, so `make check` keeps
+# every input that once found a bug.
+$(BUILD)/fuzz/%-replay: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/replay.o \
+		$(BUILD)/libivm.a $(SYM_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_CFLAGS) -o $@ $^ $(LIBS)
+
+# libFuzzer build (clang), for fuzzing sessions: make fuzz; then
+#   build/fuzz/fuzz_qmp tests/fuzz/corpus/fuzz_qmp
+FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(VMM_SRCS) $(PROTO_SRCS) $(SYM_SRCS)
+	@mkdir -p $(dir $@)
+	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Ivmm -Iguest-helper -Isymbols \
+		$(PKG_CFLAGS) $(FUZZ_FLAGS) -o $@ $< $(VMM_SRCS) $(PROTO_SRCS) \
+		$(SYM_SRCS) $(LIBS)
+
+fuzz: $(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES))
+
+$(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libivm.a $(SYM_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_CFLAGS) -o $@ $^ $(LIBS)
+
+bench: $(addprefix $(BUILD)/bench/,$(BENCH_NAMES)) $(BUILD)/idlevm guest
+	@echo "benchmarks built in $(BUILD)/bench; see tests/bench/README.md"
+
+unit: $(BUILD)/tests/unit-tests
+	$(BUILD)/tests/unit-tests --jobs 2
+
+fuzz-replay: $(addsuffix -replay,$(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES)))
+	@set -e; for f in $(FUZZ_NAMES); do \
+		$(BUILD)/fuzz/$$f-replay tests/fuzz/corpus/$$f; \
+	done
+
+image: guest
+	@BUILD=$(BUILD) images/build-image
+
+e2e: all image
+	@BUILD=$(BUILD) tests/e2e/run
+
+check: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/tests/unit-tests \
+		$(addsuffix -replay,$(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES)))
+	@$(MAKE) --no-print-directory unit fuzz-replay
+	@$(MAKE) --no-print-directory e2e
+
+demo: deps
+	@$(MAKE) --no-print-directory all image
+	@BUILD=$(BUILD) images/demo
+
+# AddressSanitizer + UndefinedBehaviorSanitizer build of the host side, unit
+# tests and fuzz replays, in build-asan/.
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan \
+		SAN_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+		CFLAGS="-O1 -g" build-asan/idlevm build-asan/tests/unit-tests \
+		$(addsuffix -replay,$(addprefix build-asan/fuzz/,$(FUZZ_NAMES)))
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Fuzz the profile-file reader: any bytes as a profile must decode without
+ * crashing, reading out of bounds or looping, and everything it returns must
+ * respect the caps promised in sample.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "calltree.h"
+#include "profile_file.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ivm_profile_reader *r;
+	struct ivm_profile_record rec;
+	struct ivm_calltree *tree;
+	struct ivm_error *err;
+	size_t i;
+
+	err = ivm_profile_reader_from_memory(data, size, &r);
+	if (err) {
+		ivm_error_destroy(err);
+		return 0;
+	}
+	if (ivm_calltree_create(IVM_CALLTREE_BY_PROCESS |
+				IVM_CALLTREE_BY_THREAD, &tree)) {
+		ivm_profile_reader_destroy(r);
+		return 0;
+	}
+	while (ivm_profile_reader_next(r, &rec)) {
+		if (rec.type == IVM_RECORD_SAMPLE) {
+			const struct ivm_sample *s = &rec.sample;
+
+			if (s->nr_kernel > IVM_SAMPLE_MAX_FRAMES ||
+			    s->nr_user > IVM_SAMPLE_MAX_FRAMES ||
+			    strnlen(s->comm, IVM_COMM_LEN) == IVM_COMM_LEN)
+				abort();
+			for (i = 0; i < s->nr_labels; i++)
+				if (strlen(s->labels[i].key) >
+				    IVM_SAMPLE_MAX_STRING)
+					abort();
+			ivm_error_destroy(ivm_calltree_add(tree, s));
+		} else if (rec.type == IVM_RECORD_META) {
+			for (i = 0; i < rec.meta.nr; i++)
+				(void)strlen(rec.meta.items[i].value);
+		}
+	}
+	ivm_calltree_destroy(tree);
+	ivm_profile_reader_destroy(r);
+	return 0;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sample record: one captured guest call stack and what it is about.
+ *
+ * Every technique of the profiler lands here: idle transitions (to-idle,
+ * from-idle), on-CPU ticks, and later context-switch sampling, business
+ * categories and pre/post VM-exit records.  Room for those is kept from the
+ * start: free-form labels (key/value strings, e.g. "category") and counter
+ * values (id/value pairs) travel with every sample and through the profile
+ * file, so adding a dimension never changes the file format.
+ *
+ * Frames are raw guest addresses as unwound, leaf first.  Kernel addresses
+ * are runtime (KASLR-slid) addresses; the slide is recorded once in the
+ * profile's metadata and removed at symbolization time, offline.
+ */
+#ifndef IVM_SAMPLE_H
+#define IVM_SAMPLE_H
+
+#include <stdint.h>
+
+enum ivm_sample_kind {
+	IVM_SAMPLE_TO_IDLE,	/* last task that ran before the vCPU halted */
+	IVM_SAMPLE_FROM_IDLE,	/* first task dispatched after it woke */
+	IVM_SAMPLE_ON_CPU,	/* task running at a tick */
+	IVM_SAMPLE_NR_KINDS,
+};
+
+/* Why a stack ended early; a truncated stack is kept and marked. */
+enum {
+	IVM_STACK_TRUNC_FAULT	= 1 << 0,  /* unreadable guest memory */
+	IVM_STACK_TRUNC_CAP	= 1 << 1,  /* frame cap reached */
+	IVM_STACK_TRUNC_LOOP	= 1 << 2,  /* stack pointer did not move up */
+	IVM_STACK_TRUNC_BADINFO	= 1 << 3,  /* no/garbage unwind info */
+	IVM_STACK_INEXACT	= 1 << 4,  /* frame-pointer fallback used */
+	IVM_STACK_NO_USER	= 1 << 5,  /* user part not unwound */
+};
+
+/* Caps enforced by the writer and by the reader (hostile files). */
+#define IVM_SAMPLE_MAX_FRAMES	256	/* per part (kernel, user) */
+#define IVM_SAMPLE_MAX_LABELS	16
+#define IVM_SAMPLE_MAX_COUNTERS	16
+#define IVM_SAMPLE_MAX_STRING	255	/* label key or value, bytes */
+#define IVM_COMM_LEN		16	/* TASK_COMM_LEN, NUL included */
+
+struct ivm_label {
+	const char *key;
+	const char *value;
+};
+
+struct ivm_counter {
+	uint32_t id;
+	uint64_t value;
+};
+
+/*
+ * A sample.  Pointers are borrowed: the producer owns the arrays for as long
+ * as it needs them, the profile writer copies what it writes, and a sample
+ * returned by the profile reader points into the reader's buffers and is
+ * valid until the next record is read.  comm is always NUL-terminated.
+ */
+struct ivm_sample {
+	uint64_t time_ns;	/* CLOCK_MONOTONIC on the host */
+	uint32_t vcpu;
+	enum ivm_sample_kind kind;
+	uint32_t stack_flags;	/* IVM_STACK_* */
+	uint32_t pid;		/* guest tgid */
+	uint32_t tid;		/* guest pid of the thread */
+	char comm[IVM_COMM_LEN];
+	uint16_t nr_kernel;
+	uint16_t nr_user;
+	uint16_t nr_labels;
+	uint16_t nr_counters;
+	const uint64_t *kernel_pcs;	/* leaf first */
+	const uint64_t *user_pcs;	/* leaf first */
+	const struct ivm_label *labels;
+	const struct ivm_counter *counters;
+};
+
+/* "to_idle", "from_idle", "on_cpu"; "?" for anything else. */
+const char *ivm_sample_kind_name(enum ivm_sample_kind kind);
+
+#endif /* IVM_SAMPLE_H */
