@@ -165,8 +165,11 @@ struct ivm_error *ivm_calltree_add(struct ivm_calltree *tree,
 		err = child(tree, cur, IVM_NODE_PROCESS, s->pid, &cur);
 		if (err)
 			return err;
-		/* A process is named by its main thread when we see it. */
-		if (!tree->nodes[cur].comm[0] || s->tid == s->pid)
+		/*
+		 * A process is named by its main thread; a worker's name
+		 * would mislabel it (and differ from run to run).
+		 */
+		if (s->tid == s->pid)
 			memcpy(tree->nodes[cur].comm, s->comm, IVM_COMM_LEN);
 		path[nr++] = cur;
 	}

@@ -11,6 +11,7 @@
 
 #include "calltree.h"
 #include "commands.h"
+#include "ksyms.h"
 #include "profile_file.h"
 #include "report.h"
 
@@ -24,7 +25,9 @@ static void report_usage(FILE *out)
 "Print the call tree of a profile recorded by 'idlevm profile'.\n"
 "\n"
 "  -f, --format FMT   text (default) or folded (FlameGraph, speedscope)\n"
-"  -k, --kind KIND    to_idle, from_idle, on_cpu or all (default all)\n"
+"  -k, --vmlinux FILE guest kernel symbols (default: the one the profile names)\n"
+"  -b, --binary FILE  symbols for user frames (a static guest binary)\n"
+"  -K, --kind KIND    to_idle, from_idle, on_cpu or all (default all)\n"
 "  -n, --top N        stacks per kind in the text report (default 10)\n"
 "      --no-threads   group by process only, not by thread\n"
 "  -h, --help         this help\n");
@@ -48,6 +51,74 @@ struct meta_lines {
 	size_t nr;
 };
 
+struct report_symbols {
+	struct ivm_ksyms *kernel;
+	uint64_t slide;
+	struct ivm_ksyms *user;
+};
+
+/*
+ * Name a frame.  Frames are return addresses (but for the rare exact pc
+ * from a register set): pc - 1 is inside the call instruction, so a call
+ * that ends a function is not named after the next one.
+ */
+static const char *symbolize(void *ctx, enum ivm_node_type type, uint64_t pc,
+			     char *buf, size_t len)
+{
+	struct report_symbols *rs = ctx;
+	const struct ivm_ksyms *table;
+	const struct ivm_ksym *sym;
+	uint64_t off, addr = pc - 1;
+
+	if (type == IVM_NODE_KERNEL) {
+		table = rs->kernel;
+		addr -= rs->slide;
+	} else {
+		table = rs->user;
+	}
+	if (!table)
+		return NULL;
+	sym = ivm_ksyms_symbolize(table, addr, &off);
+	/* Past the end of a sized symbol, or far from it: not its name. */
+	if (!sym || (sym->size && off >= sym->size) ||
+	    (!sym->size && off > (1u << 20)))
+		return NULL;
+	snprintf(buf, len, "%s%s", sym->name,
+		 type == IVM_NODE_KERNEL ? "_[k]" : "");
+	return buf;
+}
+
+static const char *meta_value(const struct meta_lines *m, const char *key);
+
+static void load_symbols(struct report_symbols *rs,
+			 const struct ivm_report_options *opts,
+			 const struct meta_lines *meta)
+{
+	const char *vmlinux = opts->vmlinux ? opts->vmlinux :
+			      meta_value(meta, "vmlinux");
+	const char *slide = meta_value(meta, "kaslr_offset");
+	struct ivm_error *err;
+
+	if (slide)
+		rs->slide = strtoull(slide, NULL, 0);
+	if (vmlinux) {
+		err = ivm_ksyms_load_elf(vmlinux, &rs->kernel);
+		if (err) {
+			fprintf(stderr, "idlevm report: no kernel symbols: %s\n",
+				ivm_error_string(err));
+			ivm_error_destroy(err);
+		}
+	}
+	if (opts->binary) {
+		err = ivm_ksyms_load_elf(opts->binary, &rs->user);
+		if (err) {
+			fprintf(stderr, "idlevm report: no user symbols: %s\n",
+				ivm_error_string(err));
+			ivm_error_destroy(err);
+		}
+	}
+}
+
 static void meta_add(struct meta_lines *m, const struct ivm_label *items,
 		     size_t nr)
 {
@@ -65,6 +136,18 @@ static void meta_add(struct meta_lines *m, const struct ivm_label *items,
 	}
 }
 
+static const char *meta_value(const struct meta_lines *m, const char *key)
+{
+	size_t i, n = strlen(key);
+
+	/* Later records win: a run may restate what changed. */
+	for (i = m->nr; i-- > 0;)
+		if (!strncmp(m->lines[i], key, n) && m->lines[i][n] == ':' &&
+		    m->lines[i][n + 1] == ' ')
+			return m->lines[i] + n + 2;
+	return NULL;
+}
+
 static void meta_free(struct meta_lines *m)
 {
 	size_t i;
@@ -78,7 +161,9 @@ int ivm_cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'f' },
-		{ "kind", required_argument, NULL, 'k' },
+		{ "kind", required_argument, NULL, 'K' },
+		{ "vmlinux", required_argument, NULL, 'k' },
+		{ "binary", required_argument, NULL, 'b' },
 		{ "top", required_argument, NULL, 'n' },
 		{ "no-threads", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
@@ -88,19 +173,11 @@ int ivm_cmd_report(int argc, char **argv)
 					   .top = 10 };
 	enum report_format format = FORMAT_TEXT;
 	unsigned int grouping = IVM_CALLTREE_BY_PROCESS | IVM_CALLTREE_BY_THREAD;
-	const struct ivm_profile_damage *damage;
-	struct ivm_profile_reader *reader;
-	struct ivm_calltree *tree;
-	struct ivm_profile_record rec;
-	struct meta_lines meta = { 0 };
-	struct ivm_error *err;
-	uint64_t samples = 0, add_errors = 0;
 	char *end;
 	int c;
-	size_t i;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:k:n:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:K:k:b:n:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "text")) {
@@ -115,6 +192,12 @@ int ivm_cmd_report(int argc, char **argv)
 			}
 			break;
 		case 'k':
+			opts.vmlinux = optarg;
+			break;
+		case 'b':
+			opts.binary = optarg;
+			break;
+		case 'K':
 			opts.kind = parse_kind(optarg);
 			if (opts.kind == -2) {
 				fprintf(stderr,
@@ -147,7 +230,24 @@ int ivm_cmd_report(int argc, char **argv)
 		return 2;
 	}
 
-	err = ivm_profile_reader_open(argv[optind], &reader);
+	return ivm_report_file(argv[optind], format == FORMAT_FOLDED, &opts,
+			       grouping);
+}
+
+int ivm_report_file(const char *path, bool folded,
+		    struct ivm_report_options *opts, unsigned int grouping)
+{
+	const struct ivm_profile_damage *damage;
+	struct ivm_profile_reader *reader;
+	struct ivm_calltree *tree;
+	struct ivm_profile_record rec;
+	struct meta_lines meta = { 0 };
+	struct report_symbols syms = { 0 };
+	struct ivm_error *err;
+	uint64_t samples = 0, add_errors = 0;
+	size_t i;
+
+	err = ivm_profile_reader_open(path, &reader);
 	if (err)
 		return ivm_error_report(err);
 	err = ivm_calltree_create(grouping, &tree);
@@ -174,9 +274,14 @@ int ivm_cmd_report(int argc, char **argv)
 		}
 	}
 	damage = ivm_profile_reader_damage(reader);
+	load_symbols(&syms, opts, &meta);
+	if (!opts->sym.name) {
+		opts->sym.name = symbolize;
+		opts->sym.ctx = &syms;
+	}
 
-	if (format == FORMAT_TEXT) {
-		printf("idlevm profile %s\n", argv[optind]);
+	if (!folded) {
+		printf("idlevm profile %s\n", path);
 		for (i = 0; i < meta.nr; i++)
 			printf("  %s\n", meta.lines[i]);
 		printf("  samples: %" PRIu64 " (to_idle %" PRIu64
@@ -184,9 +289,9 @@ int ivm_cmd_report(int argc, char **argv)
 		       samples, ivm_calltree_total(tree, IVM_SAMPLE_TO_IDLE),
 		       ivm_calltree_total(tree, IVM_SAMPLE_FROM_IDLE),
 		       ivm_calltree_total(tree, IVM_SAMPLE_ON_CPU));
-		ivm_report_text(tree, &opts);
+		ivm_report_text(tree, opts);
 	} else {
-		ivm_report_folded(tree, &opts);
+		ivm_report_folded(tree, opts);
 	}
 
 	/* Never hide loss: say what was skipped, on stderr. */
@@ -204,8 +309,12 @@ int ivm_cmd_report(int argc, char **argv)
 	if (!damage->ended)
 		fprintf(stderr,
 			"idlevm report: %s has no end record: the run was cut short; showing what it flushed\n",
-			argv[optind]);
+			path);
 
+	if (opts->sym.ctx == &syms)
+		opts->sym = (struct ivm_symbolizer){ 0 };
+	ivm_ksyms_destroy(syms.kernel);
+	ivm_ksyms_destroy(syms.user);
 	meta_free(&meta);
 	ivm_calltree_destroy(tree);
 	ivm_profile_reader_destroy(reader);

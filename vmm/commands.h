@@ -7,7 +7,32 @@
 #ifndef IVM_COMMANDS_H
 #define IVM_COMMANDS_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "report.h"
+
 int ivm_cmd_helper(int argc, char **argv);
 int ivm_cmd_report(int argc, char **argv);
+int ivm_cmd_info(int argc, char **argv);
+int ivm_cmd_profile(int argc, char **argv);
+int ivm_cmd_ps(int argc, char **argv);
+
+struct ivm_guest_options;
+/*
+ * Parse the guest options (--domain, --qmp, --core, --vmlinux...) and
+ * --help of a command that takes nothing else.  Returns -1 when the command
+ * should go on, else the exit status to return.
+ */
+int ivm_guest_command_args(int argc, char **argv,
+			   struct ivm_guest_options *opts,
+			   void (*usage)(FILE *out));
+
+/*
+ * Print the report of the profile at path (text, or folded stacks), saying
+ * on stderr what was damaged or missing.  Returns an exit status.
+ */
+int ivm_report_file(const char *path, bool folded,
+		    struct ivm_report_options *opts, unsigned int grouping);
 
 #endif /* IVM_COMMANDS_H */

@@ -15,8 +15,10 @@ static const char *node_name(const struct ivm_calltree_node *n,
 	case IVM_NODE_ROOT:
 		return "all";
 	case IVM_NODE_PROCESS:
-		snprintf(buf, len, "%s [%" PRIu64 "]",
-			 n->comm[0] ? n->comm : "?", n->key);
+		if (n->comm[0])
+			snprintf(buf, len, "%s [%" PRIu64 "]", n->comm, n->key);
+		else
+			snprintf(buf, len, "pid %" PRIu64, n->key);
 		return buf;
 	case IVM_NODE_THREAD:
 		snprintf(buf, len, "%s/%" PRIu64, n->comm[0] ? n->comm : "?",

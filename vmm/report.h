@@ -30,6 +30,8 @@ struct ivm_report_options {
 	int kind;		/* an ivm_sample_kind, or -1 for all */
 	unsigned int top;	/* stacks per kind in the text report */
 	struct ivm_symbolizer sym;
+	const char *vmlinux;	/* kernel symbols; NULL: as the profile says */
+	const char *binary;	/* user symbols of a static guest binary */
 };
 
 /* Top stacks of each kind with counts and percentages. */

@@ -1,0 +1,42 @@
+# idlevm info reads the guest kernel from outside and agrees with the guest.
+
+out=$("$idlevm" info --domain "$IVM_DOMAIN" 2>&1) ||
+	fail "idlevm info failed: $out"
+echo "$out"
+
+assert_eq "$(echo "$out" | sed -n 's/^kernel: *//p')" "$(guest_sh 'uname -r')" \
+	"kernel release"
+assert_eq "$(echo "$out" | sed -n 's/^vcpus: *//p')" "$IVM_VCPUS" "vCPU count"
+
+# The KASLR offset, as the guest itself sees it: where _text ended up,
+# minus its link-time address.
+text=$(guest_sh "grep ' _text\$' /proc/kallsyms | cut -d' ' -f1")
+[ -n "$text" ] || fail "the guest shows no _text in /proc/kallsyms"
+want=$(printf '0x%x' $((0x$text - 0xffffffff81000000)))
+assert_eq "$(echo "$out" | sed -n 's/^kaslr offset: *//p')" "$want" "KASLR offset"
+
+# Each vCPU line: a halted vCPU must be running its idle task (HLT is only
+# executed by the idle loop).  The two are read a moment apart, so a vCPU
+# may wake in between: allow one disagreement in five runs.
+bad=0 lines=0
+for run in 1 2 3 4 5; do
+	[ "$run" = 1 ] || out=$("$idlevm" info --domain "$IVM_DOMAIN" 2>&1) ||
+		fail "idlevm info failed: $out"
+	while read -r vcpu thread cpu state cpl current; do
+		case $vcpu in [0-9]*) ;; *) continue ;; esac
+		lines=$((lines + 1))
+		[ -d "/proc/$thread" ] || fail "vCPU $vcpu thread $thread is no host thread"
+		[ "$cpu" -ge 0 ] || fail "vCPU $vcpu has no guest CPU: $out"
+		case $current in
+		"?"*) fail "vCPU $vcpu: no current task: $current" ;;
+		esac
+		if [ "$state" = halted ]; then
+			case $current in
+			*"(idle)"*) ;;
+			*) bad=$((bad + 1)); echo "halted but current is $current" ;;
+			esac
+		fi
+	done <<<"$(echo "$out" | sed -n '/^VCPU/,$p')"
+done
+[ "$lines" = $((5 * IVM_VCPUS)) ] || fail "expected $((5 * IVM_VCPUS)) vCPU lines, got $lines"
+[ "$bad" -le 1 ] || fail "$bad halted vCPUs were not running their idle task"

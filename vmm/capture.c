@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "kunwind.h"
+#include "uunwind.h"
+
+/*
+ * THREAD_SIZE of x86-64 without KASAN (16 KiB since 3.15).  The vmlinux
+ * says it exactly: init_stack, the boot task's stack, is one THREAD_SIZE
+ * object, so its symbol size is used when the symbol table has it.
+ */
+#define DEFAULT_THREAD_SIZE (16u * 1024)
+
+struct ivm_capture_engine {
+	struct ivm_guest *guest;
+	struct ivm_orc_table *orc;
+	struct ivm_kunwind_config kcfg;
+	struct ivm_switch_frame_layout switch_frame;
+	uint64_t thread_size;
+	struct ivm_kmem_gmem kmem;
+	struct ivm_kmem_reader kreader;
+};
+
+const char *ivm_capture_outcome_name(enum ivm_capture_outcome outcome)
+{
+	switch (outcome) {
+	case IVM_CAPTURE_KEPT:
+		return "kept";
+	case IVM_CAPTURE_DISCARDED_RAN:
+		return "discarded_ran";
+	case IVM_CAPTURE_DISCARDED_RUNNABLE:
+		return "discarded_runnable";
+	case IVM_CAPTURE_FAILED:
+		return "failed";
+	default:
+		return "?";
+	}
+}
+
+struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
+					    struct ivm_capture_engine **ret)
+{
+	const struct ivm_kernel_offsets *off;
+	struct ivm_capture_engine *e;
+	const struct ivm_ksym *sym;
+	struct ivm_error *err;
+
+	if (!guest->layout)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"capture needs the guest kernel layout");
+	off = ivm_kernel_layout_offsets(guest->layout);
+	if (!off->inactive_task_frame_size)
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"the guest kernel's BTF has no struct inactive_task_frame");
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return &ivm_enomem;
+	e->guest = guest;
+	err = ivm_orc_load_elf(guest->vmlinux, IVM_ORC_FORMAT_AUTO, &e->orc);
+	if (err) {
+		free(e);
+		return ivm_error_wrap(err, "loading ORC tables");
+	}
+	e->kcfg.orc = e->orc;
+	e->kcfg.orc_slide = ivm_kernel_layout_slide(guest->layout);
+	sym = ivm_ksyms_find(guest->ksyms, "ret_from_fork");
+	if (sym)
+		e->kcfg.ret_from_fork = sym->addr + e->kcfg.orc_slide;
+	e->switch_frame.size = off->inactive_task_frame_size;
+	e->switch_frame.bp = off->inactive_task_frame_bp;
+	e->switch_frame.ret_addr = off->inactive_task_frame_ret_addr;
+	sym = ivm_ksyms_find(guest->ksyms, "init_stack");
+	e->thread_size = sym && sym->size >= 4096 && sym->size <= (1u << 20) &&
+			 !(sym->size & (sym->size - 1)) ?
+			 sym->size : DEFAULT_THREAD_SIZE;
+	e->kmem.gmem = guest->gmem;
+	e->kmem.cr3 = ivm_kernel_layout_cr3(guest->layout);
+	e->kmem.la57 = ivm_kernel_layout_la57(guest->layout);
+	ivm_kmem_reader_gmem(&e->kmem, &e->kreader);
+	*ret = e;
+	return NULL;
+}
+
+void ivm_capture_engine_destroy(struct ivm_capture_engine *e)
+{
+	if (!e)
+		return;
+	ivm_orc_destroy(e->orc);
+	free(e);
+}
+
+/* Copy the frames of st into pcs; the sample's part gets the count. */
+static uint16_t take_frames(const struct ivm_stack *st, uint32_t first,
+			    uint64_t *pcs, uint32_t want_flag)
+{
+	uint32_t i;
+	uint16_t n = 0;
+
+	for (i = first; i < st->nr && n < IVM_SAMPLE_MAX_FRAMES; i++)
+		if (st->frames[i].flags & want_flag)
+			pcs[n++] = st->frames[i].pc;
+	return n;
+}
+
+static uint32_t sample_flags(uint32_t stack_flags)
+{
+	uint32_t f = 0;
+
+	if (stack_flags & IVM_STACK_TRUNCATED_FAULT)
+		f |= IVM_STACK_TRUNC_FAULT;
+	if (stack_flags & IVM_STACK_TRUNCATED_CAP)
+		f |= IVM_STACK_TRUNC_CAP;
+	if (stack_flags & IVM_STACK_TRUNCATED_LOOP)
+		f |= IVM_STACK_TRUNC_LOOP;
+	if (stack_flags & (IVM_STACK_TRUNCATED_BAD_ORC |
+			   IVM_STACK_TRUNCATED_BOUNDS))
+		f |= IVM_STACK_TRUNC_BADINFO;
+	if (stack_flags & IVM_STACK_FP_FALLBACK)
+		f |= IVM_STACK_INEXACT;
+	return f;
+}
+
+/* Unwind the user part from regs through the task's page tables. */
+static void unwind_user(struct ivm_capture_engine *e,
+			const struct ivm_guest_task *task,
+			const struct ivm_x86_regs *uregs, struct ivm_capture *cap)
+{
+	struct ivm_kmem_gmem umem;
+	struct ivm_kmem_reader ureader;
+	struct ivm_stack st;
+	struct ivm_error *err;
+	uint64_t cr3;
+
+	err = ivm_kernel_task_user_cr3(e->guest->layout, task, &cr3);
+	if (err) {
+		ivm_error_destroy(err);
+		cap->sample.stack_flags |= IVM_STACK_NO_USER;
+		return;
+	}
+	umem.gmem = e->guest->gmem;
+	umem.cr3 = cr3;
+	umem.la57 = e->kmem.la57;
+	ivm_kmem_reader_gmem(&umem, &ureader);
+	ivm_stack_init(&st, cap->frames, IVM_SAMPLE_MAX_FRAMES);
+	err = ivm_uunwind_fp(&ureader, uregs, umem.la57, &st);
+	if (err) {
+		ivm_error_destroy(err);
+		cap->sample.stack_flags |= IVM_STACK_NO_USER;
+		return;
+	}
+	cap->sample.nr_user = take_frames(&st, 0, cap->user_pcs,
+					  IVM_FRAME_USER);
+	cap->sample.stack_flags |= sample_flags(st.flags);
+}
+
+struct ivm_error *ivm_capture_task(struct ivm_capture_engine *e,
+				   uint64_t task_addr,
+				   const struct ivm_x86_regs *regs, int cpl,
+				   struct ivm_capture *cap)
+{
+	struct ivm_guest_task after;
+	struct ivm_stack_range range;
+	struct ivm_stack st;
+	struct ivm_error *err;
+
+	memset(&cap->sample, 0, sizeof(cap->sample));
+	cap->sample.kernel_pcs = cap->kernel_pcs;
+	cap->sample.user_pcs = cap->user_pcs;
+	err = ivm_kernel_read_task(e->guest->layout, task_addr, &cap->task);
+	if (err) {
+		ivm_error_destroy(err);
+		cap->outcome = IVM_CAPTURE_FAILED;
+		return NULL;
+	}
+	cap->sample.pid = (uint32_t)cap->task.tgid;
+	cap->sample.tid = (uint32_t)cap->task.pid;
+	memcpy(cap->sample.comm, cap->task.comm, IVM_COMM_LEN - 1);
+	cap->sample.comm[IVM_COMM_LEN - 1] = '\0';
+
+	/*
+	 * A sleeping task's saved frame is only its stack while it sleeps;
+	 * a runnable one may be switched in at any moment.
+	 */
+	if (!regs && cap->task.state == 0) {
+		cap->outcome = IVM_CAPTURE_DISCARDED_RUNNABLE;
+		return NULL;
+	}
+
+	range.lo = cap->task.stack;
+	range.hi = cap->task.stack + e->thread_size;
+	range.kind = IVM_STACK_RANGE_TASK;
+	ivm_stack_init(&st, cap->frames, IVM_SAMPLE_MAX_FRAMES);
+	if (regs && cpl == 3) {
+		/* Running in user mode: there is no kernel part. */
+		unwind_user(e, &cap->task, regs, cap);
+	} else {
+		if (regs)
+			err = ivm_kunwind_regs(&e->kcfg, &e->kreader, &range, 1,
+					       regs, &st);
+		else
+			err = ivm_kunwind_blocked(&e->kcfg, &e->kreader, &range,
+						  1, cap->task.thread_sp,
+						  &e->switch_frame, &st);
+		if (err)
+			return err;
+		cap->sample.nr_kernel = take_frames(&st, 0, cap->kernel_pcs,
+						    IVM_FRAME_KERNEL);
+		cap->sample.stack_flags |= sample_flags(st.flags);
+		if (st.flags & IVM_STACK_REACHED_USER) {
+			struct ivm_x86_regs uregs = st.user_regs;
+
+			unwind_user(e, &cap->task, &uregs, cap);
+		} else if (cap->task.mm) {
+			cap->sample.stack_flags |= IVM_STACK_NO_USER;
+		}
+	}
+
+	err = ivm_kernel_read_task(e->guest->layout, task_addr, &after);
+	if (err) {
+		ivm_error_destroy(err);
+		cap->outcome = IVM_CAPTURE_FAILED;
+		return NULL;
+	}
+	if (after.nvcsw != cap->task.nvcsw || after.nivcsw != cap->task.nivcsw ||
+	    after.pid != cap->task.pid || (!regs && after.state == 0)) {
+		cap->outcome = IVM_CAPTURE_DISCARDED_RAN;
+		return NULL;
+	}
+	if (regs)
+		cap->sample.stack_flags |= IVM_STACK_INEXACT;
+	cap->outcome = IVM_CAPTURE_KEPT;
+	return NULL;
+}

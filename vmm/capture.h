@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * capture: read one guest task's call stack, consistent or discarded.
+ *
+ * A target is read in three steps: its task_struct (switch counts, state,
+ * stack, saved switch frame), then its kernel stack by ORC and its user
+ * stack by frame pointers from the user registers the kernel stack ends
+ * with, then its task_struct again.  If the task ran in between (a switch
+ * count moved, or it was runnable at either read), what was read may mix
+ * two stacks: the sample is discarded and counted, never kept.  That is
+ * the "optimistic" capture; the helper's pinning (the method's key step)
+ * and QMP stop/cont wrap the same read to make discards rare or impossible.
+ *
+ * A target current on a vCPU is read from that vCPU's registers instead;
+ * its stack moves while it runs, so such a sample is consistent only when
+ * the vCPU was stopped (capture mode "stop") and is otherwise kept marked
+ * IVM_STACK_INEXACT when its switch counts held.
+ */
+#ifndef IVM_CAPTURE_H
+#define IVM_CAPTURE_H
+
+#include <stdint.h>
+
+#include "guest.h"
+#include "orc.h"
+#include "sample.h"
+#include "unwind.h"
+
+enum ivm_capture_outcome {
+	IVM_CAPTURE_KEPT,
+	IVM_CAPTURE_DISCARDED_RAN,	/* the target ran during the read */
+	IVM_CAPTURE_DISCARDED_RUNNABLE,	/* runnable, not sleeping: no stable stack */
+	IVM_CAPTURE_FAILED,		/* its task_struct was unreadable */
+	IVM_CAPTURE_NR_OUTCOMES,
+};
+
+const char *ivm_capture_outcome_name(enum ivm_capture_outcome outcome);
+
+struct ivm_capture_engine;
+
+/*
+ * Prepare captures on guest (borrowed; must outlive the engine): loads the
+ * ORC tables of its vmlinux and resolves what every unwind needs.
+ */
+struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
+					    struct ivm_capture_engine **ret);
+void ivm_capture_engine_destroy(struct ivm_capture_engine *engine);
+
+/* One capture's result: the sample points into this struct. */
+struct ivm_capture {
+	enum ivm_capture_outcome outcome;
+	struct ivm_sample sample;
+	struct ivm_guest_task task;
+	uint64_t kernel_pcs[IVM_SAMPLE_MAX_FRAMES];
+	uint64_t user_pcs[IVM_SAMPLE_MAX_FRAMES];
+	struct ivm_frame frames[IVM_SAMPLE_MAX_FRAMES];
+};
+
+/*
+ * Capture the task at task_addr.  regs, when not NULL, are the registers
+ * of the vCPU the task is current on (cpl its privilege level); NULL for a
+ * task that is not running.  The sample's kind, vcpu and time are the
+ * caller's to fill.  Returns an error only for caller mistakes; a hostile
+ * or changing guest shows in cap->outcome and the stack flags.
+ */
+struct ivm_error *ivm_capture_task(struct ivm_capture_engine *engine,
+				   uint64_t task_addr,
+				   const struct ivm_x86_regs *regs, int cpl,
+				   struct ivm_capture *cap);
+
+#endif /* IVM_CAPTURE_H */

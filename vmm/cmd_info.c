@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+/*
+ * idlevm info: what the host sees of a guest, read from outside: kernel
+ * release, KASLR offset, vCPUs with their host thread, HLT state and the
+ * guest task current on each.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "guest.h"
+
+static void info_usage(FILE *out)
+{
+	fprintf(out,
+"usage: idlevm info (--domain NAME | --qmp PATH | --core FILE) [options]\n"
+"\n"
+"Show the guest kernel and each vCPU's state and current task.\n"
+"\n"
+IVM_GUEST_USAGE
+"  -h, --help           this help\n");
+}
+
+/* Parse argv into opts; returns -1 to go on, else an exit status. */
+int ivm_guest_command_args(int argc, char **argv,
+			   struct ivm_guest_options *opts,
+			   void (*usage)(FILE *out))
+{
+	static const struct option longopts[] = {
+		IVM_GUEST_LONGOPTS,
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ivm_error *err;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, IVM_GUEST_SHORTOPTS "h", longopts,
+				NULL)) != -1) {
+		if (ivm_guest_parse_option(opts, c, optarg))
+			continue;
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		usage(stderr);
+		return 2;
+	}
+	if (optind != argc) {
+		fprintf(stderr, "idlevm %s: unexpected argument '%s'\n",
+			argv[0], argv[optind]);
+		return 2;
+	}
+	err = ivm_guest_check_options(opts);
+	if (err) {
+		fprintf(stderr, "idlevm %s: %s\n", argv[0],
+			ivm_error_string(err));
+		ivm_error_destroy(err);
+		return 2;
+	}
+	return -1;
+}
+
+static void print_current(struct ivm_guest *g, struct ivm_guest_vcpu *v)
+{
+	struct ivm_guest_task task;
+	struct ivm_error *err;
+	uint64_t addr;
+
+	if (v->cpu < 0) {
+		printf("?");
+		return;
+	}
+	err = ivm_kernel_current_task(g->layout, (unsigned int)v->cpu,
+				      &v->regs, &addr);
+	if (!err)
+		err = ivm_kernel_read_task(g->layout, addr, &task);
+	if (err) {
+		printf("? (%s)", ivm_error_string(err));
+		ivm_error_destroy(err);
+		return;
+	}
+	printf("%s pid %d tgid %d%s", task.comm, task.pid, task.tgid,
+	       task.is_idle ? " (idle)" : "");
+}
+
+int ivm_cmd_info(int argc, char **argv)
+{
+	struct ivm_guest_options opts = { 0 };
+	struct ivm_guest *g;
+	struct ivm_error *err;
+	size_t i;
+	int rc;
+
+	rc = ivm_guest_command_args(argc, argv, &opts, info_usage);
+	if (rc >= 0)
+		return rc;
+	err = ivm_guest_open(&opts, &g);
+	if (err)
+		return ivm_error_report(err);
+
+	printf("guest:            %s%s\n", g->name,
+	       g->dom ? " (libvirt)" : g->qmp ? " (qmp)" : " (core)");
+	if (g->qemu_pid)
+		printf("qemu pid:         %d\n", (int)g->qemu_pid);
+	printf("kernel:           %s\n", g->release);
+	printf("vmlinux:          %s\n", g->vmlinux);
+	printf("kaslr offset:     0x%" PRIx64 "\n",
+	       ivm_kernel_layout_slide(g->layout));
+	printf("page_offset_base: 0x%" PRIx64 "\n",
+	       ivm_kernel_layout_page_offset_base(g->layout));
+	printf("guest cpus:       %u\n", ivm_kernel_layout_nr_cpus(g->layout));
+	printf("vcpus:            %zu\n", g->nr_vcpus);
+	printf("\n%-5s %-8s %-4s %-8s %-4s %s\n", "VCPU", "THREAD", "CPU",
+	       "STATE", "CPL", "CURRENT");
+	for (i = 0; i < g->nr_vcpus; i++) {
+		struct ivm_guest_vcpu *v = &g->vcpus[i];
+
+		printf("%-5d %-8d %-4d %-8s %-4d ", v->index, (int)v->tid,
+		       v->cpu, g->qmp ? (v->halted ? "halted" : "running") :
+		       "-", v->cpl);
+		print_current(g, v);
+		printf("\n");
+	}
+	ivm_guest_close(g);
+	return 0;
+}

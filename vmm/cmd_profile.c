@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+/*
+ * idlevm profile: sample a running guest's idle transitions into a profile
+ * file, then print its report.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "guest.h"
+#include "profiler.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void profile_usage(FILE *out)
+{
+	fprintf(out,
+"usage: idlevm profile (--domain NAME | --qmp PATH) [options]\n"
+"\n"
+"Record the guest stacks that ran just before each vCPU went idle (to-idle)\n"
+"and just after it woke (from-idle), plus on-CPU ticks, into a profile file;\n"
+"then print its report.  Ctrl-C stops early and keeps everything collected.\n"
+"\n"
+IVM_GUEST_USAGE
+"  -o, --output FILE      profile file (default idlevm.prof)\n"
+"  -D, --duration SEC     stop after SEC seconds (default: at Ctrl-C)\n"
+"  -F, --frequency HZ     on-CPU samples per second per vCPU (default 99; 0 off)\n"
+"      --idle-every N     sample every Nth idle transition (default 1; 0 off)\n"
+"      --poll-interval MS idle signal polling period (default 1)\n"
+"      --idle-source SRC  auto, thread (vCPU thread state) or qmp (HLT)\n"
+"      --capture MODE     optimistic (default) or stop (QMP stop/cont)\n"
+"  -p, --pid PID          keep only samples of this guest process\n"
+"      --comm PATTERN     keep only samples whose thread name matches\n"
+"      --no-report        do not print the report at the end\n"
+"  -h, --help             this help\n");
+}
+
+static bool parse_double(const char *s, double *ret)
+{
+	char *end;
+
+	*ret = strtod(s, &end);
+	return *s && !*end && *ret >= 0;
+}
+
+int ivm_cmd_profile(int argc, char **argv)
+{
+	enum { OPT_IDLE_EVERY = 256, OPT_POLL, OPT_SOURCE, OPT_CAPTURE,
+	       OPT_COMM, OPT_NO_REPORT };
+	static const struct option longopts[] = {
+		IVM_GUEST_LONGOPTS,
+		{ "output", required_argument, NULL, 'o' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "idle-every", required_argument, NULL, OPT_IDLE_EVERY },
+		{ "poll-interval", required_argument, NULL, OPT_POLL },
+		{ "idle-source", required_argument, NULL, OPT_SOURCE },
+		{ "capture", required_argument, NULL, OPT_CAPTURE },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "no-report", no_argument, NULL, OPT_NO_REPORT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ivm_profiler_config cfg = {
+		.frequency_hz = 99, .idle_every = 1, .poll_interval_ms = 1,
+		.idle_source = IVM_IDLE_SOURCE_THREAD,
+		.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC, .filter_pid = -1,
+	};
+	struct ivm_guest_options gopts = { 0 };
+	struct ivm_report_options ropts = { .out = stdout, .kind = -1,
+					    .top = 5 };
+	const char *output = "idlevm.prof";
+	struct ivm_profiler_result res;
+	struct ivm_profile_writer *writer;
+	struct sigaction sa;
+	struct ivm_guest *g;
+	struct ivm_error *err;
+	bool report = true;
+	double d;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, IVM_GUEST_SHORTOPTS "o:D:F:p:h",
+				longopts, NULL)) != -1) {
+		if (ivm_guest_parse_option(&gopts, c, optarg))
+			continue;
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'D':
+			if (!parse_double(optarg, &cfg.duration_s))
+				goto bad_value;
+			break;
+		case 'F':
+			if (!parse_double(optarg, &cfg.frequency_hz) ||
+			    cfg.frequency_hz > 10000)
+				goto bad_value;
+			break;
+		case OPT_IDLE_EVERY:
+			if (!parse_double(optarg, &d) || d > 1e6)
+				goto bad_value;
+			cfg.idle_every = (uint32_t)d;
+			break;
+		case OPT_POLL:
+			if (!parse_double(optarg, &cfg.poll_interval_ms) ||
+			    cfg.poll_interval_ms < 0.1 ||
+			    cfg.poll_interval_ms > 1000)
+				goto bad_value;
+			break;
+		case OPT_SOURCE:
+			if (!strcmp(optarg, "auto") || !strcmp(optarg, "thread"))
+				cfg.idle_source = IVM_IDLE_SOURCE_THREAD;
+			else if (!strcmp(optarg, "qmp"))
+				cfg.idle_source = IVM_IDLE_SOURCE_QMP;
+			else
+				goto bad_value;
+			break;
+		case OPT_CAPTURE:
+			if (!strcmp(optarg, "optimistic"))
+				cfg.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC;
+			else if (!strcmp(optarg, "stop"))
+				cfg.capture_mode = IVM_CAPTURE_MODE_STOP;
+			else
+				goto bad_value;
+			break;
+		case 'p':
+			if (!parse_double(optarg, &d) || d > 4194304)
+				goto bad_value;
+			cfg.filter_pid = (int)d;
+			break;
+		case OPT_COMM:
+			cfg.filter_comm = optarg;
+			break;
+		case OPT_NO_REPORT:
+			report = false;
+			break;
+		case 'h':
+			profile_usage(stdout);
+			return 0;
+		default:
+			profile_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "idlevm profile: unexpected argument '%s'\n",
+			argv[optind]);
+		return 2;
+	}
+	if (gopts.core_path) {
+		fprintf(stderr, "idlevm profile: needs a live guest (--domain or --qmp), not --core\n");
+		return 2;
+	}
+	err = ivm_guest_check_options(&gopts);
+	if (err) {
+		fprintf(stderr, "idlevm profile: %s\n", ivm_error_string(err));
+		ivm_error_destroy(err);
+		return 2;
+	}
+	cfg.status_line = isatty(STDERR_FILENO);
+
+	err = ivm_guest_open(&gopts, &g);
+	if (err)
+		return ivm_error_report(err);
+	err = ivm_profile_writer_create(output, &writer);
+	if (err) {
+		ivm_guest_close(g);
+		return ivm_error_report(err);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: Ctrl-C must cut the poll sleep short. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	fprintf(stderr,
+		"idlevm: profiling %s (kernel %s, %zu vCPUs): idle source %s, capture %s, %g Hz on-CPU, writing %s\n",
+		g->name, g->release, g->nr_vcpus,
+		ivm_idle_source_name(cfg.idle_source),
+		ivm_capture_mode_name(cfg.capture_mode), cfg.frequency_hz,
+		output);
+	err = ivm_profile_guest(g, &cfg, writer, &stop_requested, &res);
+	ivm_guest_close(g);
+	if (err)
+		return ivm_error_report(err);
+	fprintf(stderr,
+		"idlevm: stopped after %.1f s (%s): %" PRIu64 " to_idle, %" PRIu64
+		" from_idle, %" PRIu64 " on_cpu samples; discarded %" PRIu64
+		" (target ran during the read) + %" PRIu64
+		" (target runnable); lost %" PRIu64
+		" (capture busy) + %" PRIu64 " (target missed); %" PRIu64
+		" idle periods too short to see\n",
+		res.elapsed_s, res.end_reason, res.kept[IVM_SAMPLE_TO_IDLE],
+		res.kept[IVM_SAMPLE_FROM_IDLE], res.kept[IVM_SAMPLE_ON_CPU],
+		res.outcomes[IVM_CAPTURE_DISCARDED_RAN],
+		res.outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE],
+		res.dispatch.lost_busy, res.dispatch.lost_missed,
+		res.dispatch.missed_idle);
+	if (!report)
+		return 0;
+	return ivm_report_file(output, false, &ropts,
+			       IVM_CALLTREE_BY_PROCESS | IVM_CALLTREE_BY_THREAD);
+
+bad_value:
+	fprintf(stderr, "idlevm profile: bad value '%s' for %s\n", optarg,
+		argv[optind - 1]);
+	return 2;
+}

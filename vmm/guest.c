@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "guest.h"
+
+bool ivm_guest_parse_option(struct ivm_guest_options *opts, int c,
+			    const char *arg)
+{
+	switch (c) {
+	case 'd':
+		opts->domain = arg;
+		return true;
+	case 'c':
+		opts->connect_uri = arg;
+		return true;
+	case 'q':
+		opts->qmp_path = arg;
+		return true;
+	case 'C':
+		opts->core_path = arg;
+		return true;
+	case 'k':
+		opts->vmlinux = arg;
+		return true;
+	default:
+		return false;
+	}
+}
+
+struct ivm_error *ivm_guest_check_options(const struct ivm_guest_options *opts)
+{
+	int sources = !!opts->domain + !!opts->qmp_path + !!opts->core_path;
+
+	if (sources == 0)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"no guest given: use --domain NAME, --qmp PATH or --core FILE");
+	if (sources > 1)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"give only one of --domain, --qmp and --core");
+	if (opts->connect_uri && !opts->domain)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"--connect goes with --domain");
+	return NULL;
+}
+
+static bool release_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_' ||
+	       c == '+' || c == '~';
+}
+
+/* Scan window: the banner lives in the kernel image, in the low GiBs. */
+#define SCAN_LIMIT	(8ull << 30)
+#define SCAN_CHUNK	(2ull << 20)
+
+struct ivm_error *ivm_guest_find_release(struct ivm_gmem *gmem,
+					 char release[65])
+{
+	static const char prefix[] = "Linux version ";
+	const size_t plen = sizeof(prefix) - 1;
+	/* Chunk plus an overlap so a banner across two chunks is found. */
+	size_t buflen = SCAN_CHUNK + plen + 65;
+	uint64_t gpa;
+	char *buf;
+
+	buf = malloc(buflen);
+	if (!buf)
+		return &ivm_enomem;
+	for (gpa = 0; gpa < SCAN_LIMIT; gpa += SCAN_CHUNK) {
+		struct ivm_error *err;
+		char *p, *end;
+		size_t len = buflen;
+
+		err = ivm_gmem_read_phys(gmem, gpa, buf, len);
+		if (err) {
+			/* A hole, or the end of RAM: try the chunk alone. */
+			ivm_error_destroy(err);
+			len = SCAN_CHUNK;
+			err = ivm_gmem_read_phys(gmem, gpa, buf, len);
+			if (err) {
+				ivm_error_destroy(err);
+				continue;
+			}
+		}
+		for (p = buf, end = buf + len;
+		     (p = memmem(p, (size_t)(end - p), prefix, plen));
+		     p++) {
+			char *r = p + plen;
+			size_t n = 0;
+
+			while (r + n < end && n < 64 && release_char(r[n]))
+				n++;
+			/* A real banner: "RELEASE (builder@host) ..." */
+			if (n >= 3 && r + n + 1 < end && r[n] == ' ' &&
+			    r[n + 1] == '(' && r[0] >= '0' && r[0] <= '9') {
+				memcpy(release, r, n);
+				release[n] = '\0';
+				free(buf);
+				return NULL;
+			}
+		}
+	}
+	free(buf);
+	return ivm_error_create(IVM_ERROR_NOT_FOUND,
+				"no Linux kernel banner in guest memory (has the guest booted?)");
+}
+
+/* Where distributions and idlevm's image cache keep a release's vmlinux. */
+static char *find_vmlinux(const char *release)
+{
+	static const struct {
+		const char *before, *after;
+	} places[] = {
+		{ "/usr/lib/debug/boot/vmlinux-", "" },
+		{ "/usr/lib/debug/lib/modules/", "/vmlinux" },
+		{ "/var/cache/idlevm/", "/vmlinux" },
+		{ "/boot/vmlinux-", "" },
+		{ "/lib/modules/", "/build/vmlinux" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
+		char *path;
+
+		if (asprintf(&path, "%s%s%s", places[i].before, release,
+			     places[i].after) < 0)
+			return NULL;
+		if (access(path, R_OK) == 0)
+			return path;
+		free(path);
+	}
+	return NULL;
+}
+
+static struct ivm_error *open_live(struct ivm_guest *g,
+				   const struct ivm_guest_options *opts)
+{
+	struct ivm_qemu_vcpus *vcpus = NULL;
+	struct ivm_qemu_ram *ram = NULL;
+	struct ivm_error *err;
+	size_t i;
+
+	if (opts->domain) {
+		/* Lifecycle events need libvirt's loop before the connection. */
+		err = ivm_qmp_libvirt_event_loop_start();
+		if (err)
+			return err;
+		err = ivm_libvirt_domain_open(opts->connect_uri, opts->domain,
+					      &g->dom);
+		if (err)
+			return err;
+		err = ivm_qmp_connect_libvirt(g->dom, &g->qmp);
+	} else {
+		err = ivm_qmp_connect_socket(opts->qmp_path, &g->qmp);
+	}
+	if (err)
+		return err;
+	err = ivm_qemu_vcpus(g->qmp, &vcpus);
+	if (err)
+		return ivm_error_wrap(err, "listing vCPUs");
+	err = ivm_qemu_pid(g->qmp, vcpus, "/proc", &g->qemu_pid);
+	if (err)
+		goto out;
+	g->vcpus = calloc(vcpus->nr, sizeof(*g->vcpus));
+	if (!g->vcpus) {
+		err = &ivm_enomem;
+		goto out;
+	}
+	g->nr_vcpus = vcpus->nr;
+	for (i = 0; i < vcpus->nr; i++) {
+		g->vcpus[i].index = vcpus->vcpu[i].index;
+		g->vcpus[i].tid = vcpus->vcpu[i].tid;
+		g->vcpus[i].cpu = -1;
+		g->vcpus[i].cpl = -1;
+	}
+	err = ivm_qemu_ram_regions(g->qmp, &ram);
+	if (err) {
+		err = ivm_error_wrap(err, "finding guest RAM");
+		goto out;
+	}
+	err = ivm_gmem_process_create(g->qemu_pid, ram->region, ram->nr,
+				      &g->gmem);
+	if (err)
+		goto out;
+	err = ivm_guest_refresh_vcpus(g);
+out:
+	free(vcpus);
+	free(ram);
+	return err;
+}
+
+static struct ivm_error *open_core(struct ivm_guest *g,
+				   const struct ivm_guest_options *opts)
+{
+	struct ivm_error *err;
+	size_t i;
+
+	err = ivm_gmem_core_create(opts->core_path, &g->gmem);
+	if (err)
+		return err;
+	g->nr_vcpus = ivm_gmem_core_nr_cpus(g->gmem);
+	if (!g->nr_vcpus)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s: the core holds no vCPU state",
+					opts->core_path);
+	g->vcpus = calloc(g->nr_vcpus, sizeof(*g->vcpus));
+	if (!g->vcpus)
+		return &ivm_enomem;
+	for (i = 0; i < g->nr_vcpus; i++) {
+		struct ivm_guest_vcpu *v = &g->vcpus[i];
+
+		v->index = (int)i;
+		v->cpu = -1;
+		v->cpl = -1;
+		err = ivm_gmem_core_cpu_state(g->gmem, i, &v->regs);
+		if (err)
+			return ivm_error_wrap(err, "vCPU %zu state", i);
+		if (v->regs.valid & IVM_X86_REGS_SEGMENTS)
+			v->cpl = v->regs.cs & 3;
+	}
+	return NULL;
+}
+
+struct ivm_error *ivm_guest_refresh_vcpus(struct ivm_guest *g)
+{
+	struct ivm_qemu_registers *regs;
+	struct ivm_error *err;
+	size_t i, j;
+
+	if (!g->qmp)
+		return NULL;
+	err = ivm_qemu_registers_all(g->qmp, &regs);
+	if (err)
+		return ivm_error_wrap(err, "reading vCPU registers");
+	for (i = 0; i < g->nr_vcpus; i++) {
+		for (j = 0; j < regs->nr; j++) {
+			if (regs->cpu[j].cpu_index != g->vcpus[i].index)
+				continue;
+			g->vcpus[i].halted = regs->cpu[j].halted;
+			g->vcpus[i].cpl = regs->cpu[j].cpl;
+			g->vcpus[i].regs = regs->cpu[j].regs;
+			break;
+		}
+		if (j == regs->nr) {
+			free(regs);
+			return ivm_error_create(IVM_ERROR_PROTOCOL,
+						"qemu printed no registers for vCPU %d",
+						g->vcpus[i].index);
+		}
+	}
+	free(regs);
+	return NULL;
+}
+
+static struct ivm_error *open_kernel(struct ivm_guest *g,
+				     const struct ivm_guest_options *opts)
+{
+	struct ivm_kernel_layout_config cfg = { 0 };
+	struct ivm_x86_regs *regs;
+	struct ivm_error *err;
+	size_t i;
+
+	if (opts->vmlinux) {
+		g->vmlinux = strdup(opts->vmlinux);
+		if (!g->vmlinux)
+			return &ivm_enomem;
+	} else {
+		g->vmlinux = find_vmlinux(g->release);
+		if (!g->vmlinux)
+			return ivm_error_create(IVM_ERROR_NOT_FOUND,
+						"no debuginfo for guest kernel %s: pass --vmlinux FILE (on Debian: the linux-image-%s-dbg package)",
+						g->release, g->release);
+	}
+	err = ivm_btf_load_file(g->vmlinux, &g->btf);
+	if (err)
+		return ivm_error_wrap(err, "%s", g->vmlinux);
+	err = ivm_ksyms_load_elf(g->vmlinux, &g->ksyms);
+	if (err)
+		return ivm_error_wrap(err, "%s", g->vmlinux);
+
+	regs = calloc(g->nr_vcpus, sizeof(*regs));
+	if (!regs)
+		return &ivm_enomem;
+	for (i = 0; i < g->nr_vcpus; i++)
+		regs[i] = g->vcpus[i].regs;
+	cfg.btf = g->btf;
+	cfg.ksyms = g->ksyms;
+	cfg.vcpu_regs = regs;
+	cfg.nr_vcpus = g->nr_vcpus;
+	if (ivm_gmem_is_core(g->gmem) && ivm_gmem_core_vmcoreinfo(g->gmem)) {
+		struct ivm_error *e = ivm_kernel_vmcoreinfo_offset(
+			ivm_gmem_core_vmcoreinfo(g->gmem), &cfg.slide_hint);
+
+		cfg.has_slide_hint = !e;
+		ivm_error_destroy(e);
+	}
+	err = ivm_kernel_layout_create(g->gmem, &cfg, &g->layout);
+	free(regs);
+	if (err)
+		return ivm_error_wrap(err, "finding the kernel of %s with %s",
+				      g->name, g->vmlinux);
+	for (i = 0; i < g->nr_vcpus; i++)
+		g->vcpus[i].cpu = ivm_kernel_layout_vcpu_cpu(g->layout, i);
+	return NULL;
+}
+
+struct ivm_error *ivm_guest_open(const struct ivm_guest_options *opts,
+				 struct ivm_guest **ret)
+{
+	struct ivm_guest *g;
+	struct ivm_error *err;
+
+	err = ivm_guest_check_options(opts);
+	if (err)
+		return err;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return &ivm_enomem;
+	g->name = strdup(opts->domain ? opts->domain :
+			 opts->qmp_path ? opts->qmp_path : opts->core_path);
+	if (!g->name) {
+		free(g);
+		return &ivm_enomem;
+	}
+	err = opts->core_path ? open_core(g, opts) : open_live(g, opts);
+	if (!err)
+		err = ivm_guest_find_release(g->gmem, g->release);
+	if (!err && !opts->no_kernel)
+		err = open_kernel(g, opts);
+	if (err) {
+		ivm_guest_close(g);
+		return err;
+	}
+	*ret = g;
+	return NULL;
+}
+
+void ivm_guest_close(struct ivm_guest *g)
+{
+	if (!g)
+		return;
+	ivm_kernel_layout_destroy(g->layout);
+	ivm_ksyms_destroy(g->ksyms);
+	ivm_btf_destroy(g->btf);
+	ivm_gmem_destroy(g->gmem);
+	ivm_qmp_destroy(g->qmp);
+	ivm_libvirt_domain_close(g->dom);
+	free(g->vcpus);
+	free(g->vmlinux);
+	free(g->name);
+	free(g);
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A guest as the commands see it: opened from a libvirt domain
+ * (--domain NAME [--connect URI]), a plain QEMU QMP socket (--qmp PATH) or a
+ * memory dump (--core FILE), with the guest kernel found in its memory.
+ *
+ * ivm_guest_open() assembles the pieces in order: monitor (vmm/qmp.h), vCPUs
+ * and their host threads, guest RAM (vmm/gmem.h), the vCPU registers, the
+ * kernel's debuginfo (BTF and symbols from vmlinux) and the kernel layout
+ * (vmm/kernel_layout.h).  When no vmlinux is named, the kernel release is
+ * read from the guest's own banner in RAM and the debuginfo looked for where
+ * distributions and idlevm's image cache put it.
+ */
+#ifndef IVM_GUEST_H
+#define IVM_GUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "btf.h"
+#include "error.h"
+#include "gmem.h"
+#include "kernel_layout.h"
+#include "ksyms.h"
+#include "libvirt_domain.h"
+#include "qemu_discovery.h"
+#include "qmp.h"
+#include "x86_64_regs.h"
+
+struct ivm_guest_options {
+	const char *domain;		/* libvirt domain name */
+	const char *connect_uri;	/* libvirt URI, NULL = default */
+	const char *qmp_path;		/* plain QEMU QMP socket */
+	const char *core_path;		/* dump-guest-memory ELF core */
+	const char *vmlinux;		/* guest kernel debuginfo */
+	bool no_kernel;			/* stop before the kernel layout */
+};
+
+/* getopt_long entries shared by the commands that open a guest. */
+#define IVM_GUEST_LONGOPTS						\
+	{ "domain", required_argument, NULL, 'd' },			\
+	{ "connect", required_argument, NULL, 'c' },			\
+	{ "qmp", required_argument, NULL, 'q' },			\
+	{ "core", required_argument, NULL, 'C' },			\
+	{ "vmlinux", required_argument, NULL, 'k' }
+#define IVM_GUEST_SHORTOPTS "d:c:q:C:k:"
+#define IVM_GUEST_USAGE							\
+"  -d, --domain NAME    libvirt domain to inspect\n"			\
+"  -c, --connect URI    libvirt connection (default qemu:///system)\n"	\
+"  -q, --qmp PATH       plain QEMU QMP socket instead of libvirt\n"	\
+"  -C, --core FILE      QEMU dump-guest-memory core instead of a live guest\n" \
+"  -k, --vmlinux FILE   guest kernel debuginfo (default: found by release)\n"
+
+/* Take option c if it is a guest option; true if it was. */
+bool ivm_guest_parse_option(struct ivm_guest_options *opts, int c,
+			    const char *arg);
+
+/* Exactly one of domain, qmp, core; IVM_ERROR_INVALID otherwise. */
+struct ivm_error *ivm_guest_check_options(const struct ivm_guest_options *opts);
+
+struct ivm_guest_vcpu {
+	int index;		/* QEMU cpu-index */
+	pid_t tid;		/* host thread (0 for a core) */
+	bool halted;		/* HLT state when last read */
+	int cpl;		/* -1 unknown */
+	struct ivm_x86_regs regs;
+	int cpu;		/* guest CPU number, -1 unknown */
+};
+
+struct ivm_guest {
+	struct ivm_libvirt_domain *dom;	/* NULL unless --domain */
+	struct ivm_qmp *qmp;		/* NULL for a core */
+	pid_t qemu_pid;			/* 0 for a core */
+	struct ivm_gmem *gmem;
+	size_t nr_vcpus;
+	struct ivm_guest_vcpu *vcpus;
+	char release[65];		/* kernel release from the banner */
+	char *vmlinux;			/* path used */
+	struct ivm_btf *btf;
+	struct ivm_ksyms *ksyms;
+	struct ivm_kernel_layout *layout;	/* NULL with no_kernel */
+	char *name;			/* for messages: domain, socket or core */
+};
+
+struct ivm_error *ivm_guest_open(const struct ivm_guest_options *opts,
+				 struct ivm_guest **ret);
+void ivm_guest_close(struct ivm_guest *guest);
+
+/* Re-read every vCPU's registers and HLT state (live guests only). */
+struct ivm_error *ivm_guest_refresh_vcpus(struct ivm_guest *guest);
+
+/*
+ * Find "Linux version RELEASE " in guest physical memory (the kernel's
+ * banner; the first plausible release wins) and copy RELEASE (at most 64
+ * bytes of [A-Za-z0-9._+~-]) to release.
+ */
+struct ivm_error *ivm_guest_find_release(struct ivm_gmem *gmem,
+					 char release[65]);
+
+#endif /* IVM_GUEST_H */

@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "profiler.h"
+
+const char *ivm_idle_source_name(enum ivm_idle_source source)
+{
+	return source == IVM_IDLE_SOURCE_QMP ? "qmp" : "thread";
+}
+
+const char *ivm_capture_mode_name(enum ivm_capture_mode mode)
+{
+	return mode == IVM_CAPTURE_MODE_STOP ? "stop" : "optimistic";
+}
+
+struct vcpu_poll {
+	int stat_fd;		/* /proc/PID/task/TID/stat of its thread */
+	bool halted;
+	uint64_t idle_task;
+};
+
+struct profiler {
+	struct ivm_guest *guest;
+	const struct ivm_profiler_config *cfg;
+	struct ivm_profile_writer *writer;
+	struct ivm_dispatch *dispatch;
+	struct ivm_capture_engine *engine;
+	struct ivm_capture cap;
+	struct vcpu_poll *vcpus;
+	struct ivm_profiler_result *res;
+	uint64_t start_ns;
+	uint32_t nvcsw_off, nivcsw_off;
+	bool gone;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Halted per the vCPU thread's state letter (after "comm) "). */
+static struct ivm_error *thread_halted(struct vcpu_poll *vp, bool *ret)
+{
+	char buf[512];
+	ssize_t n = pread(vp->stat_fd, buf, sizeof(buf) - 1, 0);
+	char *paren;
+
+	if (n <= 0)
+		return ivm_error_create(IVM_ERROR_GONE,
+					"the vCPU thread is gone");
+	buf[n] = '\0';
+	paren = strrchr(buf, ')');
+	if (!paren || paren[1] != ' ' || !paren[2])
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"unexpected /proc stat line");
+	/* R running; S/D sleeping in the host: the vCPU is halted. */
+	*ret = paren[2] == 'S' || paren[2] == 'D';
+	return NULL;
+}
+
+static struct ivm_error *poll_halted(struct profiler *p)
+{
+	struct ivm_guest *g = p->guest;
+	struct ivm_error *err;
+	size_t i;
+
+	if (p->cfg->idle_source == IVM_IDLE_SOURCE_QMP) {
+		err = ivm_guest_refresh_vcpus(g);
+		if (err)
+			return err;
+		for (i = 0; i < g->nr_vcpus; i++)
+			p->vcpus[i].halted = g->vcpus[i].halted;
+		return NULL;
+	}
+	for (i = 0; i < g->nr_vcpus; i++) {
+		err = thread_halted(&p->vcpus[i], &p->vcpus[i].halted);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
+static void end_with(struct profiler *p, const char *reason)
+{
+	if (!p->res->end_reason[0])
+		snprintf(p->res->end_reason, sizeof(p->res->end_reason), "%s",
+			 reason);
+}
+
+/* A guest read failed: the end of the guest, or a counted blip. */
+static void read_failed(struct profiler *p, struct ivm_error *err)
+{
+	if (err->code == IVM_ERROR_GONE) {
+		p->gone = true;
+		end_with(p, "the guest went away");
+	}
+	ivm_error_destroy(err);
+}
+
+static bool passes_filters(const struct profiler *p,
+			   const struct ivm_sample *s)
+{
+	if (p->cfg->filter_pid >= 0 && s->pid != (uint32_t)p->cfg->filter_pid)
+		return false;
+	if (p->cfg->filter_comm && fnmatch(p->cfg->filter_comm, s->comm, 0))
+		return false;
+	return true;
+}
+
+static struct ivm_error *capture(struct profiler *p,
+				 const struct ivm_capture_req *req)
+{
+	struct ivm_guest *g = p->guest;
+	struct ivm_guest_vcpu *v = &g->vcpus[req->vcpu];
+	struct ivm_qemu_cpu_regs cpu_regs;
+	const struct ivm_x86_regs *regs = NULL;
+	bool stopped = false;
+	struct ivm_error *err = NULL, *cerr;
+	int cpl = -1;
+
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_STOP && g->qmp) {
+		err = ivm_qmp_stop(g->qmp);
+		if (err)
+			return err;
+		stopped = true;
+	}
+	if (req->kind != IVM_SAMPLE_TO_IDLE && g->qmp) {
+		uint64_t cur;
+
+		/*
+		 * The target was current when observed; take the vCPU's
+		 * registers, then make sure it still is, or the registers
+		 * belong to someone else.
+		 */
+		err = ivm_qemu_registers(g->qmp, v->index, &cpu_regs);
+		if (!err)
+			err = ivm_kernel_current_task(g->layout,
+						      (unsigned int)v->cpu,
+						      NULL, &cur);
+		if (err)
+			goto out;
+		if (cur == req->task && !cpu_regs.halted) {
+			regs = &cpu_regs.regs;
+			cpl = cpu_regs.cpl;
+		}
+	}
+	err = ivm_capture_task(p->engine, req->task, regs, cpl, &p->cap);
+	if (err)
+		goto out;
+	/* Stopped vCPUs do not move: the live stack is exact then. */
+	if (stopped && regs)
+		p->cap.sample.stack_flags &= ~(uint32_t)IVM_STACK_INEXACT;
+	p->res->outcomes[p->cap.outcome]++;
+	if (p->cap.outcome != IVM_CAPTURE_KEPT)
+		goto out;
+	p->cap.sample.kind = req->kind;
+	p->cap.sample.vcpu = req->vcpu;
+	p->cap.sample.time_ns = req->time_ns;
+	if (!passes_filters(p, &p->cap.sample)) {
+		p->res->filtered++;
+		goto out;
+	}
+	err = ivm_profile_write_sample(p->writer, &p->cap.sample);
+	if (!err)
+		p->res->kept[req->kind]++;
+out:
+	if (stopped) {
+		cerr = ivm_qmp_cont(g->qmp);
+		/* Never leave the guest paused: that error wins. */
+		if (cerr) {
+			ivm_error_destroy(err);
+			err = ivm_error_wrap(cerr, "resuming the guest");
+		}
+	}
+	return err;
+}
+
+static void poll_once(struct profiler *p, uint64_t now)
+{
+	struct ivm_guest *g = p->guest;
+	struct ivm_error *err;
+	size_t i;
+
+	p->res->polls++;
+	err = poll_halted(p);
+	if (err) {
+		p->res->poll_errors++;
+		read_failed(p, err);
+		return;
+	}
+	for (i = 0; i < g->nr_vcpus && !p->gone; i++) {
+		struct ivm_guest_vcpu *v = &g->vcpus[i];
+		struct vcpu_poll *vp = &p->vcpus[i];
+		struct ivm_vcpu_obs obs = { .time_ns = now,
+					    .halted = vp->halted };
+		struct ivm_capture_req req;
+		uint64_t sw[2];
+
+		if (v->cpu < 0)
+			continue;
+		err = ivm_kernel_current_task(g->layout, (unsigned int)v->cpu,
+					      NULL, &obs.current);
+		if (err) {
+			p->res->poll_errors++;
+			read_failed(p, err);
+		} else {
+			obs.current_known = true;
+			obs.current_is_idle = obs.current == vp->idle_task;
+		}
+		if (vp->idle_task && p->nvcsw_off && p->nivcsw_off &&
+		    !ivm_kernel_read(g->layout, vp->idle_task + p->nvcsw_off,
+				     &sw[0], 8) &&
+		    !ivm_kernel_read(g->layout, vp->idle_task + p->nivcsw_off,
+				     &sw[1], 8)) {
+			obs.idle_switches_known = true;
+			obs.idle_switches = sw[0] + sw[1];
+		}
+		if (!ivm_dispatch_observe(p->dispatch, (uint32_t)i, &obs, &req))
+			continue;
+		err = capture(p, &req);
+		ivm_dispatch_capture_done(p->dispatch, (uint32_t)i);
+		if (err) {
+			p->res->capture_errors++;
+			if (err->code == IVM_ERROR_GONE ||
+			    err->code == IVM_ERROR_OS ||
+			    err->code == IVM_ERROR_NOMEM) {
+				/* The file or the guest: can't go on. */
+				p->gone = true;
+				end_with(p, ivm_error_string(err));
+			}
+			ivm_error_destroy(err);
+		}
+	}
+}
+
+static void fill_stats(const struct profiler *p, struct ivm_stat *st,
+		       size_t *nr)
+{
+	const struct ivm_profiler_result *r = p->res;
+	const struct ivm_dispatch_stats *d = ivm_dispatch_stats(p->dispatch);
+	size_t n = 0;
+
+	st[n++] = (struct ivm_stat){ "to_idle", r->kept[IVM_SAMPLE_TO_IDLE] };
+	st[n++] = (struct ivm_stat){ "from_idle", r->kept[IVM_SAMPLE_FROM_IDLE] };
+	st[n++] = (struct ivm_stat){ "on_cpu", r->kept[IVM_SAMPLE_ON_CPU] };
+	st[n++] = (struct ivm_stat){ "discarded_ran",
+				     r->outcomes[IVM_CAPTURE_DISCARDED_RAN] };
+	st[n++] = (struct ivm_stat){ "discarded_runnable",
+				     r->outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE] };
+	st[n++] = (struct ivm_stat){ "capture_failed",
+				     r->outcomes[IVM_CAPTURE_FAILED] };
+	st[n++] = (struct ivm_stat){ "filtered", r->filtered };
+	st[n++] = (struct ivm_stat){ "lost_busy", d->lost_busy };
+	st[n++] = (struct ivm_stat){ "lost_missed", d->lost_missed };
+	st[n++] = (struct ivm_stat){ "lost_no_target", d->lost_no_target };
+	st[n++] = (struct ivm_stat){ "missed_idle", d->missed_idle };
+	st[n++] = (struct ivm_stat){ "idle_transitions", d->idle_transitions };
+	st[n++] = (struct ivm_stat){ "inconsistent", d->inconsistent };
+	st[n++] = (struct ivm_stat){ "polls", r->polls };
+	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
+	*nr = n;
+}
+
+static void status_line(const struct profiler *p, uint64_t now, bool final)
+{
+	const struct ivm_profiler_result *r = p->res;
+	const struct ivm_dispatch_stats *d = ivm_dispatch_stats(p->dispatch);
+
+	fprintf(stderr,
+		"\r\033[Kidlevm: %.1f s  to_idle %" PRIu64 "  from_idle %" PRIu64
+		"  on_cpu %" PRIu64 "  discarded %" PRIu64 "  lost %" PRIu64 "%s",
+		(double)(now - p->start_ns) / 1e9, r->kept[IVM_SAMPLE_TO_IDLE],
+		r->kept[IVM_SAMPLE_FROM_IDLE], r->kept[IVM_SAMPLE_ON_CPU],
+		r->outcomes[IVM_CAPTURE_DISCARDED_RAN] +
+			r->outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE],
+		d->lost_busy + d->lost_missed, final ? "\n" : "");
+}
+
+static struct ivm_error *write_meta(struct profiler *p)
+{
+	struct ivm_guest *g = p->guest;
+	const struct ivm_profiler_config *c = p->cfg;
+	char buf[64];
+	struct ivm_error *err;
+	time_t now = time(NULL);
+	struct tm tm;
+
+#define META(k, v)							\
+	do {								\
+		err = ivm_profile_write_meta(p->writer, k, v);		\
+		if (err)						\
+			return err;					\
+	} while (0)
+	META("guest", g->name);
+	META("kernel", g->release);
+	META("vmlinux", g->vmlinux);
+	snprintf(buf, sizeof(buf), "0x%" PRIx64,
+		 ivm_kernel_layout_slide(g->layout));
+	META("kaslr_offset", buf);
+	snprintf(buf, sizeof(buf), "%zu", g->nr_vcpus);
+	META("vcpus", buf);
+	META("idle_source", ivm_idle_source_name(c->idle_source));
+	META("capture", ivm_capture_mode_name(c->capture_mode));
+	snprintf(buf, sizeof(buf), "%g", c->frequency_hz);
+	META("frequency_hz", buf);
+	snprintf(buf, sizeof(buf), "%u", c->idle_every);
+	META("idle_every", buf);
+	snprintf(buf, sizeof(buf), "%g", c->poll_interval_ms);
+	META("poll_interval_ms", buf);
+	gmtime_r(&now, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	META("start", buf);
+#undef META
+	return NULL;
+}
+
+static struct ivm_error *setup(struct profiler *p)
+{
+	struct ivm_guest *g = p->guest;
+	const struct ivm_kernel_offsets *off;
+	struct ivm_dispatch_config dc = {
+		.idle_every = p->cfg->idle_every,
+		.tick_ns = p->cfg->frequency_hz > 0 ?
+			   (uint64_t)(1e9 / p->cfg->frequency_hz) : 0,
+	};
+	struct ivm_error *err;
+	size_t i;
+
+	if (!g->qmp)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"profiling needs a live guest, not a core");
+	off = ivm_kernel_layout_offsets(g->layout);
+	p->nvcsw_off = off->task_nvcsw;
+	p->nivcsw_off = off->task_nivcsw;
+	err = ivm_dispatch_create((uint32_t)g->nr_vcpus, &dc, &p->dispatch);
+	if (err)
+		return err;
+	err = ivm_capture_engine_create(g, &p->engine);
+	if (err)
+		return err;
+	p->vcpus = calloc(g->nr_vcpus, sizeof(*p->vcpus));
+	if (!p->vcpus)
+		return &ivm_enomem;
+	for (i = 0; i < g->nr_vcpus; i++) {
+		struct vcpu_poll *vp = &p->vcpus[i];
+		char path[64];
+
+		vp->stat_fd = -1;
+		if (g->vcpus[i].cpu >= 0)
+			vp->idle_task = ivm_kernel_layout_idle_task(
+				g->layout, (unsigned int)g->vcpus[i].cpu);
+		if (p->cfg->idle_source != IVM_IDLE_SOURCE_THREAD)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat",
+			 (int)g->qemu_pid, (int)g->vcpus[i].tid);
+		vp->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (vp->stat_fd < 0)
+			return ivm_error_os(errno, "opening %s", path);
+	}
+	return write_meta(p);
+}
+
+static void teardown(struct profiler *p)
+{
+	size_t i;
+
+	if (p->vcpus)
+		for (i = 0; i < p->guest->nr_vcpus; i++)
+			if (p->vcpus[i].stat_fd >= 0)
+				close(p->vcpus[i].stat_fd);
+	free(p->vcpus);
+	ivm_capture_engine_destroy(p->engine);
+	ivm_dispatch_destroy(p->dispatch);
+}
+
+struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
+				    const struct ivm_profiler_config *config,
+				    struct ivm_profile_writer *writer,
+				    volatile sig_atomic_t *stop,
+				    struct ivm_profiler_result *result)
+{
+	struct profiler p = { .guest = guest, .cfg = config, .writer = writer,
+			      .res = result };
+	uint64_t interval, next, last_flush, now, end_ns = 0;
+	struct ivm_stat stats[24];
+	struct ivm_error *err, *ferr;
+	size_t nr_stats;
+
+	memset(result, 0, sizeof(*result));
+	interval = (uint64_t)(config->poll_interval_ms * 1e6);
+	if (interval < 100000)
+		interval = 100000;	/* 10 kHz at most */
+	err = setup(&p);
+	if (err) {
+		teardown(&p);
+		ivm_profile_writer_destroy(writer);
+		return err;
+	}
+	p.start_ns = now = next = last_flush = mono_ns();
+	if (config->duration_s > 0)
+		end_ns = p.start_ns + (uint64_t)(config->duration_s * 1e9);
+
+	while (!p.gone) {
+		struct timespec ts;
+
+		if (*stop) {
+			end_with(&p, "interrupted");
+			break;
+		}
+		if (end_ns && now >= end_ns) {
+			end_with(&p, "duration reached");
+			break;
+		}
+		poll_once(&p, now);
+		now = mono_ns();
+		if (now - last_flush >= 1000000000ull) {
+			enum ivm_qmp_lifecycle state = ivm_qmp_lifecycle(guest->qmp);
+
+			if (state == IVM_QMP_SHUTDOWN || state == IVM_QMP_GONE) {
+				p.gone = true;
+				end_with(&p, "the guest shut down");
+			}
+			fill_stats(&p, stats, &nr_stats);
+			err = ivm_profile_write_stats(writer, stats, nr_stats);
+			if (!err)
+				err = ivm_profile_writer_flush(writer);
+			if (err)
+				break;
+			if (config->status_line)
+				status_line(&p, now, false);
+			last_flush = now;
+		}
+		next += interval;
+		if (next <= now)
+			next = now + interval;	/* overrun: don't burst */
+		ts.tv_sec = (time_t)(next / 1000000000ull);
+		ts.tv_nsec = (long)(next % 1000000000ull);
+		/* EINTR (Ctrl-C) just ends the sleep early. */
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		now = mono_ns();
+	}
+	result->elapsed_s = (double)(mono_ns() - p.start_ns) / 1e9;
+	result->dispatch = *ivm_dispatch_stats(p.dispatch);
+	if (config->status_line)
+		status_line(&p, mono_ns(), true);
+	fill_stats(&p, stats, &nr_stats);
+	ferr = ivm_profile_writer_finish(writer, mono_ns(), stats, nr_stats);
+	teardown(&p);
+	if (err) {
+		ivm_error_destroy(ferr);
+		return err;
+	}
+	return ferr;
+}
