@@ -58,7 +58,7 @@ GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/lockstorm-nofp $(BUILD)/guest/spin
 
 .PHONY: all deps check unit fuzz-replay e2e fuzz bench asan demo image clean \
-	guest
+	guest workloads-check
 
 all: $(BUILD)/idlevm guest
 
@@ -144,6 +144,12 @@ fuzz-replay: $(addsuffix -replay,$(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES)))
 		$(BUILD)/fuzz/$$f-replay tests/fuzz/corpus/$$f; \
 	done
 
+# The demo workloads keep their promises: real frames (with and without
+# frame pointers) and the designed 60/30/10 blocking split, run natively.
+workloads-check: $(BUILD)/guest/lockstorm-fp $(BUILD)/guest/lockstorm-nofp
+	tests/workloads/check-frames $(BUILD)
+	tests/workloads/check-split $(BUILD)/guest/lockstorm-fp 6
+
 image: guest
 	@BUILD=$(BUILD) images/build-image
 
@@ -153,7 +159,7 @@ e2e: all image
 check: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/tests/unit-tests \
 		$(addsuffix -replay,$(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES)))
-	@$(MAKE) --no-print-directory unit fuzz-replay
+	@$(MAKE) --no-print-directory unit fuzz-replay workloads-check
 	@$(MAKE) --no-print-directory e2e
 
 demo: deps

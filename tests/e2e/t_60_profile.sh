@@ -1,0 +1,75 @@
+# idlevm profile on lockstorm: the to-idle stacks are the workload's known
+# blocking paths in its designed ratio, and the per-thread split agrees with
+# the guest's own scheduler trace.
+case $IVM_WORKLOAD in
+lockstorm*) ;;
+*) echo "skip: needs lockstorm, guest runs $IVM_WORKLOAD"; exit 0 ;;
+esac
+
+prof=$IVM_RUNDIR/t60.prof
+T=/sys/kernel/tracing
+duration=${IVM_PROFILE_SECONDS:-15}
+
+# Ground truth: the guest records every switch to its idle task (who ran
+# last before the CPU went idle) with its own tracefs, during the profile.
+guest_sh "echo 0 > $T/tracing_on; echo > $T/trace
+echo 4096 > $T/buffer_size_kb
+echo 'next_pid == 0' > $T/events/sched/sched_switch/filter
+echo 1 > $T/events/sched/sched_switch/enable
+echo 1 > $T/tracing_on" || fail "cannot start tracing in the guest"
+out=$("$idlevm" profile --domain "$IVM_DOMAIN" -D "$duration" -o "$prof" 2>&1)
+rc=$?
+truth=$(guest_sh "echo 0 > $T/tracing_on
+awk '/sched_switch:/ { for (i = 1; i <= NF; i++) if (\$i ~ /^prev_comm=/) n[substr(\$i, 11)]++ }
+     END { for (c in n) print n[c], c }' $T/trace
+echo 0 > $T/events/sched/sched_switch/enable
+echo 0 > $T/events/sched/sched_switch/filter; echo > $T/trace")
+[ "$rc" = 0 ] || fail "idlevm profile failed ($rc): $out"
+echo "$out" | head -n 40
+
+folded=$("$idlevm" report -f folded -K to_idle "$prof") || fail "idlevm report failed"
+
+# 1. Blocking paths of the workload's threads (ls-*), from kernel frames.
+echo "$folded" | awk '
+	$0 !~ /;ls-/ { next }
+	{ n = $NF; all += n }
+	/ls-worker/ && /futex_wait/  { lock += n; w += n; next }
+	/ls-worker/ && /pipe_read/   { pipe += n; w += n; next }
+	/ls-worker/ && /nanosleep/   { sleep += n; w += n; next }
+	/ls-(holder|dispatch)/ && /(do_sys_poll|nanosleep|futex_wait|pipe_read)/ { known += n; next }
+	{ other += n }
+	END {
+		if (all < 50 || w == 0) { printf "too few samples: %d\n", all; exit 1 }
+		k = (lock + pipe + sleep + known) * 100 / all
+		printf "workload to-idle samples %d: %.1f%% in known blocking paths\n", all, k
+		printf "workers %d: wait_for_lock %.1f%% read_request %.1f%% throttle %.1f%% (designed 60/30/10)\n",
+			w, lock * 100 / w, pipe * 100 / w, sleep * 100 / w
+		bad = 0
+		if (k < 90) { print "FAIL: under 90% in known paths"; bad = 1 }
+		d = lock * 100 / w - 60; if (d < -10 || d > 10) { print "FAIL: wait_for_lock share"; bad = 1 }
+		d = pipe * 100 / w - 30; if (d < -10 || d > 10) { print "FAIL: read_request share"; bad = 1 }
+		d = sleep * 100 / w - 10; if (d < -10 || d > 10) { print "FAIL: throttle share"; bad = 1 }
+		exit bad
+	}' || fail "blocking paths or ratio off"
+
+# 2. Per-thread share of "ran last before the CPU went idle": idlevm's
+# to-idle samples against the guest's sched_switch trace, over the
+# workload's threads.
+ours=$(echo "$folded" | awk '{
+	split($1, f, ";"); t = f[2]; sub(/\/[0-9]+$/, "", t); n[t] += $NF }
+	END { for (t in n) print n[t], t }')
+echo "guest trace (switches to idle by thread):"; echo "$truth" | sort -rn | head -n 12
+echo "idlevm to-idle samples by thread:"; echo "$ours" | sort -rn | head -n 12
+{ echo "$truth" | sed 's/^/T /'; echo "$ours" | sed 's/^/I /'; } | awk '
+	$3 ~ /^ls-/ { if ($1 == "T") { t[$3] += $2; tt += $2 } else { i[$3] += $2; it += $2 } }
+	END {
+		if (tt < 50 || it < 50) { printf "too few: trace %d idlevm %d\n", tt, it; exit 1 }
+		bad = 0
+		for (c in t) {
+			a = t[c] * 100 / tt; b = i[c] * 100 / it
+			printf "%-14s trace %5.1f%%  idlevm %5.1f%%\n", c, a, b
+			if (a - b > 10 || b - a > 10) bad = 1
+		}
+		for (c in i) if (!(c in t)) { printf "%s only in idlevm\n", c; if (i[c] * 100 / it > 10) bad = 1 }
+		exit bad
+	}' || fail "per-thread to-idle split differs from the guest trace by more than 10 points"

@@ -1,0 +1,23 @@
+# The guest shuts down in the middle of a profile: idlevm finishes the file,
+# prints the report and exits cleanly.  Powers the shared guest off: last.
+prof=$IVM_RUNDIR/t99.prof
+"$idlevm" profile --domain "$IVM_DOMAIN" -D 120 -o "$prof" >"$IVM_RUNDIR/t99.out" 2>&1 &
+pid=$!
+sleep 4
+guest_sh 'sync; poweroff -f' 5 >/dev/null 2>&1
+for i in $(seq 1 60); do
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.5
+done
+if kill -0 "$pid" 2>/dev/null; then
+	kill -KILL "$pid"
+	fail "idlevm still running 30 s after the guest powered off"
+fi
+wait "$pid"
+rc=$?
+cat "$IVM_RUNDIR/t99.out"
+[ "$rc" = 0 ] || fail "exit status $rc after the guest went away"
+grep -qE "went away|shut down" "$IVM_RUNDIR/t99.out" || fail "no shutdown end reason"
+grep -q "== top to-idle stacks" "$IVM_RUNDIR/t99.out" || fail "no report printed"
+out=$("$idlevm" report "$prof" 2>&1 >/dev/null)
+[ -z "$out" ] || fail "the file is not complete: $out"
