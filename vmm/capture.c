@@ -20,7 +20,16 @@ struct ivm_capture_engine {
 	struct ivm_switch_frame_layout switch_frame;
 	uint64_t thread_size;
 	struct ivm_kmem_gmem kmem;
+	struct ivm_kmem_reader kmem_reader;	/* uncached */
+	/*
+	 * An unwind reads the same few stack pages many times, 8 bytes at a
+	 * time; the cache turns those into one page walk and read per page.
+	 * It is emptied before every capture: guest memory changes.
+	 */
+	struct ivm_kmem_cache kcache;
 	struct ivm_kmem_reader kreader;
+	bool has_cpu_stacks;
+	struct ivm_cpu_stacks_layout cpu_stacks;
 };
 
 const char *ivm_capture_outcome_name(enum ivm_capture_outcome outcome)
@@ -39,6 +48,26 @@ const char *ivm_capture_outcome_name(enum ivm_capture_outcome outcome)
 	}
 }
 
+/*
+ * IRQ and exception stacks, for tasks caught running in an interrupt.
+ * Without them such stacks end at the IRQ stack, marked; so a kernel whose
+ * BTF lacks the types only loses those frames.
+ */
+static void cpu_stacks_init(struct ivm_capture_engine *e)
+{
+	const struct ivm_ksym *irq, *cea;
+	struct ivm_error *err;
+
+	irq = ivm_ksyms_find(e->guest->ksyms, "hardirq_stack_ptr");
+	cea = ivm_ksyms_find(e->guest->ksyms, "cea_exception_stacks");
+	err = ivm_cpu_stacks_layout_from_btf(e->guest->btf,
+					     irq ? irq->addr : 0,
+					     cea ? cea->addr : 0,
+					     &e->cpu_stacks);
+	e->has_cpu_stacks = !err;
+	ivm_error_destroy(err);
+}
+
 struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 					    struct ivm_capture_engine **ret)
 {
@@ -51,7 +80,9 @@ struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 		return ivm_error_create(IVM_ERROR_INVALID,
 					"capture needs the guest kernel layout");
 	off = ivm_kernel_layout_offsets(guest->layout);
-	if (!off->inactive_task_frame_size)
+	if (off->inactive_task_frame_size == IVM_KOFF_NONE ||
+	    off->inactive_task_frame_bp == IVM_KOFF_NONE ||
+	    off->inactive_task_frame_ret_addr == IVM_KOFF_NONE)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"the guest kernel's BTF has no struct inactive_task_frame");
 	e = calloc(1, sizeof(*e));
@@ -78,7 +109,9 @@ struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 	e->kmem.gmem = guest->gmem;
 	e->kmem.cr3 = ivm_kernel_layout_cr3(guest->layout);
 	e->kmem.la57 = ivm_kernel_layout_la57(guest->layout);
-	ivm_kmem_reader_gmem(&e->kmem, &e->kreader);
+	ivm_kmem_reader_gmem(&e->kmem, &e->kmem_reader);
+	ivm_kmem_cache_init(&e->kcache, &e->kmem_reader, &e->kreader);
+	cpu_stacks_init(e);
 	*ret = e;
 	return NULL;
 }
@@ -158,13 +191,15 @@ static void unwind_user(struct ivm_capture_engine *e,
 struct ivm_error *ivm_capture_task(struct ivm_capture_engine *e,
 				   uint64_t task_addr,
 				   const struct ivm_x86_regs *regs, int cpl,
-				   struct ivm_capture *cap)
+				   int cpu, struct ivm_capture *cap)
 {
 	struct ivm_guest_task after;
-	struct ivm_stack_range range;
+	struct ivm_stack_range ranges[IVM_KUNWIND_MAX_STACKS];
+	size_t nr_ranges = 1;
 	struct ivm_stack st;
 	struct ivm_error *err;
 
+	ivm_kmem_cache_invalidate(&e->kcache);
 	memset(&cap->sample, 0, sizeof(cap->sample));
 	cap->sample.kernel_pcs = cap->kernel_pcs;
 	cap->sample.user_pcs = cap->user_pcs;
@@ -188,19 +223,25 @@ struct ivm_error *ivm_capture_task(struct ivm_capture_engine *e,
 		return NULL;
 	}
 
-	range.lo = cap->task.stack;
-	range.hi = cap->task.stack + e->thread_size;
-	range.kind = IVM_STACK_RANGE_TASK;
+	ranges[0].lo = cap->task.stack;
+	ranges[0].hi = cap->task.stack + e->thread_size;
+	ranges[0].kind = IVM_STACK_RANGE_TASK;
+	if (regs && cpu >= 0 && e->has_cpu_stacks)
+		nr_ranges += ivm_kunwind_cpu_stacks(
+			&e->cpu_stacks, &e->kreader,
+			ivm_kernel_layout_per_cpu_offset(e->guest->layout,
+							 (unsigned int)cpu),
+			ranges + 1, IVM_KUNWIND_MAX_STACKS - 1);
 	ivm_stack_init(&st, cap->frames, IVM_SAMPLE_MAX_FRAMES);
 	if (regs && cpl == 3) {
 		/* Running in user mode: there is no kernel part. */
 		unwind_user(e, &cap->task, regs, cap);
 	} else {
 		if (regs)
-			err = ivm_kunwind_regs(&e->kcfg, &e->kreader, &range, 1,
-					       regs, &st);
+			err = ivm_kunwind_regs(&e->kcfg, &e->kreader, ranges,
+					       nr_ranges, regs, &st);
 		else
-			err = ivm_kunwind_blocked(&e->kcfg, &e->kreader, &range,
+			err = ivm_kunwind_blocked(&e->kcfg, &e->kreader, ranges,
 						  1, cap->task.thread_sp,
 						  &e->switch_frame, &st);
 		if (err)

@@ -58,14 +58,15 @@ struct ivm_capture {
 
 /*
  * Capture the task at task_addr.  regs, when not NULL, are the registers
- * of the vCPU the task is current on (cpl its privilege level); NULL for a
- * task that is not running.  The sample's kind, vcpu and time are the
+ * of the vCPU the task is current on (cpl its privilege level, cpu the
+ * guest CPU it runs as, -1 if unknown); NULL for a task that is not
+ * running.  The sample's kind, vcpu and time are the
  * caller's to fill.  Returns an error only for caller mistakes; a hostile
  * or changing guest shows in cap->outcome and the stack flags.
  */
 struct ivm_error *ivm_capture_task(struct ivm_capture_engine *engine,
 				   uint64_t task_addr,
 				   const struct ivm_x86_regs *regs, int cpl,
-				   struct ivm_capture *cap);
+				   int cpu, struct ivm_capture *cap);
 
 #endif /* IVM_CAPTURE_H */

@@ -155,7 +155,8 @@ static struct ivm_error *capture(struct profiler *p,
 			cpl = cpu_regs.cpl;
 		}
 	}
-	err = ivm_capture_task(p->engine, req->task, regs, cpl, &p->cap);
+	err = ivm_capture_task(p->engine, req->task, regs, cpl, v->cpu,
+			       &p->cap);
 	if (err)
 		goto out;
 	/* Stopped vCPUs do not move: the live stack is exact then. */
