@@ -72,7 +72,13 @@ void *ivm_gmem_priv(struct ivm_gmem *gmem);
 
 /*
  * Physical reads from the live QEMU process pid.  regions is copied; they
- * may be given in any order but must not overlap (checked).
+ * may be given in any order but must not overlap, be empty or wrap around
+ * the address space (IVM_ERROR_INVALID).  A read spanning adjacent regions
+ * is split; one touching a hole, or coming back short from
+ * process_vm_readv() (a stale table), is a fault at the first missing gpa;
+ * once QEMU has exited, reads fail with IVM_ERROR_GONE.  The guest keeps
+ * running while we read: nothing read is consistent unless the caller makes
+ * it so.
  */
 struct ivm_error *ivm_gmem_process_create(pid_t pid,
 					  const struct ivm_gmem_region *regions,
@@ -81,8 +87,13 @@ struct ivm_error *ivm_gmem_process_create(pid_t pid,
 
 /*
  * Physical reads from an ELF core written by QEMU dump-guest-memory.  The
- * file is validated (ELF header, program headers inside the file, no
- * overflowing offsets) before it is used.
+ * file is validated (ELF64, little-endian, x86-64, ET_CORE; program headers
+ * and every segment's data inside the file, no overflowing offsets,
+ * p_filesz <= p_memsz; PN_XNUM program header counts) before it is used;
+ * failures are IVM_ERROR_ELF.  The file is mapped, not read: it must not be
+ * truncated while the gmem lives.  A core dumped with paging only holds the
+ * physical pages some page table mapped (for Linux, all of RAM through the
+ * direct map).
  */
 struct ivm_error *ivm_gmem_core_create(const char *path, struct ivm_gmem **ret);
 
@@ -122,7 +133,9 @@ struct ivm_error *ivm_gmem_read_virt(struct ivm_gmem *gmem, uint64_t cr3,
  * (read_virt, continued.)  A fault carries the first guest *virtual*
  * address that could not be read: the start of the page that is not mapped,
  * or whose page-table entries or target lie outside guest RAM, or the first
- * missing byte when the target frame is only partly backed.
+ * missing byte when the target frame is only partly backed.  Every call
+ * walks the tables afresh; ivm_x86_64_read_virt() (x86_64_paging.h) does
+ * the same through a caller-owned translation cache.
  */
 
 /*

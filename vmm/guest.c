@@ -257,6 +257,58 @@ struct ivm_error *ivm_guest_refresh_vcpus(struct ivm_guest *g)
 	return NULL;
 }
 
+static bool all_mapped(const struct ivm_guest *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->nr_vcpus; i++)
+		if (g->vcpus[i].cpu < 0)
+			return false;
+	return true;
+}
+
+/*
+ * Which guest CPU a vCPU is comes from its GS base in kernel mode; QEMU's
+ * `info registers` does not show the kernel GS base, so a vCPU caught in
+ * user mode is unknown.  It does not change CPU, so look again a few times
+ * until it is seen in the kernel; failing that, take its APIC id, which is
+ * QEMU's cpu-index for the default topology (one thread per core).
+ */
+static void map_user_mode_vcpus(struct ivm_guest *g)
+{
+	struct ivm_error *err;
+	unsigned int cpu;
+	int tries;
+	size_t i;
+
+	for (tries = 0; tries < 50 && g->qmp && !all_mapped(g); tries++) {
+		err = ivm_guest_refresh_vcpus(g);
+		if (err) {
+			ivm_error_destroy(err);
+			break;
+		}
+		for (i = 0; i < g->nr_vcpus; i++) {
+			if (g->vcpus[i].cpu >= 0)
+				continue;
+			err = ivm_kernel_cpu_from_regs(g->layout,
+						       &g->vcpus[i].regs, &cpu);
+			if (!err)
+				g->vcpus[i].cpu = (int)cpu;
+			ivm_error_destroy(err);
+		}
+	}
+	for (i = 0; i < g->nr_vcpus; i++) {
+		if (g->vcpus[i].cpu >= 0 || g->vcpus[i].index < 0)
+			continue;
+		err = ivm_kernel_cpu_from_apic_id(g->layout,
+						  (uint32_t)g->vcpus[i].index,
+						  &cpu);
+		if (!err)
+			g->vcpus[i].cpu = (int)cpu;
+		ivm_error_destroy(err);
+	}
+}
+
 static struct ivm_error *open_kernel(struct ivm_guest *g,
 				     const struct ivm_guest_options *opts)
 {
@@ -306,6 +358,7 @@ static struct ivm_error *open_kernel(struct ivm_guest *g,
 				      g->name, g->vmlinux);
 	for (i = 0; i < g->nr_vcpus; i++)
 		g->vcpus[i].cpu = ivm_kernel_layout_vcpu_cpu(g->layout, i);
+	map_user_mode_vcpus(g);
 	return NULL;
 }
 

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Fuzz target: a hostile guest kernel's data, through the kernel layout
+ * (slide search, per-CPU offsets, current, the task and thread lists).
+ *
+ * Structure-aware: a valid synthetic guest (page tables, a kernel image at a
+ * slide, two CPUs, six tasks) is built once; each input is a list of 10-byte
+ * patches (u16 slot, u64 value) written over 8-byte slots of the guest's
+ * data, so the fuzzer corrupts pointers, counts and lists of an otherwise
+ * well-formed kernel instead of hoping random bytes form page tables.
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "kernel_layout.h"
+
+#define SLIDE 0x2a00000ull
+#define POB 0xffff9a4000000000ull
+#define A_SIZE (1ull << 20)
+#define B_GPA (0x1200000ull + SLIDE)
+#define B_SIZE (2ull << 20)
+#define LINK 0xffffffff81200000ull
+#define KVA(off) (LINK + SLIDE + (off))
+#define DM(pa) (POB + (pa))
+/* Kernel image layout (offsets from LINK). */
+#define K_BANNER 0x0
+#define K_INIT_TASK 0x1000
+#define K_PGT 0x100000
+#define K_VARS 0x101000		/* per_cpu_offset[2], nr_cpu_ids, ... */
+/* Region A layout. */
+#define A_PDPT_K 0x2000
+#define A_PD_K 0x3000
+#define A_PDPT_D 0x4000
+#define A_DATA 0x10000		/* per-CPU areas, tasks, signals: fuzzed */
+#define A_PCPU(c) (A_DATA + (c) * 0x1000)
+#define A_TASK(i) (A_DATA + 0x2000 + (i) * 0x400)
+#define A_SIGNAL(i) (A_DATA + 0x4000 + (i) * 0x40)
+#define A_DATA_END (A_DATA + 0x5000)
+#define BANNER "Linux version 6.1.0-fuzz\n"
+
+static uint8_t base_a[A_SIZE], base_b[B_SIZE];
+static uint8_t *mem_a, *mem_b;
+static struct ivm_btf *btf;
+static struct ivm_ksyms *ksyms;
+static struct ivm_kernel_offsets off;
+
+static uint8_t *at(uint64_t va)
+{
+	if (va >= POB && va < POB + A_SIZE)
+		return base_a + (va - POB);
+	return base_b + (va - KVA(0));
+}
+
+static void w64(uint64_t va, uint64_t v)
+{
+	memcpy(at(va), &v, 8);
+}
+
+static void w32(uint64_t va, uint32_t v)
+{
+	memcpy(at(va), &v, 4);
+}
+
+static unsigned int idx(uint64_t va, int level)
+{
+	return (unsigned int)(va >> (12 + 9 * (level - 1))) & 511;
+}
+
+static void pte(uint8_t *table, unsigned int i, uint64_t v)
+{
+	memcpy(table + i * 8, &v, 8);
+}
+
+static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0;
+}
+
+static void build_btf(void)
+{
+	struct btf *b = btf__new_empty();
+	int t_int, t_uint, t_ulong, t_char, t_ptr, t_list, t_ti, t_th, t_comm;
+	const void *raw;
+	uint32_t size;
+	int i;
+
+	t_int = btf__add_int(b, "int", 4, BTF_INT_SIGNED);
+	t_uint = btf__add_int(b, "unsigned int", 4, 0);
+	t_ulong = btf__add_int(b, "long unsigned int", 8, 0);
+	t_char = btf__add_int(b, "char", 1, BTF_INT_CHAR);
+	t_ptr = btf__add_ptr(b, 0);
+	t_list = btf__add_struct(b, "list_head", 16);
+	btf__add_field(b, "next", t_ptr, 0, 0);
+	btf__add_field(b, "prev", t_ptr, 64, 0);
+	t_ti = btf__add_struct(b, "thread_info", 24);
+	btf__add_field(b, "cpu", t_uint, 160, 0);
+	t_th = btf__add_struct(b, "thread_struct", 16);
+	btf__add_field(b, "sp", t_ulong, 0, 0);
+	btf__add_field(b, "fsbase", t_ulong, 64, 0);
+	t_comm = btf__add_array(b, t_int, t_char, 16);
+	btf__add_struct(b, "task_struct", 0x300);
+	btf__add_field(b, "thread_info", t_ti, 0, 0);
+	btf__add_field(b, "__state", t_uint, 24 * 8, 0);
+	btf__add_field(b, "stack", t_ptr, 32 * 8, 0);
+	btf__add_field(b, "flags", t_uint, 44 * 8, 0);
+	btf__add_field(b, "tasks", t_list, 0x80 * 8, 0);
+	btf__add_field(b, "mm", t_ptr, 0x90 * 8, 0);
+	btf__add_field(b, "pid", t_int, 0xa0 * 8, 0);
+	btf__add_field(b, "tgid", t_int, 0xa4 * 8, 0);
+	btf__add_field(b, "thread_node", t_list, 0xb0 * 8, 0);
+	btf__add_field(b, "nvcsw", t_ulong, 0xd0 * 8, 0);
+	btf__add_field(b, "nivcsw", t_ulong, 0xd8 * 8, 0);
+	btf__add_field(b, "comm", t_comm, 0xe0 * 8, 0);
+	btf__add_field(b, "signal", t_ptr, 0xf0 * 8, 0);
+	btf__add_field(b, "thread", t_th, 0x200 * 8, 0);
+	btf__add_struct(b, "signal_struct", 0x40);
+	btf__add_field(b, "thread_head", t_list, 0x10 * 8, 0);
+	btf__add_struct(b, "mm_struct", 0x80);
+	btf__add_field(b, "pgd", t_ptr, 0x48 * 8, 0);
+	btf__add_struct(b, "pt_regs", 21 * 8);
+	{
+		static const char *const r[] = {
+			"r15", "r14", "r13", "r12", "bp", "bx", "r11", "r10",
+			"r9", "r8", "ax", "cx", "dx", "si", "di", "orig_ax",
+			"ip", "cs", "flags", "sp", "ss",
+		};
+
+		for (i = 0; i < 21; i++)
+			btf__add_field(b, r[i], t_ulong, (uint32_t)i * 64, 0);
+	}
+	raw = btf__raw_data(b, &size);
+	if (ivm_btf_load_blob(raw, size, &btf) ||
+	    ivm_kernel_offsets_from_btf(btf, &off))
+		abort();
+	btf__free(b);
+}
+
+static void ring(uint64_t head, const uint64_t *nodes, size_t n)
+{
+	uint64_t prev = head;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		w64(prev, nodes[i]);
+		w64(nodes[i] + 8, prev);
+		prev = nodes[i];
+	}
+	w64(prev, head);
+	w64(head + 8, prev);
+}
+
+static void task(uint64_t t, int pid, int tgid, const char *comm,
+		 uint64_t signal)
+{
+	w32(t + off.task_pid, (uint32_t)pid);
+	w32(t + off.task_tgid, (uint32_t)tgid);
+	memcpy(at(t + off.task_comm), comm, strlen(comm));
+	w64(t + off.task_signal, signal);
+}
+
+static void build_guest(void)
+{
+	static const char map[] =
+		"0000000000000100 D current_task\n"
+		"0000000000000200 d idle_threads\n"
+		"ffffffff81200000 D linux_banner\n"
+		"ffffffff81201000 D init_task\n"
+		"ffffffff81300000 D init_top_pgt\n"
+		"ffffffff81301000 D __per_cpu_offset\n"
+		"ffffffff81301010 D nr_cpu_ids\n"
+		"ffffffff81301018 D page_offset_base\n"
+		"ffffffff81301020 D phys_base\n"
+		"ffffffff81301028 D max_pfn\n";
+	uint64_t init = KVA(K_INIT_TASK), t[5], tn = off.task_thread_node;
+	uint64_t th = off.signal_thread_head, tt = off.task_tasks;
+	uint8_t *pgt = at(KVA(K_PGT));
+	int i;
+
+	if (ivm_ksyms_parse_system_map(map, sizeof(map) - 1, &ksyms))
+		abort();
+	pte(pgt, idx(KVA(0), 4), A_PDPT_K | 3);
+	pte(pgt, idx(POB, 4), A_PDPT_D | 3);
+	pte(base_a + A_PDPT_K, idx(KVA(0), 3), A_PD_K | 3);
+	pte(base_a + A_PD_K, idx(KVA(0), 2), B_GPA | 0x83);
+	pte(base_a + A_PDPT_D, idx(POB, 3), 0x83);
+	memcpy(at(KVA(K_BANNER)), BANNER, sizeof(BANNER));
+	w64(KVA(K_VARS), DM(A_PCPU(0)));
+	w64(KVA(K_VARS) + 8, DM(A_PCPU(1)));
+	w32(KVA(K_VARS) + 0x10, 2);
+	w64(KVA(K_VARS) + 0x18, POB);
+	w64(KVA(K_VARS) + 0x28, 0x4000);
+	for (i = 0; i < 5; i++)
+		t[i] = DM(A_TASK(i));
+	task(init, 0, 0, "swapper/0", DM(A_SIGNAL(0)));
+	task(t[0], 1, 1, "init", DM(A_SIGNAL(1)));
+	task(t[1], 50, 50, "p", DM(A_SIGNAL(2)));
+	task(t[2], 51, 50, "p-t", DM(A_SIGNAL(2)));
+	task(t[3], 52, 50, "p-t", DM(A_SIGNAL(2)));
+	task(t[4], 0, 0, "swapper/1", DM(A_SIGNAL(0)));
+	w64(DM(A_PCPU(0)) + 0x100, t[2]);
+	w64(DM(A_PCPU(1)) + 0x100, t[4]);
+	w64(DM(A_PCPU(0)) + 0x200, init);
+	w64(DM(A_PCPU(1)) + 0x200, t[4]);
+	{
+		const uint64_t procs[] = { t[0] + tt, t[1] + tt };
+		const uint64_t s0[] = { init + tn };
+		const uint64_t s1[] = { t[0] + tn };
+		const uint64_t s2[] = { t[1] + tn, t[2] + tn, t[3] + tn };
+
+		ring(init + tt, procs, 2);
+		ring(DM(A_SIGNAL(0)) + th, s0, 1);
+		ring(DM(A_SIGNAL(1)) + th, s1, 1);
+		ring(DM(A_SIGNAL(2)) + th, s2, 3);
+	}
+}
+
+/* Slots the fuzzer may overwrite: the data area and the kernel variables. */
+#define DATA_SLOTS ((A_DATA_END - A_DATA) / 8)
+#define VAR_SLOTS 8
+#define NR_SLOTS (DATA_SLOTS + VAR_SLOTS + 1)
+
+static uint8_t *slot(unsigned int s)
+{
+	s %= NR_SLOTS;
+	if (s < DATA_SLOTS)
+		return mem_a + A_DATA + s * 8;
+	if (s < DATA_SLOTS + VAR_SLOTS)
+		return mem_b + (K_VARS + (s - DATA_SLOTS) * 8);
+	return mem_b + K_INIT_TASK + off.task_tasks;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ivm_kernel_layout_config config = { 0 };
+	struct ivm_gmem_region regions[2];
+	struct ivm_x86_regs regs[2] = { 0 };
+	struct ivm_guest_task_list *list;
+	struct ivm_kernel_layout *layout;
+	struct ivm_gmem *gmem;
+	struct ivm_guest_task task_mem;
+	struct ivm_error *err;
+	unsigned int cpu;
+	size_t i;
+
+	if (!btf) {
+		libbpf_set_print(quiet);
+		build_btf();
+		build_guest();
+		mem_a = malloc(A_SIZE);
+		mem_b = malloc(B_SIZE);
+		if (!mem_a || !mem_b)
+			abort();
+	}
+	memcpy(mem_a, base_a, A_SIZE);
+	memcpy(mem_b, base_b, B_SIZE);
+	for (i = 0; i + 10 <= size && i < 10 * 64; i += 10) {
+		uint16_t s;
+
+		memcpy(&s, data + i, 2);
+		memcpy(slot(s), data + i + 2, 8);
+	}
+	regions[0] = (struct ivm_gmem_region){ 0, A_SIZE,
+					       (uint64_t)(uintptr_t)mem_a };
+	regions[1] = (struct ivm_gmem_region){ B_GPA, B_SIZE,
+					       (uint64_t)(uintptr_t)mem_b };
+	if (ivm_gmem_buffer_create(regions, 2, &gmem))
+		abort();
+	for (i = 0; i < 2; i++) {
+		regs[i].valid = IVM_X86_REGS_SEGMENTS | IVM_X86_REGS_CRS |
+				IVM_X86_REGS_FS_GS_BASE;
+		regs[i].cr3 = B_GPA + K_PGT;
+		regs[i].gs_base = DM(A_PCPU(i));
+	}
+	config.btf = btf;
+	config.ksyms = ksyms;
+	config.vcpu_regs = regs;
+	config.nr_vcpus = 2;
+	err = ivm_kernel_layout_create(gmem, &config, &layout);
+	if (err) {
+		ivm_error_destroy(err);
+		ivm_gmem_destroy(gmem);
+		return 0;
+	}
+	for (cpu = 0; cpu < ivm_kernel_layout_nr_cpus(layout); cpu++) {
+		uint64_t cur;
+
+		err = ivm_kernel_current_task(layout, cpu, &regs[cpu % 2], &cur);
+		if (!err)
+			err = ivm_kernel_read_task(layout, cur, &task_mem);
+		ivm_error_destroy(err);
+	}
+	err = ivm_kernel_task_list(layout, 64, &list);
+	if (!err) {
+		for (i = 0; i < list->nr; i++) {
+			uint64_t cr3;
+
+			/* comm must always come back NUL-terminated. */
+			if (strnlen(list->tasks[i].comm,
+				    sizeof(list->tasks[i].comm)) ==
+			    sizeof(list->tasks[i].comm))
+				abort();
+			ivm_error_destroy(ivm_kernel_task_user_cr3(
+				layout, &list->tasks[i], &cr3));
+		}
+		ivm_guest_task_list_destroy(list);
+	}
+	ivm_error_destroy(err);
+	ivm_kernel_layout_destroy(layout);
+	ivm_gmem_destroy(gmem);
+	return 0;
+}
