@@ -19,7 +19,7 @@ static const struct ivm_command commands[] = {
 	{ "ps", ivm_cmd_ps, "list the guest's tasks, read from the host" },
 	{ "profile", ivm_cmd_profile, "sample a guest's idle transitions into a profile" },
 	{ "report", ivm_cmd_report, "print the call tree of a recorded profile" },
-	{ "helper", ivm_cmd_helper, "talk to the in-guest helper (ping, hello)" },
+	{ "helper", ivm_cmd_helper, "talk to the in-guest helper (hello, ping, maps)" },
 };
 
 static void usage(FILE *out)

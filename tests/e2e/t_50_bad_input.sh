@@ -9,7 +9,7 @@ expect_error() {
 	out=$("$@" 2>&1) && fail "$what: succeeded: $out"
 	rc=$?
 	[ "$rc" -lt 128 ] || fail "$what: killed by signal $((rc - 128)): $out"
-	echo "$out" | grep -qiE "$pattern" || fail "$what: unclear message: $out"
+	echo "$out" | grep -qiE -e "$pattern" || fail "$what: unclear message: $out"
 	echo "ok: $what: $out"
 }
 

@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The guest helper's lease, journal, hold and maps logic, run on the host
+ * against the test's own threads: nothing here needs a VM.
+ *
+ * The helper's modules are not part of libivm.a (they are guest code), so
+ * they are compiled into this test directly.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "helper_util.c"
+#include "helper_pin.c"
+#include "helper_hold.c"
+#include "helper_maps.c"
+
+#define MS 1000000ull
+
+/* A thread that sleeps until told to go, so it has a tid to pin. */
+struct victim {
+	pthread_t thread;
+	pid_t tid;
+	int pipe[2];
+};
+
+static void *victim_main(void *arg)
+{
+	struct victim *v = arg;
+	char c;
+
+	__atomic_store_n(&v->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+	(void)!read(v->pipe[0], &c, 1);
+	return NULL;
+}
+
+static void victim_start(struct victim *v)
+{
+	cr_assert_eq(pipe(v->pipe), 0);
+	v->tid = 0;
+	cr_assert_eq(pthread_create(&v->thread, NULL, victim_main, v), 0);
+	while (!__atomic_load_n(&v->tid, __ATOMIC_SEQ_CST))
+		usleep(100);
+}
+
+static void victim_stop(struct victim *v)
+{
+	(void)!write(v->pipe[1], "x", 1);
+	pthread_join(v->thread, NULL);
+	close(v->pipe[0]);
+	close(v->pipe[1]);
+}
+
+static char journal[64];
+static struct victim victim;
+static cpu_set_t orig;
+static int cpu;		/* a CPU we may run on */
+
+static void setup(void)
+{
+	snprintf(journal, sizeof(journal), "/tmp/ivm-test-journal.%d",
+		 (int)getpid());
+	unlink(journal);
+	victim_start(&victim);
+	cr_assert_eq(sched_getaffinity(victim.tid, sizeof(orig), &orig), 0);
+	for (cpu = 0; cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &orig); cpu++)
+		;
+}
+
+static void teardown(void)
+{
+	char tmp[80];
+
+	victim_stop(&victim);
+	unlink(journal);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", journal);
+	unlink(tmp);
+}
+
+static bool affinity_is(pid_t tid, const cpu_set_t *want)
+{
+	cpu_set_t now;
+
+	cr_assert_eq(sched_getaffinity(tid, sizeof(now), &now), 0);
+	return CPU_EQUAL(&now, want);
+}
+
+static bool affinity_is_only(pid_t tid, int c)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(c, &one);
+	return affinity_is(tid, &one);
+}
+
+/* Journal lines after the magic. */
+static int journal_lines(void)
+{
+	char line[8192];
+	int n = -1;
+	FILE *f = fopen(journal, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n++;
+	fclose(f);
+	return n;
+}
+
+TestSuite(helper_pin, .init = setup, .fini = teardown);
+
+Test(helper_pin, pin_then_unpin_restores_and_journals)
+{
+	struct helper_pins pins;
+	uint32_t granted, prev;
+	uint64_t held;
+
+	helper_pins_init(&pins, journal);
+	cr_assert_eq(helper_pin(&pins, victim.tid, cpu, 0, 1000 * MS,
+				&granted, &prev), 0);
+	cr_assert_eq(granted, IVM_PROTO_LEASE_DEFAULT_MS);
+	cr_assert(affinity_is_only(victim.tid, cpu));
+	cr_assert_eq(journal_lines(), 1);
+	cr_assert_eq(helper_unpin(&pins, victim.tid, 1010 * MS, &held), 0);
+	cr_assert_eq(held, 10 * MS);
+	cr_assert(affinity_is(victim.tid, &orig));
+	cr_assert_eq(journal_lines(), 0);
+	cr_assert_eq(helper_unpin(&pins, victim.tid, 1010 * MS, &held),
+		     -ENOENT);
+	helper_pins_deinit(&pins);
+}
+
+Test(helper_pin, lease_expiry_restores_by_itself)
+{
+	struct helper_pins pins;
+	uint32_t granted, prev;
+
+	helper_pins_init(&pins, journal);
+	cr_assert_eq(helper_pin(&pins, victim.tid, cpu, 20, 0, &granted,
+				&prev), 0);
+	cr_assert_eq(granted, 20);
+	cr_assert_eq(helper_pins_next_deadline(&pins), 20 * MS);
+	cr_assert_eq(helper_pins_expire(&pins, 20 * MS - 1), 0);
+	cr_assert(affinity_is_only(victim.tid, cpu));
+	cr_assert_eq(helper_pins_expire(&pins, 20 * MS), 1);
+	cr_assert(affinity_is(victim.tid, &orig));
+	cr_assert_eq(helper_pins_next_deadline(&pins), UINT64_MAX);
+	cr_assert_eq(journal_lines(), 0);
+	helper_pins_deinit(&pins);
+}
+
+Test(helper_pin, lease_is_clamped)
+{
+	struct helper_pins pins;
+	uint32_t granted, prev;
+
+	helper_pins_init(&pins, NULL);
+	cr_assert_eq(helper_pin(&pins, victim.tid, cpu, 999999, 0, &granted,
+				&prev), 0);
+	cr_assert_eq(granted, IVM_PROTO_LEASE_MAX_MS);
+	cr_assert_eq(helper_pins_release_all(&pins), 1);
+	cr_assert(affinity_is(victim.tid, &orig));
+}
+
+Test(helper_pin, repin_keeps_the_original_mask)
+{
+	struct helper_pins pins;
+	uint32_t granted, prev;
+	int other = cpu;
+
+	for (int c = cpu + 1; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &orig)) {
+			other = c;
+			break;
+		}
+	helper_pins_init(&pins, journal);
+	cr_assert_eq(helper_pin(&pins, victim.tid, cpu, 50, 0, &granted,
+				&prev), 0);
+	cr_assert_eq(helper_pin(&pins, victim.tid, other, 50, 10 * MS,
+				&granted, &prev), 0);
+	cr_assert(affinity_is_only(victim.tid, other));
+	cr_assert_eq(pins.count, 1);
+	/* The lease was renewed from the second pin. */
+	cr_assert_eq(helper_pins_expire(&pins, 55 * MS), 0);
+	cr_assert_eq(helper_pins_expire(&pins, 60 * MS), 1);
+	cr_assert(affinity_is(victim.tid, &orig));
+	helper_pins_deinit(&pins);
+}
+
+Test(helper_pin, bad_requests_change_nothing)
+{
+	struct helper_pins pins;
+	uint32_t granted, prev;
+
+	helper_pins_init(&pins, journal);
+	cr_assert_eq(helper_pin(&pins, 0, cpu, 50, 0, &granted, &prev),
+		     -EINVAL);
+	cr_assert_eq(helper_pin(&pins, victim.tid, CPU_SETSIZE, 50, 0,
+				&granted, &prev), -EINVAL);
+	/* A pid that cannot exist (above pid_max's hard limit). */
+	cr_assert_eq(helper_pin(&pins, 0x7ffffff0, cpu, 50, 0, &granted,
+				&prev), -ESRCH);
+	cr_assert_eq(pins.count, 0);
+	cr_assert(affinity_is(victim.tid, &orig));
+	helper_pins_deinit(&pins);
+}
+
+Test(helper_pin, journal_unwritable_refuses_to_pin)
+{
+	struct helper_pins pins;
+	uint32_t granted, prev;
+
+	helper_pins_init(&pins, "/nonexistent-dir/journal");
+	cr_assert_lt(helper_pin(&pins, victim.tid, cpu, 50, 0, &granted,
+				&prev), 0);
+	cr_assert(affinity_is(victim.tid, &orig));
+	cr_assert_eq(pins.count, 0);
+	helper_pins_deinit(&pins);
+}
+
+Test(helper_pin, replay_restores_what_a_dead_helper_left)
+{
+	struct helper_pins pins;
+	uint32_t granted, prev;
+	unsigned int gone, bad;
+
+	/* A helper pins, then "dies": its table is simply lost. */
+	helper_pins_init(&pins, journal);
+	cr_assert_eq(helper_pin(&pins, victim.tid, cpu, 50, 0, &granted,
+				&prev), 0);
+	helper_pins_deinit(&pins);
+	cr_assert(affinity_is_only(victim.tid, cpu));
+
+	cr_assert_eq(helper_journal_replay(journal, &gone, &bad), 1);
+	cr_assert_eq(gone, 0);
+	cr_assert_eq(bad, 0);
+	cr_assert(affinity_is(victim.tid, &orig));
+	cr_assert_eq(journal_lines(), 0);
+	/* A second replay has nothing left to do. */
+	cr_assert_eq(helper_journal_replay(journal, &gone, &bad), 0);
+}
+
+Test(helper_pin, replay_skips_reused_tids_dead_threads_and_junk)
+{
+	uint64_t starttime;
+	unsigned int gone, bad;
+	FILE *f;
+
+	/* An empty mask is refused by the kernel: nothing changes. */
+	cr_assert_lt(sched_setaffinity(victim.tid, sizeof(cpu_set_t),
+				       &(cpu_set_t){ 0 }), 0);
+	cr_assert_eq(helper_task_stat(victim.tid, &starttime, NULL), 0);
+	f = fopen(journal, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "idlevm-helper journal 1\n");
+	/* The victim's tid with another start time: a reused tid, which
+	 * must not be touched. */
+	fprintf(f, "%d %llu 0\n", (int)victim.tid,
+		(unsigned long long)starttime + 1);
+	fprintf(f, "%d 1 0\n", 0x7ffffff0);	/* gone */
+	fprintf(f, "garbage line\n");
+	fprintf(f, "%d %llu 5-2\n", (int)victim.tid,
+		(unsigned long long)starttime);	/* bad range */
+	fprintf(f, "%d %llu 99999\n", (int)victim.tid,
+		(unsigned long long)starttime);	/* cpu out of range */
+	fclose(f);
+	/* Pin the victim by hand: replay must leave it so. */
+	{
+		cpu_set_t one;
+
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		cr_assert_eq(sched_setaffinity(victim.tid, sizeof(one), &one),
+			     0);
+	}
+	cr_assert_eq(helper_journal_replay(journal, &gone, &bad), 0);
+	cr_assert_eq(gone, 2);
+	cr_assert_eq(bad, 3);
+	cr_assert(affinity_is_only(victim.tid, cpu));
+	cr_assert_eq(sched_setaffinity(victim.tid, sizeof(orig), &orig), 0);
+}
+
+Test(helper_pin, replay_of_a_foreign_file_changes_nothing)
+{
+	unsigned int gone, bad;
+	FILE *f = fopen(journal, "w");
+
+	cr_assert_not_null(f);
+	fprintf(f, "not a journal\n%d 1 0\n", (int)victim.tid);
+	fclose(f);
+	cr_assert_eq(helper_journal_replay(journal, &gone, &bad), 0);
+	cr_assert_eq(bad, 1);
+	cr_assert(affinity_is(victim.tid, &orig));
+	cr_assert_eq(helper_journal_replay("/nonexistent-journal", &gone,
+					   &bad), 0);
+}
+
+Test(helper_pin, cpu_list_format_round_trips)
+{
+	cpu_set_t set, back;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	CPU_SET(1, &set);
+	CPU_SET(2, &set);
+	CPU_SET(5, &set);
+	CPU_SET(1023, &set);
+	write_cpu_list(f, &set);
+	fclose(f);
+	cr_assert_str_eq(buf, "0-2,5,1023");
+	cr_assert(parse_cpu_list(buf, &back));
+	cr_assert(CPU_EQUAL(&set, &back));
+	cr_assert_not(parse_cpu_list("", &back));
+	cr_assert_not(parse_cpu_list("1,", &back));
+	cr_assert_not(parse_cpu_list("-1", &back));
+	cr_assert_not(parse_cpu_list("1024", &back));
+	free(buf);
+}
+
+Test(helper_pin, task_stat_reads_start_time_past_odd_comm)
+{
+	uint64_t st1, st2;
+	uint32_t last_cpu;
+
+	/* A comm with spaces and parentheses must not shift the fields. */
+	pthread_setname_np(victim.thread, "a) b (c");
+	cr_assert_eq(helper_task_stat(victim.tid, &st1, &last_cpu), 0);
+	cr_assert_eq(helper_task_stat(getpid(), &st2, NULL), 0);
+	cr_assert_geq(st1, st2);
+	cr_assert_lt(last_cpu, CPU_SETSIZE);
+}
+
+Test(helper_hold, hold_release_and_expiry)
+{
+	struct helper_holds *holds;
+	uint32_t granted;
+	uint64_t held;
+	bool expired;
+	cpu_set_t mine;
+	int c, r;
+
+	cr_assert_eq(sched_getaffinity(0, sizeof(mine), &mine), 0);
+	for (c = 0; c < CPU_SETSIZE && !CPU_ISSET(c, &mine); c++)
+		;
+	cr_assert_eq(helper_holds_create(CPU_SETSIZE, &holds), 0);
+	r = helper_hold(holds, c, 20, &granted);
+	if (r == -EPERM) {
+		helper_holds_destroy(holds);
+		cr_skip_test("no permission for SCHED_FIFO here");
+	}
+	cr_assert_eq(r, 0);
+	cr_assert_eq(granted, 20);
+	cr_assert_eq(helper_hold(holds, c, 20, &granted), -EBUSY);
+	cr_assert_eq(helper_release(holds, c, &held, &expired), 0);
+	cr_assert_lt(held, 20 * MS + 5 * MS);
+	cr_assert_eq(helper_release(holds, c, &held, &expired), -ENOENT);
+
+	/* Left alone, a holder stops at its lease. */
+	cr_assert_eq(helper_hold(holds, c, 10, &granted), 0);
+	usleep(60000);
+	cr_assert_eq(helper_holds_expire(holds), 1);
+	cr_assert_eq(helper_holds_next_deadline(holds), UINT64_MAX);
+
+	/* And it says so on RELEASE, if RELEASE came late. */
+	cr_assert_eq(helper_hold(holds, c, 10, &granted), 0);
+	usleep(60000);
+	cr_assert_eq(helper_release(holds, c, &held, &expired), 0);
+	cr_assert(expired);
+	cr_assert_geq(held, 10 * MS - MS);
+
+	cr_assert_eq(helper_hold(holds, CPU_SETSIZE, 10, &granted), -EINVAL);
+	helper_holds_destroy(holds);
+}
+
+static int self_exe_entries_with_id;
+
+Test(helper_maps, own_maps_with_build_ids)
+{
+	static uint8_t buf[IVM_PROTO_MAX_FRAME];
+	struct idlevm_map_entry e;
+	struct idlevm_maps_rep rep;
+	struct idlevm_writer w;
+	uint8_t id[IVM_PROTO_MAX_BUILD_ID];
+	char exe[4096];
+	ssize_t n;
+	int fd, id_len, r, entries = 0;
+
+	fd = open("/proc/self/exe", O_RDONLY);
+	cr_assert_geq(fd, 0);
+	id_len = helper_read_build_id(fd, id, sizeof(id));
+	close(fd);
+	cr_assert_eq(id_len, 20, "the test binary has a GNU build-id");
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	cr_assert_gt(n, 0);
+	exe[n] = '\0';
+
+	idlevm_frame_begin(&w, buf, sizeof(buf), IVM_MSG_MAPS,
+			   IVM_PROTO_F_REPLY, 1);
+	cr_assert_eq(helper_maps_encode(&w, getpid(), 0), 0);
+	cr_assert_gt(idlevm_frame_finish(&w), 0);
+	cr_assert(idlevm_decode_maps_rep(buf + IVM_PROTO_HEADER_SIZE,
+					 w.len - IVM_PROTO_HEADER_SIZE, &rep));
+	while ((r = idlevm_maps_rep_next(&rep, &e)) > 0) {
+		entries++;
+		if (e.path.len == (size_t)n && !memcmp(e.path.ptr, exe, n)) {
+			cr_assert_eq(e.build_id_len, 20);
+			cr_assert_eq(memcmp(e.build_id, id, 20), 0);
+			self_exe_entries_with_id++;
+		}
+	}
+	cr_assert_eq(r, 0);
+	cr_assert_gt(entries, 5);
+	cr_assert_gt(self_exe_entries_with_id, 0);
+
+	/* Paging: from entry 2 on gives the rest. */
+	idlevm_frame_begin(&w, buf, sizeof(buf), IVM_MSG_MAPS,
+			   IVM_PROTO_F_REPLY, 1);
+	cr_assert_eq(helper_maps_encode(&w, getpid(), 2), 0);
+	cr_assert_gt(idlevm_frame_finish(&w), 0);
+	cr_assert(idlevm_decode_maps_rep(buf + IVM_PROTO_HEADER_SIZE,
+					 w.len - IVM_PROTO_HEADER_SIZE, &rep));
+	cr_assert_eq(rep.first, 2);
+	/* Our own maps may grow between the two reads, never shrink by 2. */
+	cr_assert_geq(rep.count + 2, (uint32_t)entries - 1);
+
+	idlevm_frame_begin(&w, buf, sizeof(buf), IVM_MSG_MAPS,
+			   IVM_PROTO_F_REPLY, 1);
+	cr_assert_eq(helper_maps_encode(&w, 0x7ffffff0, 0), -ESRCH);
+}
+
+Test(helper_maps, build_id_of_non_elf_is_none)
+{
+	uint8_t id[IVM_PROTO_MAX_BUILD_ID];
+	int fd = open("/proc/self/maps", O_RDONLY);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(helper_read_build_id(fd, id, sizeof(id)), 0);
+	close(fd);
+}
