@@ -178,3 +178,6 @@ clean:
 	rm -rf build build-asan
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# Keep objects of chained rules (fuzz and bench objects) between runs.
+.SECONDARY:

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -63,20 +64,66 @@ int ivm_guest_command_args(int argc, char **argv,
 	return -1;
 }
 
-static void print_current(struct ivm_guest *g, struct ivm_guest_vcpu *v)
+/* The current task of every vCPU (0 where unknown) into cur. */
+static void read_currents(struct ivm_guest *g, uint64_t *cur)
+{
+	struct ivm_error *err;
+	size_t i;
+
+	for (i = 0; i < g->nr_vcpus; i++) {
+		cur[i] = 0;
+		if (g->vcpus[i].cpu < 0)
+			continue;
+		err = ivm_kernel_current_task(g->layout,
+					      (unsigned int)g->vcpus[i].cpu,
+					      NULL, &cur[i]);
+		if (err)
+			cur[i] = 0;
+		ivm_error_destroy(err);
+	}
+}
+
+/*
+ * HLT state and `current` come from two reads milliseconds apart (the
+ * registers through the monitor, current from guest memory), and a busy
+ * guest switches tasks in between.  Take a snapshot where current did not
+ * change around the register read, so halted and current belong together;
+ * give up after a few tries and say so.  Returns false if it never held.
+ */
+static bool consistent_snapshot(struct ivm_guest *g, uint64_t *cur,
+				struct ivm_error **errp)
+{
+	uint64_t before[64];
+	size_t i, n = g->nr_vcpus < 64 ? g->nr_vcpus : 64;
+	int tries;
+
+	for (tries = 0; tries < 40; tries++) {
+		bool same = true;
+
+		read_currents(g, before);
+		*errp = ivm_guest_refresh_vcpus(g);
+		if (*errp)
+			return false;
+		read_currents(g, cur);
+		for (i = 0; i < n; i++)
+			same &= before[i] == cur[i];
+		if (same)
+			return true;
+	}
+	return false;
+}
+
+static void print_current(struct ivm_guest *g, struct ivm_guest_vcpu *v,
+			  uint64_t addr)
 {
 	struct ivm_guest_task task;
 	struct ivm_error *err;
-	uint64_t addr;
 
-	if (v->cpu < 0) {
+	if (v->cpu < 0 || !addr) {
 		printf("?");
 		return;
 	}
-	err = ivm_kernel_current_task(g->layout, (unsigned int)v->cpu,
-				      &v->regs, &addr);
-	if (!err)
-		err = ivm_kernel_read_task(g->layout, addr, &task);
+	err = ivm_kernel_read_task(g->layout, addr, &task);
 	if (err) {
 		printf("? (%s)", ivm_error_string(err));
 		ivm_error_destroy(err);
@@ -89,8 +136,10 @@ static void print_current(struct ivm_guest *g, struct ivm_guest_vcpu *v)
 int ivm_cmd_info(int argc, char **argv)
 {
 	struct ivm_guest_options opts = { 0 };
+	uint64_t *cur;
 	struct ivm_guest *g;
-	struct ivm_error *err;
+	struct ivm_error *err = NULL;
+	bool consistent = true;
 	size_t i;
 	int rc;
 
@@ -100,6 +149,20 @@ int ivm_cmd_info(int argc, char **argv)
 	err = ivm_guest_open(&opts, &g);
 	if (err)
 		return ivm_error_report(err);
+	cur = calloc(g->nr_vcpus, sizeof(*cur));
+	if (!cur) {
+		ivm_guest_close(g);
+		return ivm_error_report(&ivm_enomem);
+	}
+	if (g->qmp)
+		consistent = consistent_snapshot(g, cur, &err);
+	else
+		read_currents(g, cur);
+	if (err) {
+		free(cur);
+		ivm_guest_close(g);
+		return ivm_error_report(err);
+	}
 
 	printf("guest:            %s%s\n", g->name,
 	       g->dom ? " (libvirt)" : g->qmp ? " (qmp)" : " (core)");
@@ -121,9 +184,12 @@ int ivm_cmd_info(int argc, char **argv)
 		printf("%-5d %-8d %-4d %-8s %-4d ", v->index, (int)v->tid,
 		       v->cpu, g->qmp ? (v->halted ? "halted" : "running") :
 		       "-", v->cpl);
-		print_current(g, v);
+		print_current(g, v, cur[i]);
 		printf("\n");
 	}
+	if (!consistent)
+		printf("\n(the guest switched tasks during every read: states and tasks may be from different moments)\n");
+	free(cur);
 	ivm_guest_close(g);
 	return 0;
 }

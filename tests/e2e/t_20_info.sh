@@ -16,12 +16,18 @@ want=$(printf '0x%x' $((0x$text - 0xffffffff81000000)))
 assert_eq "$(echo "$out" | sed -n 's/^kaslr offset: *//p')" "$want" "KASLR offset"
 
 # Each vCPU line: a halted vCPU must be running its idle task (HLT is only
-# executed by the idle loop).  The two are read a moment apart, so a vCPU
-# may wake in between: allow one disagreement in five runs.
-bad=0 lines=0
-for run in 1 2 3 4 5; do
+# executed by the idle loop).  idlevm takes HLT and current from reads
+# milliseconds apart and retries until current held still around them; a
+# run where it never did says so, and only the other runs are judged.
+# Most runs must manage it.
+bad=0 lines=0 consistent=0
+for run in 1 2 3 4 5 6 7 8 9 10; do
 	[ "$run" = 1 ] || out=$("$idlevm" info --domain "$IVM_DOMAIN" 2>&1) ||
 		fail "idlevm info failed: $out"
+	case $out in
+	*"switched tasks during every read"*) continue ;;
+	esac
+	consistent=$((consistent + 1))
 	while read -r vcpu thread cpu state cpl current; do
 		case $vcpu in [0-9]*) ;; *) continue ;; esac
 		lines=$((lines + 1))
@@ -38,5 +44,7 @@ for run in 1 2 3 4 5; do
 		fi
 	done <<<"$(echo "$out" | sed -n '/^VCPU/,$p')"
 done
-[ "$lines" = $((5 * IVM_VCPUS)) ] || fail "expected $((5 * IVM_VCPUS)) vCPU lines, got $lines"
+echo "$consistent of 10 runs consistent, $bad halted vCPUs not idle"
+[ "$consistent" -ge 6 ] || fail "only $consistent of 10 snapshots were consistent"
+[ "$lines" = $((consistent * IVM_VCPUS)) ] || fail "expected $((consistent * IVM_VCPUS)) vCPU lines, got $lines"
 [ "$bad" -le 1 ] || fail "$bad halted vCPUs were not running their idle task"

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The DWARF CFI user unwinder on the demo workload's real stacks: the
+ * static guest binaries build/guest/lockstorm-{fp,nofp} run natively here,
+ * one worker thread is stopped again and again with PTRACE_INTERRUPT (the
+ * registers PTRACE_GETREGS gives a thread blocked in a syscall are its user
+ * registers at the syscall, exactly what the guest kernel's pt_regs gives
+ * idlevm), and its stack is unwound over process_vm_readv with the binary's
+ * CFI, then checked against the call chains tests/workloads/lockstorm.c
+ * promises:
+ *
+ *   __lll_lock_wait <- pthread_mutex_lock <- wait_for_lock <- worker_main
+ *       <- start_thread <- clone3                                 (futex)
+ *   read <- read_request <- worker_main <- start_thread ...       (read)
+ *   clock_nanosleep <- throttle <- worker_main <- start_thread ... (sleep)
+ *
+ * The frame-pointer unwinder runs on the same registers; what it loses is
+ * logged (criterion --verbose).  The workload is started by the test and
+ * killed in every case (SIGKILL at the end, PR_SET_PDEATHSIG should the
+ * test die, --seconds as a last bound).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ksyms.h"
+#include "uunwind.h"
+#include "uunwind_dwarf.h"
+
+#define MAX_FRAMES 64
+
+static pid_t workload = -1;
+static int workload_out = -1;
+
+static struct ivm_error *read_workload(void *ctx, uint64_t va, void *buf,
+				       size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)va, len };
+
+	(void)ctx;
+	if (process_vm_readv(workload, &local, 1, &remote, 1, 0) !=
+	    (ssize_t)len)
+		return ivm_error_fault(va, "process_vm_readv at %#llx",
+				       (unsigned long long)va);
+	return NULL;
+}
+
+static const struct ivm_kmem_reader reader = { read_workload, NULL };
+
+static void stop_workload(void)
+{
+	if (workload > 0) {
+		kill(workload, SIGKILL);
+		/*
+		 * The worker we trace is reaped by us (__WALL) before its
+		 * thread group leader can be: wait for any child until the
+		 * workload itself is gone.
+		 */
+		for (;;) {
+			pid_t r = waitpid(-1, NULL, __WALL);
+
+			if (r == workload || (r < 0 && errno != EINTR))
+				break;
+		}
+	}
+	if (workload_out >= 0)
+		close(workload_out);
+	workload = -1;
+	workload_out = -1;
+}
+
+TestSuite(uunwind_dwarf_ls, .fini = stop_workload);
+
+/* Start bin with 2 workers; return the tid of its first worker. */
+static pid_t start_workload(const char *bin)
+{
+	char buf[8192];
+	size_t len = 0;
+	int fds[2];
+
+	cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+	workload = fork();
+	cr_assert_geq(workload, 0);
+	if (workload == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(fds[1], STDOUT_FILENO);
+		execl(bin, bin, "--threads", "2", "--seconds", "30",
+		      "--report-interval", "0", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	workload_out = fds[0];
+	/* "lockstorm: start tid=N comm=ls-worker-0 role=worker" */
+	for (;;) {
+		struct pollfd pfd = { workload_out, POLLIN, 0 };
+		const char *line;
+		ssize_t n;
+
+		cr_assert_eq(poll(&pfd, 1, 5000), 1, "%s: no worker started",
+			     bin);
+		n = read(workload_out, buf + len, sizeof(buf) - 1 - len);
+		cr_assert_gt(n, 0, "%s exited early", bin);
+		len += (size_t)n;
+		buf[len] = 0;
+		line = strstr(buf, "comm=ls-worker-0 role=worker");
+		if (line) {
+			while (line > buf && line[-1] != '\n')
+				line--;
+			int tid = 0;
+
+			cr_assert_eq(sscanf(line, "lockstorm: start tid=%d",
+					    &tid), 1);
+			return tid;
+		}
+		cr_assert_lt(len, sizeof(buf) - 1);
+	}
+}
+
+static void regs_from_user(const struct user_regs_struct *u,
+			   struct ivm_x86_regs *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->valid = IVM_X86_REGS_GPRS;
+	r->rax = u->rax;
+	r->rbx = u->rbx;
+	r->rcx = u->rcx;
+	r->rdx = u->rdx;
+	r->rsi = u->rsi;
+	r->rdi = u->rdi;
+	r->rbp = u->rbp;
+	r->rsp = u->rsp;
+	r->r8 = u->r8;
+	r->r9 = u->r9;
+	r->r10 = u->r10;
+	r->r11 = u->r11;
+	r->r12 = u->r12;
+	r->r13 = u->r13;
+	r->r14 = u->r14;
+	r->r15 = u->r15;
+	r->rip = u->rip;
+	r->rflags = u->eflags;
+}
+
+static const char *name_of(const struct ivm_ksyms *syms,
+			   const struct ivm_frame *f)
+{
+	const struct ivm_ksym *sym;
+
+	sym = ivm_ksyms_symbolize(syms, f->pc -
+				  (f->flags & IVM_FRAME_REGS ? 0 : 1), NULL);
+	return sym ? sym->name : "?";
+}
+
+static void chain(const struct ivm_ksyms *syms, const struct ivm_stack *st,
+		  char *out, size_t size)
+{
+	size_t len = 0;
+
+	out[0] = 0;
+	for (uint32_t i = 0; i < st->nr && len < size; i++)
+		len += (size_t)snprintf(out + len, size - len, "%s%s%s",
+					i ? " <- " : "",
+					name_of(syms, &st->frames[i]),
+					st->frames[i].flags & IVM_FRAME_INEXACT ?
+					"(fp)" : "");
+	if (len < size)
+		snprintf(out + len, size - len, " [flags %#x]", st->flags);
+}
+
+static int find(const struct ivm_ksyms *syms, const struct ivm_stack *st,
+		const char *name)
+{
+	for (uint32_t i = 0; i < st->nr; i++)
+		if (!strcmp(name_of(syms, &st->frames[i]), name))
+			return (int)i;
+	return -1;
+}
+
+static bool name_has(const struct ivm_ksyms *syms, const struct ivm_stack *st,
+		     int i, const char *part)
+{
+	return i >= 0 && (uint32_t)i < st->nr &&
+	       strstr(name_of(syms, &st->frames[i]), part);
+}
+
+static struct ivm_umapping maps[IVM_UBINARY_MAX_EXEC];
+static size_t nr_maps;
+
+static bool in_maps(uint64_t pc)
+{
+	for (size_t i = 0; i < nr_maps; i++)
+		if (pc >= maps[i].start && pc < maps[i].end)
+			return true;
+	return false;
+}
+
+enum { SYSCALL_READ = 0, SYSCALL_FUTEX = 202, SYSCALL_CLOCK_NANOSLEEP = 230 };
+
+struct tally {
+	unsigned int samples, lock, read, sleep, running, elsewhere, fp_lost;
+	bool logged_lock;
+};
+
+/*
+ * Check one sample.  Every stack must reach worker_main <- start_thread
+ * and end cleanly; a thread blocked in one of the three syscalls must show
+ * its whole path.
+ */
+static void check_sample(const struct ivm_ksyms *syms,
+			 const struct user_regs_struct *u,
+			 const struct ivm_stack *st,
+			 const struct ivm_stack *fp, struct tally *t)
+{
+	int wm = find(syms, st, "worker_main");
+	char text[1024], fptext[1024];
+	long sc = (long)u->orig_rax;
+
+	chain(syms, st, text, sizeof(text));
+	chain(syms, fp, fptext, sizeof(fptext));
+	t->samples++;
+	/*
+	 * A worker caught running inside the vDSO (clock_gettime) has a leaf
+	 * outside the binary: no CFI for it here, a frame-pointer guess at
+	 * best.  Rare and not this test's subject.
+	 */
+	if (!in_maps(st->frames[0].pc)) {
+		t->elsewhere++;
+		return;
+	}
+	cr_assert_geq(wm, 1, "no worker_main: %s", text);
+	cr_assert(name_has(syms, st, wm + 1, "start_thread"), "%s", text);
+	cr_assert_eq(st->flags, 0, "%s", text);
+	for (uint32_t i = 0; i < st->nr; i++)
+		cr_assert_not(st->frames[i].flags & IVM_FRAME_INEXACT, "%s",
+			      text);
+
+	if (sc == SYSCALL_FUTEX && name_has(syms, st, wm - 1,
+					    "wait_for_lock") &&
+	    name_has(syms, st, wm - 2, "pthread_mutex_unlock")) {
+		/* caught in the brief FUTEX_WAKE of the unlock */
+		cr_assert(name_has(syms, st, 0, "lll_lock_wake"), "%s", text);
+		t->running++;
+	} else if (sc == SYSCALL_FUTEX && name_has(syms, st, wm - 1,
+						   "wait_for_lock")) {
+		cr_assert(name_has(syms, st, wm - 2, "pthread_mutex_lock"),
+			  "%s", text);
+		cr_assert(name_has(syms, st, 0, "lll_lock_wait"), "%s", text);
+		t->lock++;
+		if (find(syms, fp, "wait_for_lock") < 0 ||
+		    find(syms, fp, "pthread_mutex_lock") < 0)
+			t->fp_lost++;
+		if (!t->logged_lock) {
+			cr_log_info("dwarf: %s", text);
+			cr_log_info("fp:    %s", fptext);
+			t->logged_lock = true;
+		}
+	} else if (sc == SYSCALL_READ) {
+		cr_assert(name_has(syms, st, wm - 1, "read_request"), "%s",
+			  text);
+		cr_assert(name_has(syms, st, wm - 2, "read"), "%s", text);
+		t->read++;
+	} else if (sc == SYSCALL_CLOCK_NANOSLEEP) {
+		cr_assert(name_has(syms, st, wm - 1, "throttle"), "%s", text);
+		cr_assert(name_has(syms, st, wm - 2, "nanosleep"), "%s", text);
+		t->sleep++;
+	} else {
+		t->running++;
+	}
+}
+
+static void sample_workload(const char *bin)
+{
+	struct ivm_frame frames[MAX_FRAMES], fp_frames[MAX_FRAMES];
+	struct ivm_ubinary *b;
+	struct ivm_ksyms *syms;
+	struct tally t = { 0 };
+	struct timespec t0, t1;
+	pid_t tid;
+
+	if (access(bin, X_OK))
+		cr_skip_test("%s absent: make %s", bin, bin);
+	cr_assert_null(ivm_ubinary_open(bin, &b));
+	cr_assert_not(ivm_ubinary_is_dyn(b));
+	/* A static non-PIE executable: bias 0, its PT_LOAD as is. */
+	nr_maps = ivm_ubinary_mappings(b, 0, maps, IVM_UBINARY_MAX_EXEC);
+	cr_assert_geq(nr_maps, 1);
+	cr_assert_null(ivm_ksyms_load_elf(bin, &syms));
+
+	tid = start_workload(bin);
+	cr_assert_eq(ptrace(PTRACE_SEIZE, tid, 0, 0), 0, "seize %d: %s", tid,
+		     strerror(errno));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct user_regs_struct u;
+		struct ivm_x86_regs regs;
+		struct ivm_stack st, fp;
+		int status;
+
+		cr_assert_eq(ptrace(PTRACE_INTERRUPT, tid, 0, 0), 0);
+		cr_assert_eq(waitpid(tid, &status, __WALL), tid);
+		cr_assert(WIFSTOPPED(status), "status %#x", status);
+		cr_assert_eq(ptrace(PTRACE_GETREGS, tid, 0, &u), 0);
+		regs_from_user(&u, &regs);
+
+		ivm_stack_init(&st, frames, MAX_FRAMES);
+		cr_assert_null(ivm_uunwind_dwarf(&reader, &regs, 0, maps,
+						 nr_maps, &st));
+		ivm_stack_init(&fp, fp_frames, MAX_FRAMES);
+		cr_assert_null(ivm_uunwind_fp(&reader, &regs, 0, &fp));
+		check_sample(syms, &u, &st, &fp, &t);
+
+		cr_assert_eq(ptrace(PTRACE_CONT, tid, 0, 0), 0);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if ((t.samples >= 150 && t.lock >= 3 && t.read >= 1 && t.sleep >= 1) ||
+		    t.samples >= 400 || t1.tv_sec - t0.tv_sec >= 6)
+			break;
+		usleep(1000 + (t.samples * 997) % 3000);
+	}
+	cr_log_info("%s: %u samples: %u lock, %u read, %u sleep, %u running, "
+		    "%u outside the binary; frame pointers lost lock-path "
+		    "frames in %u of %u", bin, t.samples, t.lock, t.read,
+		    t.sleep, t.running, t.elsewhere, t.fp_lost, t.lock);
+	/* The lock path is 60% of blocking time: it must have shown up. */
+	cr_assert_geq(t.lock, 1, "no lock-path sample in %u", t.samples);
+	stop_workload();
+	ivm_ksyms_destroy(syms);
+	ivm_ubinary_destroy(b);
+}
+
+Test(uunwind_dwarf_ls, nofp_build, .timeout = 20)
+{
+	sample_workload("build/guest/lockstorm-nofp");
+}
+
+Test(uunwind_dwarf_ls, fp_build, .timeout = 20)
+{
+	sample_workload("build/guest/lockstorm-fp");
+}
