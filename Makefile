@@ -58,7 +58,7 @@ GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/lockstorm-nofp $(BUILD)/guest/spin
 
 .PHONY: all deps check unit fuzz-replay e2e fuzz bench asan demo image clean \
-	guest workloads-check
+	guest workloads-check asan-check
 
 all: $(BUILD)/idlevm guest
 
@@ -157,10 +157,19 @@ e2e: all image
 	@BUILD=$(BUILD) tests/e2e/run
 
 check: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/tests/unit-tests \
+	@$(MAKE) --no-print-directory -j2 all $(BUILD)/tests/unit-tests \
 		$(addsuffix -replay,$(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES)))
 	@$(MAKE) --no-print-directory unit fuzz-replay workloads-check
+	@$(MAKE) --no-print-directory -j2 asan
+	@$(MAKE) --no-print-directory asan-check
 	@$(MAKE) --no-print-directory e2e
+
+# The unit tests and fuzz corpora again under ASan + UBSan.
+asan-check:
+	build-asan/tests/unit-tests --jobs 2
+	@set -e; for f in $(FUZZ_NAMES); do \
+		build-asan/fuzz/$$f-replay tests/fuzz/corpus/$$f; \
+	done
 
 demo: deps
 	@$(MAKE) --no-print-directory all image

@@ -5,6 +5,7 @@
 #include "capture.h"
 #include "kunwind.h"
 #include "uunwind.h"
+#include "uunwind_dwarf.h"
 
 /*
  * THREAD_SIZE of x86-64 without KASAN (16 KiB since 3.15).  The vmlinux
@@ -13,8 +14,31 @@
  */
 #define DEFAULT_THREAD_SIZE (16u * 1024)
 
+/* A guest binary whose copy is on the host, for DWARF CFI unwinding. */
+struct host_binary {
+	struct ivm_ubinary *ubin;
+	const uint8_t *build_id;
+	size_t build_id_len;
+	uint64_t base;		/* where its headers are mapped (bias 0) */
+	struct ivm_umapping maps[IVM_UBINARY_MAX_EXEC];
+	size_t nr_maps;
+};
+
+#define MAX_BINARIES 16
+#define MM_CACHE_SLOTS 256
+
+/* Which host binary an address space (mm_struct) runs, once looked up. */
+struct mm_binding {
+	uint64_t mm;
+	int binary;		/* index in binaries, -1 for none */
+};
+
 struct ivm_capture_engine {
 	struct ivm_guest *guest;
+	struct host_binary binaries[MAX_BINARIES];
+	size_t nr_binaries;
+	struct mm_binding mm_cache[MM_CACHE_SLOTS];
+	uint8_t probe_page[4096];	/* a guest binary's first page */
 	struct ivm_orc_table *orc;
 	struct ivm_kunwind_config kcfg;
 	struct ivm_switch_frame_layout switch_frame;
@@ -116,10 +140,56 @@ struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 	return NULL;
 }
 
+struct ivm_error *ivm_capture_engine_add_binary(struct ivm_capture_engine *e,
+						const char *path)
+{
+	struct host_binary *hb;
+	const struct ivm_ubinary_segment *seg;
+	struct ivm_error *err;
+
+	if (e->nr_binaries == MAX_BINARIES)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"at most %d binaries", MAX_BINARIES);
+	hb = &e->binaries[e->nr_binaries];
+	memset(hb, 0, sizeof(*hb));
+	err = ivm_ubinary_open(path, &hb->ubin);
+	if (err)
+		return err;
+	/*
+	 * Position-independent code needs its load address from the guest's
+	 * mappings (the helper's MAPS); only fixed-address executables can
+	 * be placed without it.
+	 */
+	if (ivm_ubinary_is_dyn(hb->ubin)) {
+		ivm_ubinary_destroy(hb->ubin);
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s: position-independent binaries are not supported yet (need the guest's mappings)",
+					path);
+	}
+	if (!ivm_ubinary_build_id(hb->ubin, &hb->build_id,
+				  &hb->build_id_len) ||
+	    hb->build_id_len < 8 || !ivm_ubinary_nr_exec(hb->ubin)) {
+		ivm_ubinary_destroy(hb->ubin);
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s: no build-id: cannot tell whether the guest runs it",
+					path);
+	}
+	seg = ivm_ubinary_exec(hb->ubin, 0);
+	hb->base = (seg->vaddr - seg->offset) & ~4095ull;
+	hb->nr_maps = ivm_ubinary_mappings(hb->ubin, 0, hb->maps,
+					   IVM_UBINARY_MAX_EXEC);
+	e->nr_binaries++;
+	return NULL;
+}
+
 void ivm_capture_engine_destroy(struct ivm_capture_engine *e)
 {
+	size_t i;
+
 	if (!e)
 		return;
+	for (i = 0; i < e->nr_binaries; i++)
+		ivm_ubinary_destroy(e->binaries[i].ubin);
 	ivm_orc_destroy(e->orc);
 	free(e);
 }
@@ -155,6 +225,46 @@ static uint32_t sample_flags(uint32_t stack_flags)
 	return f;
 }
 
+/*
+ * The host binary the address space runs, or NULL: a binary matches when
+ * its build-id note is found in the guest's own copy of its first page
+ * (where the linker puts the ELF headers and the notes).  Remembered per
+ * mm_struct; a recycled mm address that now runs something else can only
+ * make a match fail, since the page is read each time the cache misses.
+ */
+static struct host_binary *binary_of(struct ivm_capture_engine *e,
+				     uint64_t mm,
+				     const struct ivm_kmem_reader *ureader)
+{
+	struct mm_binding *slot = &e->mm_cache[(mm >> 6) % MM_CACHE_SLOTS];
+	uint8_t *page = e->probe_page;
+	size_t i;
+
+	if (!e->nr_binaries)
+		return NULL;
+	if (slot->mm == mm)
+		return slot->binary >= 0 ? &e->binaries[slot->binary] : NULL;
+	slot->mm = mm;
+	slot->binary = -1;
+	for (i = 0; i < e->nr_binaries; i++) {
+		struct host_binary *hb = &e->binaries[i];
+		struct ivm_error *err;
+
+		err = ureader->read(ureader->ctx, hb->base, page,
+				    sizeof(e->probe_page));
+		if (err) {
+			ivm_error_destroy(err);
+			continue;
+		}
+		if (memmem(page, sizeof(e->probe_page), hb->build_id,
+			   hb->build_id_len)) {
+			slot->binary = (int)i;
+			return hb;
+		}
+	}
+	return NULL;
+}
+
 /* Unwind the user part from regs through the task's page tables. */
 static void unwind_user(struct ivm_capture_engine *e,
 			const struct ivm_guest_task *task,
@@ -162,6 +272,7 @@ static void unwind_user(struct ivm_capture_engine *e,
 {
 	struct ivm_kmem_gmem umem;
 	struct ivm_kmem_reader ureader;
+	struct host_binary *hb;
 	struct ivm_stack st;
 	struct ivm_error *err;
 	uint64_t cr3;
@@ -177,7 +288,12 @@ static void unwind_user(struct ivm_capture_engine *e,
 	umem.la57 = e->kmem.la57;
 	ivm_kmem_reader_gmem(&umem, &ureader);
 	ivm_stack_init(&st, cap->frames, IVM_SAMPLE_MAX_FRAMES);
-	err = ivm_uunwind_fp(&ureader, uregs, umem.la57, &st);
+	hb = binary_of(e, task->mm, &ureader);
+	if (hb)
+		err = ivm_uunwind_dwarf(&ureader, uregs, umem.la57, hb->maps,
+					hb->nr_maps, &st);
+	else
+		err = ivm_uunwind_fp(&ureader, uregs, umem.la57, &st);
 	if (err) {
 		ivm_error_destroy(err);
 		cap->sample.stack_flags |= IVM_STACK_NO_USER;

@@ -46,6 +46,15 @@ struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 					    struct ivm_capture_engine **ret);
 void ivm_capture_engine_destroy(struct ivm_capture_engine *engine);
 
+/*
+ * Use the host copy of a guest executable at path for DWARF CFI unwinding
+ * of the processes that run it (found by its build-id in guest memory);
+ * other processes keep frame pointers.  Fixed-address (non-PIE)
+ * executables only, for now.
+ */
+struct ivm_error *ivm_capture_engine_add_binary(struct ivm_capture_engine *engine,
+						const char *path);
+
 /* One capture's result: the sample points into this struct. */
 struct ivm_capture {
 	enum ivm_capture_outcome outcome;

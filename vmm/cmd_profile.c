@@ -42,6 +42,8 @@ IVM_GUEST_USAGE
 "      --capture MODE     optimistic (default) or stop (QMP stop/cont)\n"
 "  -p, --pid PID          keep only samples of this guest process\n"
 "      --comm PATTERN     keep only samples whose thread name matches\n"
+"      --binary FILE      host copy of a guest executable (non-PIE): its DWARF\n"
+"                         CFI unwinds the processes running it (repeatable)\n"
 "      --no-report        do not print the report at the end\n"
 "  -h, --help             this help\n");
 }
@@ -57,7 +59,7 @@ static bool parse_double(const char *s, double *ret)
 int ivm_cmd_profile(int argc, char **argv)
 {
 	enum { OPT_IDLE_EVERY = 256, OPT_POLL, OPT_SOURCE, OPT_CAPTURE,
-	       OPT_COMM, OPT_NO_REPORT };
+	       OPT_COMM, OPT_NO_REPORT, OPT_BINARY };
 	static const struct option longopts[] = {
 		IVM_GUEST_LONGOPTS,
 		{ "output", required_argument, NULL, 'o' },
@@ -70,6 +72,7 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "comm", required_argument, NULL, OPT_COMM },
 		{ "no-report", no_argument, NULL, OPT_NO_REPORT },
+		{ "binary", required_argument, NULL, OPT_BINARY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -82,6 +85,8 @@ int ivm_cmd_profile(int argc, char **argv)
 	struct ivm_report_options ropts = { .out = stdout, .kind = -1,
 					    .top = 5 };
 	const char *output = "idlevm.prof";
+	const char *binaries[16];
+	size_t nr_binaries = 0;
 	struct ivm_profiler_result res;
 	struct ivm_profile_writer *writer;
 	struct sigaction sa;
@@ -147,6 +152,13 @@ int ivm_cmd_profile(int argc, char **argv)
 		case OPT_NO_REPORT:
 			report = false;
 			break;
+		case OPT_BINARY:
+			if (nr_binaries == sizeof(binaries) / sizeof(binaries[0])) {
+				fprintf(stderr, "idlevm profile: too many --binary\n");
+				return 2;
+			}
+			binaries[nr_binaries++] = optarg;
+			break;
 		case 'h':
 			profile_usage(stdout);
 			return 0;
@@ -171,6 +183,10 @@ int ivm_cmd_profile(int argc, char **argv)
 		return 2;
 	}
 	cfg.status_line = isatty(STDERR_FILENO);
+	cfg.binaries = binaries;
+	cfg.nr_binaries = nr_binaries;
+	if (nr_binaries)
+		ropts.binary = binaries[0];
 
 	err = ivm_guest_open(&gopts, &g);
 	if (err)

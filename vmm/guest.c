@@ -110,7 +110,11 @@ struct ivm_error *ivm_guest_find_release(struct ivm_gmem *gmem,
 				"no Linux kernel banner in guest memory (has the guest booted?)");
 }
 
-/* Where distributions and idlevm's image cache keep a release's vmlinux. */
+/*
+ * Where distributions and idlevm's image cache keep a release's vmlinux;
+ * IDLEVM_DEBUG_DIRS (directories separated by ':') replaces these, each
+ * directory searched for vmlinux-RELEASE and RELEASE/vmlinux.
+ */
 static char *find_vmlinux(const char *release)
 {
 	static const struct {
@@ -122,11 +126,33 @@ static char *find_vmlinux(const char *release)
 		{ "/boot/vmlinux-", "" },
 		{ "/lib/modules/", "/build/vmlinux" },
 	};
+	const char *dirs = getenv("IDLEVM_DEBUG_DIRS");
+	char *path;
 	size_t i;
 
-	for (i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
-		char *path;
+	if (dirs) {
+		const char *p = dirs;
 
+		while (*p) {
+			size_t n = strcspn(p, ":");
+
+			if (n && asprintf(&path, "%.*s/vmlinux-%s", (int)n, p,
+					  release) >= 0) {
+				if (access(path, R_OK) == 0)
+					return path;
+				free(path);
+			}
+			if (n && asprintf(&path, "%.*s/%s/vmlinux", (int)n, p,
+					  release) >= 0) {
+				if (access(path, R_OK) == 0)
+					return path;
+				free(path);
+			}
+			p += n + (p[n] == ':');
+		}
+		return NULL;
+	}
+	for (i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
 		if (asprintf(&path, "%s%s%s", places[i].before, release,
 			     places[i].after) < 0)
 			return NULL;
@@ -325,8 +351,10 @@ static struct ivm_error *open_kernel(struct ivm_guest *g,
 		g->vmlinux = find_vmlinux(g->release);
 		if (!g->vmlinux)
 			return ivm_error_create(IVM_ERROR_NOT_FOUND,
-						"no debuginfo for guest kernel %s: pass --vmlinux FILE (on Debian: the linux-image-%s-dbg package)",
-						g->release, g->release);
+						"no debuginfo for guest kernel %s: pass --vmlinux FILE (on Debian: the linux-image-%s-dbg package)%s",
+						g->release, g->release,
+						getenv("IDLEVM_DEBUG_DIRS") ?
+						" or add its directory to IDLEVM_DEBUG_DIRS" : "");
 	}
 	err = ivm_btf_load_file(g->vmlinux, &g->btf);
 	if (err)

@@ -350,6 +350,12 @@ static struct ivm_error *setup(struct profiler *p)
 	err = ivm_capture_engine_create(g, &p->engine);
 	if (err)
 		return err;
+	for (i = 0; i < p->cfg->nr_binaries; i++) {
+		err = ivm_capture_engine_add_binary(p->engine,
+						    p->cfg->binaries[i]);
+		if (err)
+			return err;
+	}
 	p->vcpus = calloc(g->nr_vcpus, sizeof(*p->vcpus));
 	if (!p->vcpus)
 		return &ivm_enomem;

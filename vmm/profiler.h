@@ -51,6 +51,8 @@ struct ivm_profiler_config {
 	int filter_pid;			/* guest tgid, or -1 */
 	const char *filter_comm;	/* fnmatch pattern on comm, or NULL */
 	bool status_line;		/* one-line status on stderr */
+	const char *const *binaries;	/* host copies of guest executables */
+	size_t nr_binaries;
 };
 
 struct ivm_profiler_result {

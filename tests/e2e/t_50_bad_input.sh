@@ -22,6 +22,13 @@ expect_error "missing socket" "/nonexistent/qmp.sock" \
 	"$idlevm" info --qmp /nonexistent/qmp.sock
 expect_error "vmlinux not ELF" "/etc/passwd" \
 	"$idlevm" info --domain "$IVM_DOMAIN" --vmlinux /etc/passwd
+expect_error "no debuginfo for the guest kernel" "no debuginfo for guest kernel $IVM_KVER" \
+	env IDLEVM_DEBUG_DIRS=/nonexistent "$idlevm" info --domain "$IVM_DOMAIN"
+mkdir -p "$IVM_RUNDIR/debug"
+ln -sf "$IVM_VMLINUX" "$IVM_RUNDIR/debug/vmlinux-$IVM_KVER"
+out=$(IDLEVM_DEBUG_DIRS=/nonexistent:$IVM_RUNDIR/debug "$idlevm" info --domain "$IVM_DOMAIN" 2>&1) ||
+	fail "IDLEVM_DEBUG_DIRS not searched: $out"
+echo "$out" | grep -q "^vmlinux: *$IVM_RUNDIR/debug/vmlinux-$IVM_KVER" || fail "wrong vmlinux: $out"
 expect_error "core not ELF" "/etc/passwd" \
 	"$idlevm" ps --core /etc/passwd --vmlinux "$IVM_VMLINUX"
 

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+/*
+ * idlevm stack: print the call stack, kernel then user, of guest threads,
+ * read from the host.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "commands.h"
+#include "guest.h"
+#include "ksyms.h"
+
+static void stack_usage(FILE *out)
+{
+	fprintf(out,
+"usage: idlevm stack (--domain NAME | --qmp PATH | --core FILE)\n"
+"                    (--tid TID | --pid PID) [options]\n"
+"\n"
+"Print the kernel and user call stack of a guest thread (--tid) or of every\n"
+"thread of a process (--pid), innermost frame first.\n"
+"\n"
+IVM_GUEST_USAGE
+"  -t, --tid TID        the guest thread\n"
+"  -p, --pid PID        every thread of the guest process\n"
+"  -b, --binary FILE    host copy of a guest executable: DWARF CFI for its\n"
+"                       user frames and its symbols (repeatable)\n"
+"  -h, --help           this help\n");
+}
+
+struct stack_syms {
+	const struct ivm_ksyms *kernel;
+	uint64_t slide;
+	struct ivm_ksyms *user[16];
+	size_t nr_user;
+};
+
+static void print_frame(const struct stack_syms *ss, unsigned int n,
+			uint64_t pc, bool kernel)
+{
+	const struct ivm_ksym *sym = NULL;
+	uint64_t off = 0;
+	size_t i;
+
+	/* Return addresses point after the call: name pc - 1's function. */
+	if (kernel) {
+		sym = ivm_ksyms_symbolize(ss->kernel, pc - ss->slide - 1, &off);
+	} else {
+		for (i = 0; i < ss->nr_user && !sym; i++) {
+			sym = ivm_ksyms_symbolize(ss->user[i], pc - 1, &off);
+			if (sym && sym->size && off >= sym->size)
+				sym = NULL;
+		}
+	}
+	if (sym && sym->size && off >= sym->size)
+		sym = NULL;
+	if (sym)
+		printf("  #%-3u 0x%016" PRIx64 " %s+0x%" PRIx64 "%s\n", n, pc,
+		       sym->name, off + 1, kernel ? " [k]" : "");
+	else
+		printf("  #%-3u 0x%016" PRIx64 " ?%s\n", n, pc,
+		       kernel ? " [k]" : "");
+}
+
+static const char *truncation(uint32_t flags)
+{
+	if (flags & IVM_STACK_TRUNC_FAULT)
+		return "truncated: unreadable memory";
+	if (flags & IVM_STACK_TRUNC_CAP)
+		return "truncated: frame cap";
+	if (flags & IVM_STACK_TRUNC_LOOP)
+		return "truncated: loop";
+	if (flags & IVM_STACK_TRUNC_BADINFO)
+		return "truncated: no unwind information";
+	return NULL;
+}
+
+/* The vCPU the task is current on, or -1. */
+static int running_on(struct ivm_guest *g, uint64_t task)
+{
+	size_t i;
+
+	for (i = 0; i < g->nr_vcpus; i++) {
+		uint64_t cur;
+		struct ivm_error *err;
+
+		if (g->vcpus[i].cpu < 0)
+			continue;
+		err = ivm_kernel_current_task(g->layout,
+					      (unsigned int)g->vcpus[i].cpu,
+					      NULL, &cur);
+		if (!err && cur == task)
+			return (int)i;
+		ivm_error_destroy(err);
+	}
+	return -1;
+}
+
+static int print_stack(struct ivm_guest *g, struct ivm_capture_engine *e,
+		       const struct stack_syms *ss,
+		       const struct ivm_guest_task *t, struct ivm_capture *cap)
+{
+	struct ivm_error *err;
+	const char *why;
+	int tries, vcpu = -1;
+	unsigned int i, n = 0;
+
+	/* A task that runs during the read spoils it: read again. */
+	for (tries = 0; tries < 20; tries++) {
+		const struct ivm_x86_regs *regs = NULL;
+		int cpl = -1, cpu = -1;
+
+		vcpu = running_on(g, t->addr);
+		if (vcpu >= 0) {
+			err = ivm_guest_refresh_vcpus(g);
+			if (err)
+				return ivm_error_report(err);
+			if (running_on(g, t->addr) != vcpu)
+				continue;
+			regs = &g->vcpus[vcpu].regs;
+			cpl = g->vcpus[vcpu].cpl;
+			cpu = g->vcpus[vcpu].cpu;
+		}
+		err = ivm_capture_task(e, t->addr, regs, cpl, cpu, cap);
+		if (err)
+			return ivm_error_report(err);
+		if (cap->outcome == IVM_CAPTURE_KEPT || !g->qmp)
+			break;
+	}
+	printf("tid %d (%s) pid %d, %s", t->pid, t->comm, t->tgid,
+	       vcpu >= 0 ? "running" : "not running");
+	if (vcpu >= 0)
+		printf(" on vCPU %d", g->vcpus[vcpu].index);
+	if (cap->outcome != IVM_CAPTURE_KEPT) {
+		printf(": no consistent stack (%s after %d tries)\n",
+		       ivm_capture_outcome_name(cap->outcome), tries);
+		return 1;
+	}
+	printf("\n");
+	for (i = 0; i < cap->sample.nr_kernel; i++)
+		print_frame(ss, n++, cap->sample.kernel_pcs[i], true);
+	for (i = 0; i < cap->sample.nr_user; i++)
+		print_frame(ss, n++, cap->sample.user_pcs[i], false);
+	why = truncation(cap->sample.stack_flags);
+	if (why)
+		printf("  (%s)\n", why);
+	if (cap->sample.stack_flags & IVM_STACK_NO_USER)
+		printf("  (user part not unwound)\n");
+	return 0;
+}
+
+int ivm_cmd_stack(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		IVM_GUEST_LONGOPTS,
+		{ "tid", required_argument, NULL, 't' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "binary", required_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ivm_guest_options opts = { 0 };
+	struct ivm_guest_task_list *list = NULL;
+	struct ivm_capture_engine *engine = NULL;
+	struct ivm_capture *cap = NULL;
+	struct stack_syms ss = { 0 };
+	const char *binaries[16];
+	size_t nr_binaries = 0, i;
+	long tid = -1, pid = -1;
+	struct ivm_guest *g = NULL;
+	struct ivm_error *err;
+	int c, rc = 0, found = 0;
+	char *end;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, IVM_GUEST_SHORTOPTS "t:p:b:h",
+				longopts, NULL)) != -1) {
+		if (ivm_guest_parse_option(&opts, c, optarg))
+			continue;
+		switch (c) {
+		case 't':
+		case 'p':
+			*(c == 't' ? &tid : &pid) = strtol(optarg, &end, 10);
+			if (*end || !*optarg || (c == 't' ? tid : pid) < 0) {
+				fprintf(stderr, "idlevm stack: bad id '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'b':
+			if (nr_binaries == 16) {
+				fprintf(stderr, "idlevm stack: too many --binary\n");
+				return 2;
+			}
+			binaries[nr_binaries++] = optarg;
+			break;
+		case 'h':
+			stack_usage(stdout);
+			return 0;
+		default:
+			stack_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc || (tid < 0) == (pid < 0)) {
+		fprintf(stderr, "idlevm stack: give exactly one of --tid and --pid\n");
+		return 2;
+	}
+	err = ivm_guest_check_options(&opts);
+	if (err) {
+		fprintf(stderr, "idlevm stack: %s\n", ivm_error_string(err));
+		ivm_error_destroy(err);
+		return 2;
+	}
+	err = ivm_guest_open(&opts, &g);
+	if (!err)
+		err = ivm_capture_engine_create(g, &engine);
+	for (i = 0; !err && i < nr_binaries; i++) {
+		err = ivm_capture_engine_add_binary(engine, binaries[i]);
+		if (!err)
+			err = ivm_ksyms_load_elf(binaries[i], &ss.user[ss.nr_user++]);
+	}
+	if (!err)
+		err = ivm_kernel_task_list(g->layout, 0, &list);
+	if (!err && !(cap = malloc(sizeof(*cap))))
+		err = &ivm_enomem;
+	if (err) {
+		rc = ivm_error_report(err);
+		goto out;
+	}
+	ss.kernel = g->ksyms;
+	ss.slide = ivm_kernel_layout_slide(g->layout);
+	for (i = 0; i < list->nr; i++) {
+		const struct ivm_guest_task *t = &list->tasks[i];
+
+		if (t->is_idle || (tid >= 0 && t->pid != tid) ||
+		    (pid >= 0 && t->tgid != pid))
+			continue;
+		if (found++)
+			printf("\n");
+		rc |= print_stack(g, engine, &ss, t, cap);
+	}
+	if (!found) {
+		fprintf(stderr, "idlevm stack: no guest %s %ld%s\n",
+			tid >= 0 ? "thread" : "process", tid >= 0 ? tid : pid,
+			list->truncated ? " (the task list was truncated)" : "");
+		rc = 1;
+	}
+out:
+	free(cap);
+	for (i = 0; i < ss.nr_user; i++)
+		ivm_ksyms_destroy(ss.user[i]);
+	ivm_guest_task_list_destroy(list);
+	ivm_capture_engine_destroy(engine);
+	ivm_guest_close(g);
+	return rc;
+}
