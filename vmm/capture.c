@@ -52,6 +52,10 @@ struct ivm_capture_engine {
 	 */
 	struct ivm_kmem_cache kcache;
 	struct ivm_kmem_reader kreader;
+	/* The same for the target's user memory (its own page tables). */
+	struct ivm_kmem_gmem umem;
+	struct ivm_kmem_reader umem_reader;
+	struct ivm_kmem_cache ucache;
 	bool has_cpu_stacks;
 	struct ivm_cpu_stacks_layout cpu_stacks;
 };
@@ -270,7 +274,6 @@ static void unwind_user(struct ivm_capture_engine *e,
 			const struct ivm_guest_task *task,
 			const struct ivm_x86_regs *uregs, struct ivm_capture *cap)
 {
-	struct ivm_kmem_gmem umem;
 	struct ivm_kmem_reader ureader;
 	struct host_binary *hb;
 	struct ivm_stack st;
@@ -283,17 +286,18 @@ static void unwind_user(struct ivm_capture_engine *e,
 		cap->sample.stack_flags |= IVM_STACK_NO_USER;
 		return;
 	}
-	umem.gmem = e->guest->gmem;
-	umem.cr3 = cr3;
-	umem.la57 = e->kmem.la57;
-	ivm_kmem_reader_gmem(&umem, &ureader);
+	e->umem.gmem = e->guest->gmem;
+	e->umem.cr3 = cr3;
+	e->umem.la57 = e->kmem.la57;
+	ivm_kmem_reader_gmem(&e->umem, &e->umem_reader);
+	ivm_kmem_cache_init(&e->ucache, &e->umem_reader, &ureader);
 	ivm_stack_init(&st, cap->frames, IVM_SAMPLE_MAX_FRAMES);
 	hb = binary_of(e, task->mm, &ureader);
 	if (hb)
-		err = ivm_uunwind_dwarf(&ureader, uregs, umem.la57, hb->maps,
+		err = ivm_uunwind_dwarf(&ureader, uregs, e->umem.la57, hb->maps,
 					hb->nr_maps, &st);
 	else
-		err = ivm_uunwind_fp(&ureader, uregs, umem.la57, &st);
+		err = ivm_uunwind_fp(&ureader, uregs, e->umem.la57, &st);
 	if (err) {
 		ivm_error_destroy(err);
 		cap->sample.stack_flags |= IVM_STACK_NO_USER;

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Benchmark: whole stack captures (task_struct read, kernel stack by ORC,
+ * user stack by DWARF CFI or frame pointers, task_struct read again) from a
+ * live guest or a memory dump, as `idlevm stack` and the profiler do them.
+ *
+ *   bench_capture (--qmp PATH | --domain NAME | --core FILE [--vmlinux F])
+ *                 [--binary FILE] [--comm PREFIX] [--rounds N]
+ *
+ * Captures every non-running task whose comm starts with PREFIX (default
+ * "ls-worker") ROUNDS times (default 200) after one warm-up round, and
+ * prints stacks per second, the median and p99 microseconds per kept stack
+ * and the mean frames per stack.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "capture.h"
+#include "guest.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		IVM_GUEST_LONGOPTS,
+		{ "binary", required_argument, NULL, 'b' },
+		{ "comm", required_argument, NULL, 'm' },
+		{ "rounds", required_argument, NULL, 'r' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ivm_guest_options opts = { 0 };
+	const char *binary = NULL, *prefix = "ls-worker";
+	struct ivm_guest_task_list *list;
+	struct ivm_capture_engine *engine;
+	struct ivm_capture *cap;
+	struct ivm_guest *g;
+	struct ivm_error *err;
+	uint64_t *lat, frames = 0, t0, total_ns = 0;
+	size_t i, nr = 0, kept = 0, targets = 0, cap_lat;
+	int c, rounds = 200, r;
+
+	while ((c = getopt_long(argc, argv, IVM_GUEST_SHORTOPTS "b:m:r:",
+				longopts, NULL)) != -1) {
+		if (ivm_guest_parse_option(&opts, c, optarg))
+			continue;
+		if (c == 'b')
+			binary = optarg;
+		else if (c == 'm')
+			prefix = optarg;
+		else if (c == 'r')
+			rounds = atoi(optarg);
+		else
+			return 2;
+	}
+	err = ivm_guest_open(&opts, &g);
+	if (!err)
+		err = ivm_capture_engine_create(g, &engine);
+	if (!err && binary)
+		err = ivm_capture_engine_add_binary(engine, binary);
+	if (!err)
+		err = ivm_kernel_task_list(g->layout, 0, &list);
+	if (err)
+		return ivm_error_report(err);
+	cap = malloc(sizeof(*cap));
+	for (i = 0; i < list->nr; i++)
+		targets += !strncmp(list->tasks[i].comm, prefix, strlen(prefix));
+	if (!targets || rounds < 1) {
+		fprintf(stderr, "bench_capture: no task named %s*\n", prefix);
+		return 1;
+	}
+	cap_lat = targets * (size_t)rounds;
+	lat = calloc(cap_lat, sizeof(*lat));
+	for (r = -1; r < rounds; r++) {
+		for (i = 0; i < list->nr; i++) {
+			const struct ivm_guest_task *t = &list->tasks[i];
+			uint64_t dt;
+
+			if (strncmp(t->comm, prefix, strlen(prefix)))
+				continue;
+			t0 = now_ns();
+			err = ivm_capture_task(engine, t->addr, NULL, -1, -1, cap);
+			dt = now_ns() - t0;
+			if (err)
+				return ivm_error_report(err);
+			if (r < 0)
+				continue;	/* warm-up */
+			total_ns += dt;
+			nr++;
+			if (cap->outcome != IVM_CAPTURE_KEPT)
+				continue;
+			lat[kept++] = dt;
+			frames += cap->sample.nr_kernel + cap->sample.nr_user;
+		}
+	}
+	qsort(lat, kept, sizeof(*lat), cmp_u64);
+	printf("%s: %zu captures of %zu tasks (%zu kept, %zu discarded as running)\n",
+	       opts.core_path ? "core" : "live", nr, targets, kept, nr - kept);
+	if (kept)
+		printf("  %.0f stacks/s, median %.2f us, p99 %.2f us per kept stack, %.1f frames per stack\n",
+		       (double)nr / ((double)total_ns / 1e9),
+		       (double)lat[kept / 2] / 1e3,
+		       (double)lat[kept * 99 / 100] / 1e3,
+		       (double)frames / (double)kept);
+	free(lat);
+	free(cap);
+	ivm_guest_task_list_destroy(list);
+	ivm_capture_engine_destroy(engine);
+	ivm_guest_close(g);
+	return 0;
+}
