@@ -159,6 +159,9 @@ e2e: all image
 check: deps
 	@$(MAKE) --no-print-directory -j2 all $(BUILD)/tests/unit-tests \
 		$(addsuffix -replay,$(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES)))
+	@# The image first: it fetches the guest kernel's vmlinux, which the
+	@# unit tests of the ORC, BTF and DWARF readers use for real data.
+	@$(MAKE) --no-print-directory image
 	@$(MAKE) --no-print-directory unit fuzz-replay workloads-check
 	@$(MAKE) --no-print-directory -j2 asan
 	@$(MAKE) --no-print-directory asan-check
