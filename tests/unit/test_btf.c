@@ -318,7 +318,7 @@ Test(btf_real, guest_vmlinux_6_1)
 	struct ivm_error *err;
 
 	if (access(GUEST_VMLINUX, R_OK)) {
-		cr_skip_test("%s absent: run scripts/install-deps",
+		cr_skip_test("%s absent: run make image",
 			     GUEST_VMLINUX);
 	}
 	err = ivm_btf_load_file(GUEST_VMLINUX, &btf);
@@ -366,7 +366,7 @@ Test(btf_real, dwarf_fallback_matches_btf)
 	struct ivm_error *err;
 
 	if (access(GUEST_VMLINUX, R_OK)) {
-		cr_skip_test("%s absent: run scripts/install-deps",
+		cr_skip_test("%s absent: run make image",
 			     GUEST_VMLINUX);
 	}
 	err = ivm_btf_load_file(GUEST_VMLINUX, &btf);

@@ -145,7 +145,7 @@ Test(ksyms_real, system_map_and_vmlinux_agree)
 
 	if (access(GUEST_DIR "/vmlinux", R_OK) ||
 	    access(GUEST_DIR "/System.map", R_OK))
-		cr_skip_test("%s absent: run scripts/install-deps", GUEST_DIR);
+		cr_skip_test("%s absent: run make image", GUEST_DIR);
 	err = ivm_ksyms_load_system_map(GUEST_DIR "/System.map", &map);
 	cr_assert_null(err, "%s", err ? ivm_error_string(err) : "");
 	err = ivm_ksyms_load_elf(GUEST_DIR "/vmlinux", &elf);
