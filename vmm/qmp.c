@@ -1371,40 +1371,37 @@ static struct ivm_error *libvirt_run_state_change(struct ivm_qmp *qmp,
 	return NULL;
 }
 
-struct ivm_error *ivm_qmp_stop(struct ivm_qmp *qmp)
+/*
+ * Pause (run = false) or resume the vCPUs through whichever transport is
+ * in use: libvirt must do it itself (passthrough of stop/cont would leave
+ * its own idea of the domain state stale).
+ */
+static struct ivm_error *set_running(struct ivm_qmp *qmp, bool run)
 {
 	struct ivm_error *err;
 
-	if (qmp->transport == QMP_LIBVIRT) {
-		err = libvirt_run_state_change(qmp, virDomainSuspend,
-					       "virDomainSuspend");
-		if (err)
-			return err;
-	} else {
-		err = socket_execute(qmp, "stop", NULL, NULL);
-		if (err)
-			return err;
-	}
-	set_lifecycle(qmp->shared, IVM_QMP_PAUSED);
+	if (qmp->transport == QMP_LIBVIRT)
+		err = libvirt_run_state_change(qmp,
+					       run ? virDomainResume :
+						     virDomainSuspend,
+					       run ? "virDomainResume" :
+						     "virDomainSuspend");
+	else
+		err = socket_execute(qmp, run ? "cont" : "stop", NULL, NULL);
+	if (err)
+		return err;
+	set_lifecycle(qmp->shared, run ? IVM_QMP_RUNNING : IVM_QMP_PAUSED);
 	return NULL;
+}
+
+struct ivm_error *ivm_qmp_stop(struct ivm_qmp *qmp)
+{
+	return set_running(qmp, false);
 }
 
 struct ivm_error *ivm_qmp_cont(struct ivm_qmp *qmp)
 {
-	struct ivm_error *err;
-
-	if (qmp->transport == QMP_LIBVIRT) {
-		err = libvirt_run_state_change(qmp, virDomainResume,
-					       "virDomainResume");
-		if (err)
-			return err;
-	} else {
-		err = socket_execute(qmp, "cont", NULL, NULL);
-		if (err)
-			return err;
-	}
-	set_lifecycle(qmp->shared, IVM_QMP_RUNNING);
-	return NULL;
+	return set_running(qmp, true);
 }
 
 struct ivm_error *ivm_qmp_query_status(struct ivm_qmp *qmp,
