@@ -168,6 +168,7 @@ int ivm_cmd_info(int argc, char **argv)
 	       g->dom ? " (libvirt)" : g->qmp ? " (qmp)" : " (core)");
 	if (g->qemu_pid)
 		printf("qemu pid:         %d\n", (int)g->qemu_pid);
+	printf("guest memory:     %s\n", g->gmem_kind);
 	printf("kernel:           %s\n", g->release);
 	printf("vmlinux:          %s\n", g->vmlinux);
 	printf("kaslr offset:     0x%" PRIx64 "\n",

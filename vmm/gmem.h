@@ -86,6 +86,17 @@ struct ivm_error *ivm_gmem_process_create(pid_t pid,
 					  struct ivm_gmem **ret);
 
 /*
+ * Physical reads from guest RAM mapped read-only into this process: works
+ * when QEMU's RAM is a shared file mapping (memfd or file backend with
+ * share=on), opened through /proc/PID/map_files (root).  Reads are memory
+ * copies, no system calls.  IVM_ERROR_NOT_FOUND when some region is
+ * private (anonymous) memory: use ivm_gmem_process_create() then.
+ */
+struct ivm_error *ivm_gmem_mmap_create(pid_t pid,
+				       const struct ivm_gmem_region *regions,
+				       size_t nr_regions, struct ivm_gmem **ret);
+
+/*
  * Physical reads from an ELF core written by QEMU dump-guest-memory.  The
  * file is validated (ELF64, little-endian, x86-64, ET_CORE; program headers
  * and every segment's data inside the file, no overflowing offsets,

@@ -209,10 +209,21 @@ static struct ivm_error *open_live(struct ivm_guest *g,
 		err = ivm_error_wrap(err, "finding guest RAM");
 		goto out;
 	}
-	err = ivm_gmem_process_create(g->qemu_pid, ram->region, ram->nr,
-				      &g->gmem);
-	if (err)
-		goto out;
+	/*
+	 * Shared RAM can be mapped and read without system calls; private
+	 * RAM (QEMU's default) is read with process_vm_readv.
+	 */
+	err = ivm_gmem_mmap_create(g->qemu_pid, ram->region, ram->nr, &g->gmem);
+	if (!err) {
+		g->gmem_kind = "mmap of shared guest RAM";
+	} else {
+		ivm_error_destroy(err);
+		err = ivm_gmem_process_create(g->qemu_pid, ram->region,
+					      ram->nr, &g->gmem);
+		if (err)
+			goto out;
+		g->gmem_kind = "process_vm_readv";
+	}
 	err = ivm_guest_refresh_vcpus(g);
 out:
 	free(vcpus);
@@ -229,6 +240,7 @@ static struct ivm_error *open_core(struct ivm_guest *g,
 	err = ivm_gmem_core_create(opts->core_path, &g->gmem);
 	if (err)
 		return err;
+	g->gmem_kind = "memory dump";
 	g->nr_vcpus = ivm_gmem_core_nr_cpus(g->gmem);
 	if (!g->nr_vcpus)
 		return ivm_error_create(IVM_ERROR_INVALID,

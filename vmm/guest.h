@@ -73,6 +73,7 @@ struct ivm_guest {
 	struct ivm_qmp *qmp;		/* NULL for a core */
 	pid_t qemu_pid;			/* 0 for a core */
 	struct ivm_gmem *gmem;
+	const char *gmem_kind;		/* how guest memory is read (static) */
 	size_t nr_vcpus;
 	struct ivm_guest_vcpu *vcpus;
 	char release[65];		/* kernel release from the banner */
