@@ -21,3 +21,12 @@ out=$("$idlevm" info --core "$core" 2>&1) || fail "idlevm info --core without --
 
 ours=$(idlevm_tasks --core "$core" --vmlinux "$IVM_VMLINUX") || fail "idlevm ps --core failed"
 compare_tasks "$ours" "$before" "$after" || fail "task lists differ"
+
+# Stacks from the dump: every lockstorm worker, kernel and user.
+pid=$(echo "$ours" | awk '$3 == "lockstorm" { print $1; exit }')
+[ -n "$pid" ] || fail "no lockstorm in the dump's task list"
+out=$("$idlevm" stack --core "$core" --vmlinux "$IVM_VMLINUX" --pid "$pid" \
+	--binary "$IVM_BUILD/guest/lockstorm-fp" 2>&1) || fail "idlevm stack --core: $out"
+n=$(echo "$out" | grep -c "worker_main+")
+echo "$n threads of lockstorm with worker_main in their stack, from the dump"
+[ "$n" -ge 3 ] || fail "expected the workers' stacks from the dump: $out"
