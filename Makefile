@@ -18,7 +18,7 @@ CC ?= cc
 CLANG ?= clang
 PKG_CONFIG ?= pkg-config
 
-PKGS := libvirt libvirt-qemu json-c libelf libdw libbpf
+PKGS := libvirt libvirt-qemu json-c libelf libdw libbpf libtraceevent libtracefs
 TEST_PKGS := criterion
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter
