@@ -30,8 +30,9 @@ int ivm_guest_command_args(int argc, char **argv,
 			   void (*usage)(FILE *out));
 
 /*
- * Print the report of the profile at path (text, or folded stacks), saying
- * on stderr what was damaged or missing.  Returns an exit status.
+ * Print the report of the profile at path: text, folded, pprof or svg as
+ * opts->format says (folded = true forces folded stacks), saying on stderr
+ * what was damaged or missing.  Returns an exit status.
  */
 int ivm_report_file(const char *path, bool folded,
 		    struct ivm_report_options *opts, unsigned int grouping);

@@ -1,0 +1,1281 @@
+// SPDX-License-Identifier: MIT
+#include <ctype.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "symfile.h"
+
+#define MAX_DIE_DEPTH		64	/* nesting of functions and blocks */
+#define MAX_UNSIZED_SYMBOL	(1u << 20)	/* last symbol of a map */
+#define BANNER_PREFIX		"Linux version "
+
+struct symbol {
+	uint64_t addr;
+	uint64_t size;		/* implied from the next symbol if unsized */
+	const char *name;
+	unsigned char rank;	/* among aliases, the higher is kept */
+};
+
+/* A subprogram or inlined call with code, inside one function. */
+struct scope {
+	Dwarf_Off die_off;
+	int32_t parent;		/* index in the function's scopes, -1 at top */
+	bool inlined;
+};
+
+/* One address range of a scope; a scope with DW_AT_ranges has several. */
+struct scope_range {
+	uint64_t lo, hi;
+	uint32_t scope;
+	uint32_t depth;
+};
+
+/*
+ * An out-of-line function of a unit, found by the unit's top-level scan;
+ * its inlined calls are indexed at the first address that lands in it.
+ */
+struct func {
+	Dwarf_Off die_off;
+	bool indexed;
+	struct scope *scopes;
+	size_t nr_scopes;
+	struct scope_range *ranges;	/* sorted by lo, then depth */
+	size_t nr_ranges;
+};
+
+struct func_range {
+	uint64_t lo, hi;
+	uint32_t func;
+};
+
+#define MAX_SCAN_DEPTH	8	/* namespaces around functions */
+
+/*
+ * A compilation unit.  Its top-level DIEs are scanned only as far as a
+ * lookup needs (like dwarf_getscopes would, but once): functions seen on
+ * the way are kept, and the scan resumes where it stopped.
+ */
+struct unit {
+	Dwarf_Off cu_off;
+	Dwarf_Die cudie;
+	bool scan_started, scan_done;
+	Dwarf_Die scan[MAX_SCAN_DEPTH];
+	int scan_depth;
+	struct func *funcs;
+	size_t nr_funcs, cap_funcs;
+	struct func_range *franges;
+	size_t nr_franges, cap_franges;
+};
+
+struct unit_range {
+	uint64_t lo, hi;
+	Dwarf_Off cu_off;
+};
+
+struct cache_slot {
+	uint64_t addr;
+	struct ivm_sym_location *loc;	/* NULL: empty slot */
+};
+
+struct ivm_symfile {
+	char *path;
+	int fd;
+	Elf *elf;
+	Dwarf *dwarf;
+	struct ivm_symfile *debug;	/* separate debuginfo, owned */
+	char *map_text;			/* System.map: names point here */
+
+	struct symbol *symbols;
+	size_t nr_symbols;
+	uint64_t text_lo, text_hi;	/* hull of the executable sections */
+	struct text_section {
+		uint64_t lo, hi;
+	} *texts;			/* the sections themselves */
+	size_t nr_texts;
+
+	uint8_t build_id[IVM_SYM_BUILD_ID_MAX];
+	size_t build_id_len;
+	char build_id_hex[2 * IVM_SYM_BUILD_ID_MAX + 1];
+	char *release;
+
+	struct unit **units;		/* open addressing by cu_off */
+	size_t units_size, nr_units;
+	bool ranges_indexed;		/* fallback when aranges miss */
+	struct unit_range *unit_ranges;	/* sorted by lo */
+	size_t nr_unit_ranges;
+
+	struct cache_slot *cache;
+	size_t cache_size;		/* power of two */
+	size_t cache_used;
+	uint64_t hits, misses;
+};
+
+/* Returned when even an unknown location cannot be allocated. */
+static const struct ivm_sym_location unknown_location = {
+	.source = IVM_SYM_SOURCE_NONE,
+};
+
+/*
+ * Room for one more element in a growing array: returns the array, moved
+ * if it had to grow, or NULL (the old array still valid and owned by the
+ * caller) when memory or size_t runs out.
+ */
+static void *grow(void *array, size_t *cap, size_t nr, size_t elem,
+		  size_t first)
+{
+	size_t ncap;
+	void *n;
+
+	if (nr < *cap)
+		return array;
+	ncap = *cap ? *cap * 2 : first;
+	if (ncap < *cap || ncap > SIZE_MAX / elem)
+		return NULL;
+	n = realloc(array, ncap * elem);
+	if (n)
+		*cap = ncap;
+	return n;
+}
+
+#define GROW(array, cap, nr, first) ({					\
+	void *_n = grow((array), (cap), (nr), sizeof(*(array)), (first)); \
+	if (_n)								\
+		(array) = _n;						\
+	_n != NULL;							\
+})
+
+/* ---- symbol table ------------------------------------------------------ */
+
+static int symbol_cmp(const void *a, const void *b)
+{
+	const struct symbol *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank > y->rank ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static const struct text_section *text_of(const struct ivm_symfile *f,
+					  uint64_t addr)
+{
+	size_t i;
+
+	for (i = 0; i < f->nr_texts; i++)
+		if (addr >= f->texts[i].lo && addr < f->texts[i].hi)
+			return &f->texts[i];
+	return NULL;
+}
+
+/*
+ * Sort, keep one name per address (the best ranked alias), and give
+ * unsized symbols the room up to the next one, so a lookup is one binary
+ * search.
+ */
+static void symbols_finish(struct ivm_symfile *f)
+{
+	size_t i, n = 0;
+
+	if (!f->nr_symbols)
+		return;
+	qsort(f->symbols, f->nr_symbols, sizeof(*f->symbols), symbol_cmp);
+	for (i = 0; i < f->nr_symbols; i++) {
+		if (n && f->symbols[n - 1].addr == f->symbols[i].addr)
+			continue;
+		f->symbols[n++] = f->symbols[i];
+	}
+	f->nr_symbols = n;
+	for (i = 0; i < n; i++) {
+		struct symbol *s = &f->symbols[i];
+
+		const struct text_section *t = text_of(f, s->addr);
+		uint64_t end;
+
+		if (s->size)
+			continue;
+		if (i + 1 < n)
+			s->size = f->symbols[i + 1].addr - s->addr;
+		else if (f->text_hi > s->addr)
+			s->size = f->text_hi - s->addr;
+		else
+			s->size = MAX_UNSIZED_SYMBOL;
+		/*
+		 * An unsized label never reaches past its section: the data
+		 * between two text sections is nobody's code.
+		 */
+		end = t ? t->hi : 0;
+		if (end && s->size > end - s->addr)
+			s->size = end - s->addr;
+	}
+}
+
+static const struct symbol *symbols_find(const struct ivm_symfile *f,
+					 uint64_t addr)
+{
+	size_t lo = 0, hi = f->nr_symbols;
+	const struct symbol *s;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->symbols[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	s = &f->symbols[lo - 1];
+	/* Past the end of a sized symbol is padding or an unnamed stub. */
+	if (addr - s->addr >= s->size)
+		return NULL;
+	return s;
+}
+
+static bool symbols_push(struct ivm_symfile *f, size_t *cap,
+			 const struct symbol *s)
+{
+	if (!GROW(f->symbols, cap, f->nr_symbols, 1024))
+		return false;
+	f->symbols[f->nr_symbols++] = *s;
+	return true;
+}
+
+/* ---- ELF --------------------------------------------------------------- */
+
+static struct ivm_sym_error *elf_error(const char *path, const char *what)
+{
+	return ivm_sym_error_create(IVM_SYM_ERROR_FORMAT, "%s: %s: %s", path,
+				    what, elf_errmsg(-1));
+}
+
+/*
+ * libelf maps the file and trusts section headers: a truncated file would
+ * have sections past its end, which we refuse up front with a clear error
+ * rather than let a read fault later.
+ */
+static struct ivm_sym_error *check_sections(struct ivm_symfile *f,
+					    uint64_t file_size)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(f->elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			return elf_error(f->path, "reading a section header");
+		if (sh.sh_type == SHT_NOBITS)
+			continue;
+		if (sh.sh_offset > file_size ||
+		    sh.sh_size > file_size - sh.sh_offset)
+			return ivm_sym_error_create(IVM_SYM_ERROR_FORMAT,
+				"%s: section %zu lies past the end of the file (%" PRIu64
+				" bytes): truncated?", f->path, elf_ndxscn(scn),
+				file_size);
+		if ((sh.sh_flags & SHF_ALLOC) && (sh.sh_flags & SHF_EXECINSTR) &&
+		    sh.sh_size) {
+			uint64_t end = sh.sh_addr + sh.sh_size;
+
+			struct text_section *nt;
+
+			if (end < sh.sh_addr)
+				continue;
+			nt = realloc(f->texts, (f->nr_texts + 1) * sizeof(*nt));
+			if (!nt)
+				return &ivm_sym_enomem;
+			f->texts = nt;
+			f->texts[f->nr_texts++] = (struct text_section){
+				sh.sh_addr, end };
+			if (!f->text_hi || sh.sh_addr < f->text_lo)
+				f->text_lo = sh.sh_addr;
+			if (end > f->text_hi)
+				f->text_hi = end;
+		}
+	}
+	return NULL;
+}
+
+static void read_build_id(struct ivm_symfile *f)
+{
+	Elf_Scn *scn = NULL;
+	size_t i;
+
+	while ((scn = elf_nextscn(f->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off, next;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		/* gelf_getnote bounds each note by the section data. */
+		while ((next = gelf_getnote(data, off, &nh, &name_off,
+					    &desc_off)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((char *)data->d_buf + name_off, "GNU", 4) &&
+			    nh.n_descsz && nh.n_descsz <= IVM_SYM_BUILD_ID_MAX) {
+				memcpy(f->build_id,
+				       (char *)data->d_buf + desc_off,
+				       nh.n_descsz);
+				f->build_id_len = nh.n_descsz;
+				for (i = 0; i < f->build_id_len; i++)
+					snprintf(f->build_id_hex + 2 * i, 3,
+						 "%02x", f->build_id[i]);
+				return;
+			}
+			off = next;
+		}
+	}
+}
+
+/* The release in the bytes of linux_banner, which lives in .rodata. */
+static void read_banner(struct ivm_symfile *f, uint64_t addr)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(f->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		const char *p;
+		size_t off, avail, n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    addr < sh.sh_addr || addr - sh.sh_addr >= sh.sh_size)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data || !data->d_buf)
+			return;
+		off = addr - sh.sh_addr;
+		if (off >= data->d_size)
+			return;
+		p = (const char *)data->d_buf + off;
+		avail = data->d_size - off;
+		if (avail < sizeof(BANNER_PREFIX) ||
+		    memcmp(p, BANNER_PREFIX, sizeof(BANNER_PREFIX) - 1))
+			return;
+		p += sizeof(BANNER_PREFIX) - 1;
+		avail -= sizeof(BANNER_PREFIX) - 1;
+		for (n = 0; n < avail && n < 128 && isgraph((unsigned char)p[n]);
+		     n++)
+			;
+		if (n && n < avail)
+			f->release = strndup(p, n);
+		return;
+	}
+}
+
+static struct ivm_sym_error *read_symtab(struct ivm_symfile *f)
+{
+	Elf_Scn *scn = NULL, *symscn = NULL;
+	GElf_Shdr sh;
+	Elf_Data *data;
+	size_t cap = 0, i, nr, nsec = 0;
+	uint64_t banner = 0;
+	bool *exec = NULL;
+
+	if (elf_getshdrnum(f->elf, &nsec))
+		return elf_error(f->path, "counting sections");
+	exec = calloc(nsec ? nsec : 1, sizeof(*exec));
+	if (!exec)
+		return &ivm_sym_enomem;
+	while ((scn = elf_nextscn(f->elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (elf_ndxscn(scn) < nsec)
+			exec[elf_ndxscn(scn)] = (sh.sh_flags & SHF_EXECINSTR) &&
+						(sh.sh_flags & SHF_ALLOC);
+		if (sh.sh_type == SHT_SYMTAB ||
+		    (sh.sh_type == SHT_DYNSYM && !symscn))
+			symscn = scn;
+	}
+	if (!symscn) {
+		free(exec);
+		return NULL;
+	}
+	gelf_getshdr(symscn, &sh);
+	data = elf_getdata(symscn, NULL);
+	if (!data || !sh.sh_entsize) {
+		free(exec);
+		return elf_error(f->path, "reading the symbol table");
+	}
+	nr = data->d_size / gelf_fsize(f->elf, ELF_T_SYM, 1, EV_CURRENT);
+	for (i = 0; i < nr; i++) {
+		GElf_Sym sym;
+		struct symbol s;
+		const char *name;
+		int type;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		name = elf_strptr(f->elf, sh.sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		type = GELF_ST_TYPE(sym.st_info);
+		if (!banner && !strcmp(name, "linux_banner"))
+			banner = sym.st_value;
+		if (type != STT_FUNC && type != STT_NOTYPE &&
+		    type != STT_GNU_IFUNC)
+			continue;
+		if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= nsec ||
+		    !exec[sym.st_shndx])
+			continue;
+		if (name[0] == '$' || !strncmp(name, ".L", 2))
+			continue;
+		s.addr = sym.st_value;
+		s.size = sym.st_size;
+		s.name = name;
+		s.rank = (type == STT_FUNC ? 4 : 0) + (s.size ? 2 : 0) +
+			 (GELF_ST_BIND(sym.st_info) == STB_GLOBAL ? 1 : 0);
+		if (!symbols_push(f, &cap, &s)) {
+			free(exec);
+			return &ivm_sym_enomem;
+		}
+	}
+	free(exec);
+	symbols_finish(f);
+	if (banner)
+		read_banner(f, banner);
+	return NULL;
+}
+
+static struct ivm_symfile *symfile_new(const char *path)
+{
+	struct ivm_symfile *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->fd = -1;
+	f->path = strdup(path);
+	if (!f->path) {
+		free(f);
+		return NULL;
+	}
+	return f;
+}
+
+struct ivm_sym_error *ivm_symfile_open_elf(const char *path,
+					   struct ivm_symfile **ret)
+{
+	struct ivm_sym_error *err;
+	struct ivm_symfile *f;
+	struct stat st;
+	GElf_Ehdr eh;
+	size_t shstrndx, nsec;
+
+	elf_version(EV_CURRENT);
+	f = symfile_new(path);
+	if (!f)
+		return &ivm_sym_enomem;
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0) {
+		err = ivm_sym_error_os(errno, "opening %s", path);
+		goto fail;
+	}
+	if (fstat(f->fd, &st)) {
+		err = ivm_sym_error_os(errno, "stat %s", path);
+		goto fail;
+	}
+	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+	if (!f->elf) {
+		err = elf_error(path, "not readable as ELF");
+		goto fail;
+	}
+	if (elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh)) {
+		err = ivm_sym_error_create(IVM_SYM_ERROR_FORMAT,
+					   "%s: not an ELF file", path);
+		goto fail;
+	}
+	/*
+	 * A section table past the end of the file (a truncated download, a
+	 * corrupt header) would read as an ELF without sections: say so.
+	 */
+	nsec = eh.e_shnum ? eh.e_shnum : eh.e_shoff ? 1 : 0;
+	if (eh.e_shoff > (uint64_t)st.st_size ||
+	    (uint64_t)nsec * eh.e_shentsize >
+	    (uint64_t)st.st_size - eh.e_shoff) {
+		err = ivm_sym_error_create(IVM_SYM_ERROR_FORMAT,
+			"%s: section table lies past the end of the file (%" PRIu64
+			" bytes): truncated or corrupt", path,
+			(uint64_t)st.st_size);
+		goto fail;
+	}
+	if (elf_getshdrstrndx(f->elf, &shstrndx)) {
+		err = elf_error(path, "no section table (truncated?)");
+		goto fail;
+	}
+	err = check_sections(f, (uint64_t)st.st_size);
+	if (err)
+		goto fail;
+	read_build_id(f);
+	err = read_symtab(f);
+	if (err)
+		goto fail;
+	/*
+	 * Missing DWARF is normal (a stripped binary); broken DWARF is
+	 * treated the same way: the symbol table still answers.
+	 */
+	f->dwarf = dwarf_begin_elf(f->elf, DWARF_C_READ, NULL);
+	*ret = f;
+	return NULL;
+fail:
+	ivm_symfile_destroy(f);
+	return err;
+}
+
+/* ---- System.map -------------------------------------------------------- */
+
+struct ivm_sym_error *ivm_symfile_system_map_from_memory(
+	const char *name, const char *buf, size_t len,
+	struct ivm_symfile **ret)
+{
+	struct ivm_symfile *f = symfile_new(name);
+	size_t cap = 0;
+	char *line, *next;
+
+	if (!f)
+		return &ivm_sym_enomem;
+	f->map_text = malloc(len + 1);
+	if (!f->map_text) {
+		ivm_symfile_destroy(f);
+		return &ivm_sym_enomem;
+	}
+	memcpy(f->map_text, buf, len);
+	f->map_text[len] = '\0';
+	for (line = f->map_text; line && *line; line = next) {
+		struct symbol s = { 0 };
+		char *end, *type, *sym;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		errno = 0;
+		s.addr = strtoull(line, &end, 16);
+		if (end == line || errno || *end != ' ')
+			continue;
+		type = end + 1;
+		if ((*type != 't' && *type != 'T') || type[1] != ' ')
+			continue;
+		sym = type + 2;
+		if (!*sym || strpbrk(sym, " \t\r"))
+			continue;
+		s.name = sym;
+		s.rank = *type == 'T';
+		if (!symbols_push(f, &cap, &s)) {
+			ivm_symfile_destroy(f);
+			return &ivm_sym_enomem;
+		}
+		if (!strcmp(sym, "_etext"))
+			f->text_hi = s.addr;
+	}
+	if (!f->nr_symbols) {
+		ivm_symfile_destroy(f);
+		return ivm_sym_error_create(IVM_SYM_ERROR_FORMAT,
+					    "%s: no text symbols: not a System.map",
+					    name);
+	}
+	symbols_finish(f);
+	*ret = f;
+	return NULL;
+}
+
+struct ivm_sym_error *ivm_symfile_open_system_map(const char *path,
+						  struct ivm_symfile **ret)
+{
+	struct ivm_sym_error *err;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	FILE *fp = fopen(path, "re");
+
+	if (!fp)
+		return ivm_sym_error_os(errno, "opening %s", path);
+	for (;;) {
+		size_t n;
+
+		if (len == cap) {
+			char *nbuf;
+
+			cap = cap ? cap * 2 : 1 << 20;
+			/* A System.map is a few MB; refuse a runaway file. */
+			if (cap > (512u << 20) || !(nbuf = realloc(buf, cap))) {
+				free(buf);
+				fclose(fp);
+				return cap > (512u << 20) ?
+					ivm_sym_error_create(IVM_SYM_ERROR_FORMAT,
+						"%s: too large for a System.map",
+						path) : &ivm_sym_enomem;
+			}
+			buf = nbuf;
+		}
+		n = fread(buf + len, 1, cap - len, fp);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(fp)) {
+		err = ivm_sym_error_os(errno ? errno : EIO, "reading %s", path);
+		free(buf);
+		fclose(fp);
+		return err;
+	}
+	fclose(fp);
+	err = ivm_symfile_system_map_from_memory(path, buf, len, ret);
+	free(buf);
+	return err;
+}
+
+void ivm_symfile_destroy(struct ivm_symfile *f)
+{
+	size_t i;
+
+	if (!f)
+		return;
+	for (i = 0; i < f->cache_size; i++)
+		free(f->cache[i].loc);
+	free(f->cache);
+	for (i = 0; i < f->units_size; i++) {
+		struct unit *u = f->units[i];
+		size_t j;
+
+		if (!u)
+			continue;
+		for (j = 0; j < u->nr_funcs; j++) {
+			free(u->funcs[j].scopes);
+			free(u->funcs[j].ranges);
+		}
+		free(u->funcs);
+		free(u->franges);
+		free(u);
+	}
+	free(f->units);
+	free(f->unit_ranges);
+	ivm_symfile_destroy(f->debug);
+	if (f->dwarf)
+		dwarf_end(f->dwarf);
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->symbols);
+	free(f->texts);
+	free(f->map_text);
+	free(f->release);
+	free(f->path);
+	free(f);
+}
+
+const char *ivm_symfile_path(const struct ivm_symfile *f)
+{
+	return f->path;
+}
+
+bool ivm_symfile_has_dwarf(const struct ivm_symfile *f)
+{
+	return f->dwarf || (f->debug && f->debug->dwarf);
+}
+
+size_t ivm_symfile_nr_symbols(const struct ivm_symfile *f)
+{
+	return f->nr_symbols;
+}
+
+void ivm_symfile_set_debug(struct ivm_symfile *f, struct ivm_symfile *debug)
+{
+	ivm_symfile_destroy(f->debug);
+	f->debug = debug;
+}
+
+size_t ivm_symfile_build_id(const struct ivm_symfile *f, const uint8_t **id)
+{
+	*id = f->build_id;
+	return f->build_id_len;
+}
+
+const char *ivm_symfile_build_id_hex(const struct ivm_symfile *f)
+{
+	return f->build_id_hex;
+}
+
+const char *ivm_symfile_kernel_release(const struct ivm_symfile *f)
+{
+	return f->release;
+}
+
+void ivm_symfile_text_range(const struct ivm_symfile *f, uint64_t *lo,
+			    uint64_t *hi)
+{
+	*lo = f->text_lo;
+	*hi = f->text_hi;
+}
+
+bool ivm_symfile_in_text(const struct ivm_symfile *f, uint64_t addr)
+{
+	if (f->nr_texts)
+		return text_of(f, addr);
+	/* A System.map: from its first text symbol to _etext, if known. */
+	if (!f->nr_symbols || addr < f->symbols[0].addr)
+		return false;
+	return !f->text_hi || addr < f->text_hi;
+}
+
+void ivm_symfile_cache_stats(const struct ivm_symfile *f, uint64_t *hits,
+			     uint64_t *misses)
+{
+	*hits = f->hits;
+	*misses = f->misses;
+}
+
+/* ---- DWARF index ------------------------------------------------------- */
+
+static size_t hash_addr(uint64_t addr)
+{
+	addr ^= addr >> 33;
+	addr *= 0xff51afd7ed558ccdull;
+	addr ^= addr >> 33;
+	return (size_t)addr;
+}
+
+static int unit_range_cmp(const void *a, const void *b)
+{
+	const struct unit_range *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Every compile unit's address ranges, once, for files whose
+ * .debug_aranges are missing or do not cover an address.
+ */
+static void index_unit_ranges(struct ivm_symfile *f)
+{
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie;
+	uint8_t unit_type;
+	size_t cap = 0;
+
+	f->ranges_indexed = true;
+	while (dwarf_get_units(f->dwarf, cu, &cu, NULL, &unit_type, &cudie,
+			       NULL) == 0) {
+		Dwarf_Addr base, start, end;
+		ptrdiff_t off = 0;
+
+		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
+			continue;
+		while ((off = dwarf_ranges(&cudie, off, &base, &start, &end)) > 0) {
+			if (end <= start)
+				continue;
+			if (!GROW(f->unit_ranges, &cap, f->nr_unit_ranges, 1024))
+				break;
+			f->unit_ranges[f->nr_unit_ranges++] = (struct unit_range){
+				.lo = start, .hi = end,
+				.cu_off = dwarf_dieoffset(&cudie),
+			};
+		}
+	}
+	if (f->nr_unit_ranges)
+		qsort(f->unit_ranges, f->nr_unit_ranges,
+		      sizeof(*f->unit_ranges), unit_range_cmp);
+}
+
+static bool unit_range_find(struct ivm_symfile *f, uint64_t addr,
+			    Dwarf_Die *cudie)
+{
+	size_t lo = 0, hi = f->nr_unit_ranges, i;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->unit_ranges[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Units rarely overlap; look back a little in case they do. */
+	for (i = lo; i > 0 && lo - i < 8; i--) {
+		const struct unit_range *r = &f->unit_ranges[i - 1];
+
+		if (addr < r->hi)
+			return dwarf_offdie(f->dwarf, r->cu_off, cudie);
+	}
+	return false;
+}
+
+/* The unit of a CU DIE, created on first use. */
+static struct unit *unit_of(struct ivm_symfile *f, Dwarf_Die *cudie)
+{
+	Dwarf_Off off = dwarf_dieoffset(cudie);
+	struct unit *u;
+	size_t i;
+
+	if ((f->nr_units + 1) * 2 > f->units_size) {
+		size_t nsize = f->units_size ? f->units_size * 2 : 256, j;
+		struct unit **n = calloc(nsize, sizeof(*n));
+
+		if (!n)
+			return NULL;
+		for (j = 0; j < f->units_size; j++) {
+			size_t k;
+
+			if (!f->units[j])
+				continue;
+			for (k = hash_addr(f->units[j]->cu_off) & (nsize - 1);
+			     n[k]; k = (k + 1) & (nsize - 1))
+				;
+			n[k] = f->units[j];
+		}
+		free(f->units);
+		f->units = n;
+		f->units_size = nsize;
+	}
+	for (i = hash_addr(off) & (f->units_size - 1); f->units[i];
+	     i = (i + 1) & (f->units_size - 1))
+		if (f->units[i]->cu_off == off)
+			return f->units[i];
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->cu_off = off;
+	u->cudie = *cudie;
+	f->units[i] = u;
+	f->nr_units++;
+	return u;
+}
+
+/*
+ * The unit holding addr: .debug_aranges first (read lazily by libdw, no
+ * walk of the units), else the units' own ranges, indexed once.
+ */
+static struct unit *find_unit(struct ivm_symfile *f, uint64_t addr)
+{
+	Dwarf_Die cudie;
+
+	if (dwarf_addrdie(f->dwarf, addr, &cudie))
+		return unit_of(f, &cudie);
+	if (!f->ranges_indexed)
+		index_unit_ranges(f);
+	if (unit_range_find(f, addr, &cudie))
+		return unit_of(f, &cudie);
+	return NULL;
+}
+
+static int scope_range_cmp(const void *a, const void *b)
+{
+	const struct scope_range *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return 0;
+}
+
+struct func_builder {
+	struct func *fn;
+	size_t cap_scopes, cap_ranges;
+	bool failed;
+};
+
+static void add_scope(struct func_builder *b, Dwarf_Die *die, int32_t parent,
+		      uint32_t depth, bool inlined, int32_t *idx)
+{
+	struct func *fn = b->fn;
+	Dwarf_Addr base, start, end;
+	ptrdiff_t off = 0;
+	bool any = false;
+
+	*idx = -1;
+	while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0) {
+		if (end <= start)
+			continue;
+		if (!any) {
+			if (!GROW(fn->scopes, &b->cap_scopes, fn->nr_scopes, 16)) {
+				b->failed = true;
+				return;
+			}
+			*idx = (int32_t)fn->nr_scopes;
+			fn->scopes[fn->nr_scopes++] = (struct scope){
+				.die_off = dwarf_dieoffset(die),
+				.parent = parent,
+				.inlined = inlined,
+			};
+			any = true;
+		}
+		if (!GROW(fn->ranges, &b->cap_ranges, fn->nr_ranges, 16)) {
+			b->failed = true;
+			return;
+		}
+		fn->ranges[fn->nr_ranges++] = (struct scope_range){
+			.lo = start, .hi = end,
+			.scope = (uint32_t)*idx, .depth = depth,
+		};
+	}
+}
+
+/*
+ * Walk one function's DIE subtree once and keep each inlined call (and
+ * the lexical blocks' ones) with its ranges and enclosing scope, so every
+ * later address in the function is a binary search, not a tree walk.
+ */
+static void index_func(struct ivm_symfile *f, struct func *fn)
+{
+	struct func_builder b = { .fn = fn };
+	Dwarf_Die stack[MAX_DIE_DEPTH];
+	int32_t scope_of[MAX_DIE_DEPTH];	/* enclosing scope per level */
+	int depth = 0;
+	uint64_t steps = 0;
+	int32_t idx;
+
+	fn->indexed = true;
+	if (!dwarf_offdie(f->dwarf, fn->die_off, &stack[0]))
+		return;
+	add_scope(&b, &stack[0], -1, 0, false, &idx);
+	if (b.failed || idx < 0)
+		goto out;
+	scope_of[1] = idx;
+	if (dwarf_child(&stack[0], &stack[1]) != 0)
+		goto out;
+	depth = 1;
+	for (;;) {
+		Dwarf_Die *die = &stack[depth];
+		int tag = dwarf_tag(die);
+		int32_t parent = scope_of[depth];
+		bool descend = false;
+
+		/* limit iterations so a corrupt unit cannot loop forever */
+		if (++steps > (1u << 24))
+			break;
+		idx = parent;
+		switch (tag) {
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_subprogram:		/* nested (GNU C) */
+			add_scope(&b, die, parent, (uint32_t)depth,
+				  tag == DW_TAG_inlined_subroutine, &idx);
+			if (b.failed)
+				goto out;
+			descend = idx >= 0;
+			break;
+		case DW_TAG_lexical_block:
+			descend = true;
+			break;
+		default:
+			break;
+		}
+		if (descend && depth + 1 < MAX_DIE_DEPTH &&
+		    dwarf_child(die, &stack[depth + 1]) == 0) {
+			scope_of[depth + 1] = idx >= 0 ? idx : parent;
+			depth++;
+			continue;
+		}
+		while (dwarf_siblingof(&stack[depth], &stack[depth]) != 0) {
+			if (--depth == 0)
+				goto out;
+		}
+	}
+out:
+	if (b.failed) {
+		free(fn->scopes);
+		free(fn->ranges);
+		fn->scopes = NULL;
+		fn->ranges = NULL;
+		fn->nr_scopes = fn->nr_ranges = 0;
+		return;
+	}
+	if (fn->nr_ranges)
+		qsort(fn->ranges, fn->nr_ranges, sizeof(*fn->ranges),
+		      scope_range_cmp);
+}
+
+/* Record an out-of-line function met by the scan; its index or -1. */
+static int32_t add_func(struct unit *u, Dwarf_Die *die, uint64_t addr,
+			bool *holds)
+{
+	Dwarf_Addr base, start, end;
+	ptrdiff_t off = 0;
+	int32_t idx = -1;
+
+	*holds = false;
+	while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0) {
+		if (end <= start)
+			continue;
+		if (idx < 0) {
+			if (!GROW(u->funcs, &u->cap_funcs, u->nr_funcs, 64))
+				return -1;
+			idx = (int32_t)u->nr_funcs++;
+			u->funcs[idx] = (struct func){
+				.die_off = dwarf_dieoffset(die) };
+		}
+		if (!GROW(u->franges, &u->cap_franges, u->nr_franges, 64))
+			return idx;
+		u->franges[u->nr_franges++] = (struct func_range){
+			.lo = start, .hi = end, .func = (uint32_t)idx };
+		if (addr >= start && addr < end)
+			*holds = true;
+	}
+	return idx;
+}
+
+/*
+ * The out-of-line function of u holding addr: among those already met,
+ * else by resuming the scan of the unit's top-level DIEs.
+ */
+static struct func *find_func(struct unit *u, uint64_t addr)
+{
+	size_t i;
+
+	for (i = 0; i < u->nr_franges; i++)
+		if (addr >= u->franges[i].lo && addr < u->franges[i].hi)
+			return &u->funcs[u->franges[i].func];
+	if (!u->scan_started) {
+		u->scan_started = true;
+		if (dwarf_child(&u->cudie, &u->scan[0]) != 0) {
+			u->scan_done = true;
+			return NULL;
+		}
+		u->scan_depth = 0;
+	}
+	while (!u->scan_done) {
+		Dwarf_Die *die = &u->scan[u->scan_depth];
+		int tag = dwarf_tag(die);
+		int32_t idx = -1;
+		bool holds = false, child = false;
+
+		if (tag == DW_TAG_subprogram)
+			idx = add_func(u, die, addr, &holds);
+		else if (tag == DW_TAG_namespace &&
+			 u->scan_depth + 1 < MAX_SCAN_DEPTH &&
+			 dwarf_child(die, &u->scan[u->scan_depth + 1]) == 0)
+			child = true;
+		if (child) {
+			u->scan_depth++;
+		} else {
+			while (dwarf_siblingof(&u->scan[u->scan_depth],
+					       &u->scan[u->scan_depth]) != 0) {
+				if (u->scan_depth == 0) {
+					u->scan_done = true;
+					break;
+				}
+				u->scan_depth--;
+			}
+		}
+		if (holds && idx >= 0)
+			return &u->funcs[idx];
+	}
+	return NULL;
+}
+
+/* The innermost scope of fn holding addr, or -1. */
+static int32_t innermost_scope(const struct func *fn, uint64_t addr)
+{
+	size_t lo = 0, hi = fn->nr_ranges, i;
+	const struct scope_range *best = NULL;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (fn->ranges[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	/*
+	 * Ranges nest like the DIEs do, so the last range starting at or
+	 * before addr is the innermost when it holds addr.  When it does not
+	 * (addr is in the function past an inlined block), scan back for the
+	 * deepest range that holds it.
+	 */
+	if (addr < fn->ranges[lo - 1].hi)
+		return (int32_t)fn->ranges[lo - 1].scope;
+	for (i = lo; i-- > 0;) {
+		const struct scope_range *r = &fn->ranges[i];
+
+		if (addr < r->hi && (!best || r->depth > best->depth))
+			best = r;
+	}
+	return best ? (int32_t)best->scope : -1;
+}
+
+static const char *call_site_file(Dwarf_Die *cudie, Dwarf_Die *die,
+				  unsigned int *line)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word file_idx, line_no;
+	Dwarf_Files *files;
+	size_t nfiles;
+
+	*line = 0;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr),
+			    &line_no) == 0 && line_no < UINT32_MAX)
+		*line = (unsigned int)line_no;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr),
+			    &file_idx) != 0)
+		return NULL;
+	if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0 ||
+	    file_idx >= nfiles)
+		return NULL;
+	return dwarf_filesrc(files, file_idx, NULL, NULL);
+}
+
+/*
+ * Fill frames from DWARF; returns the number of frames (0: DWARF does not
+ * know the address).
+ */
+static unsigned int dwarf_frames(struct ivm_symfile *f, uint64_t addr,
+				 struct ivm_sym_frame *frames)
+{
+	struct unit *u;
+	struct func *fn;
+	int32_t s = -1;
+	unsigned int n = 0;
+	Dwarf_Line *line;
+
+	u = find_unit(f, addr);
+	if (!u)
+		return 0;
+	fn = find_func(u, addr);
+	if (fn) {
+		if (!fn->indexed)
+			index_func(f, fn);
+		s = innermost_scope(fn, addr);
+	}
+	while (fn && s >= 0 && (size_t)s < fn->nr_scopes &&
+	       n < IVM_SYM_MAX_INLINE) {
+		const struct scope *sc = &fn->scopes[s];
+		Dwarf_Die die;
+
+		if (!dwarf_offdie(f->dwarf, sc->die_off, &die))
+			break;
+		frames[n].function = dwarf_diename(&die);
+		frames[n].inlined = sc->inlined;
+		/* The outer frame's position is this inlined call's site. */
+		if (sc->inlined && n + 1 < IVM_SYM_MAX_INLINE)
+			frames[n + 1].file = call_site_file(&u->cudie, &die,
+							    &frames[n + 1].line);
+		n++;
+		if (!sc->inlined)
+			break;
+		/* Parents were added before children: indexes go down. */
+		if (sc->parent >= s)
+			break;
+		s = sc->parent;
+	}
+	/*
+	 * The line table may know an address that no function DIE covers
+	 * (assembly, folded aliases): keep its file:line, the symbol table
+	 * will name the function.
+	 */
+	line = dwarf_getsrc_die(&u->cudie, addr);
+	if (line) {
+		int lineno = 0;
+
+		frames[0].file = dwarf_linesrc(line, NULL, NULL);
+		dwarf_lineno(line, &lineno);
+		frames[0].line = lineno > 0 ? (unsigned int)lineno : 0;
+		if (!n)
+			n = 1;
+	}
+	return n;
+}
+
+/* ---- lookup and cache -------------------------------------------------- */
+
+static bool cache_grow(struct ivm_symfile *f)
+{
+	size_t nsize = f->cache_size ? f->cache_size * 2 : 1024, i;
+	struct cache_slot *n = calloc(nsize, sizeof(*n));
+
+	if (!n)
+		return false;
+	for (i = 0; i < f->cache_size; i++) {
+		size_t j;
+
+		if (!f->cache[i].loc)
+			continue;
+		for (j = hash_addr(f->cache[i].addr) & (nsize - 1); n[j].loc;
+		     j = (j + 1) & (nsize - 1))
+			;
+		n[j] = f->cache[i];
+	}
+	free(f->cache);
+	f->cache = n;
+	f->cache_size = nsize;
+	return true;
+}
+
+static struct ivm_sym_location *resolve(struct ivm_symfile *f, uint64_t addr)
+{
+	struct ivm_sym_frame frames[IVM_SYM_MAX_INLINE];
+	struct ivm_symfile *dw = f->dwarf ? f : f->debug;
+	const struct symbol *sym = symbols_find(f, addr);
+	struct ivm_sym_location *loc;
+	unsigned int n = 0;
+
+	if (!sym && f->debug)
+		sym = symbols_find(f->debug, addr);
+	memset(frames, 0, sizeof(frames));
+	if (dw && dw->dwarf)
+		n = dwarf_frames(dw, addr, frames);
+	/* An unnamed outer DWARF function takes the symbol's name. */
+	if (n && !frames[n - 1].function && sym)
+		frames[n - 1].function = sym->name;
+	if (!n && sym) {
+		frames[0].function = sym->name;
+		n = 1;
+	}
+	loc = calloc(1, sizeof(*loc) + n * sizeof(loc->frames[0]));
+	if (!loc)
+		return NULL;
+	loc->nr_frames = n;
+	loc->source = !n ? IVM_SYM_SOURCE_NONE :
+		      frames[0].file || n > 1 ? IVM_SYM_SOURCE_DWARF :
+		      IVM_SYM_SOURCE_SYMTAB;
+	loc->offset = sym ? addr - sym->addr : 0;
+	memcpy(loc->frames, frames, n * sizeof(frames[0]));
+	return loc;
+}
+
+const struct ivm_sym_location *ivm_symfile_lookup(struct ivm_symfile *f,
+						  uint64_t addr)
+{
+	struct ivm_sym_location *loc;
+	size_t i;
+
+	if (f->cache_size) {
+		for (i = hash_addr(addr) & (f->cache_size - 1); f->cache[i].loc;
+		     i = (i + 1) & (f->cache_size - 1))
+			if (f->cache[i].addr == addr) {
+				f->hits++;
+				return f->cache[i].loc;
+			}
+	}
+	f->misses++;
+	loc = resolve(f, addr);
+	if (!loc)
+		return &unknown_location;
+	if ((f->cache_used + 1) * 2 > f->cache_size && !cache_grow(f)) {
+		free(loc);
+		return &unknown_location;
+	}
+	for (i = hash_addr(addr) & (f->cache_size - 1); f->cache[i].loc;
+	     i = (i + 1) & (f->cache_size - 1))
+		;
+	f->cache[i].addr = addr;
+	f->cache[i].loc = loc;
+	f->cache_used++;
+	return loc;
+}
