@@ -172,7 +172,7 @@ int ivm_cmd_stack(int argc, char **argv)
 	long tid = -1, pid = -1;
 	struct ivm_guest *g = NULL;
 	struct ivm_error *err;
-	int c, rc = 0, found = 0;
+	int c, rc = 0, found = 0, printed = 0;
 	char *end;
 
 	optind = 1;
@@ -241,8 +241,14 @@ int ivm_cmd_stack(int argc, char **argv)
 			continue;
 		if (found++)
 			printf("\n");
-		rc |= print_stack(g, engine, &ss, t, cap);
+		printed += print_stack(g, engine, &ss, t, cap) == 0;
 	}
+	/*
+	 * A busy thread may never hold still long enough: say so for it (done
+	 * above) and fail only when no stack at all could be read.
+	 */
+	if (found && !printed)
+		rc = 1;
 	if (!found) {
 		fprintf(stderr, "idlevm stack: no guest %s %ld%s\n",
 			tid >= 0 ? "thread" : "process", tid >= 0 ? tid : pid,
