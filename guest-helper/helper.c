@@ -71,6 +71,10 @@ struct helper {
 
 	struct idlevm_decoder dec;
 	uint64_t partial_since_ns;	/* 0: no partial frame buffered */
+	/* When the last request arrived: a lease ended by a host that went
+	 * away is logged with the time since, an upper bound of how long the
+	 * guest stayed pinned after the host died (tests measure it). */
+	uint64_t last_request_ns;
 	char errtext[128];	/* set by dispatch for a clearer ERROR text */
 	uint8_t out[IVM_PROTO_MAX_FRAME];
 };
@@ -174,14 +178,21 @@ static int port_open(struct helper *h)
 }
 
 /* End every lease: the host that asked for them is gone. */
+static double ms_since_request(const struct helper *h)
+{
+	if (!h->last_request_ns)
+		return -1;
+	return (double)(helper_now_ns() - h->last_request_ns) / 1e6;
+}
+
 static void end_leases(struct helper *h, const char *why)
 {
 	unsigned int pins = helper_pins_release_all(&h->pins);
 	unsigned int holds = helper_holds_release_all(h->holds);
 
 	if (pins || holds)
-		helper_log("%s: ended %u pin(s) and %u hold(s)", why, pins,
-			   holds);
+		helper_log("%s: ended %u pin(s) and %u hold(s), %.1f ms after the last request",
+			   why, pins, holds, ms_since_request(h));
 }
 
 static void host_gone(struct helper *h, int err)
@@ -415,6 +426,20 @@ static int dispatch(struct helper *h, const struct idlevm_frame *fr,
 	return -EOPNOTSUPP;
 }
 
+/*
+ * Whether the host side of the port hung up.  Asked before a PIN or HOLD:
+ * a host killed after writing a pipelined HOLD+PIN would otherwise get its
+ * PIN carried out after it died (the loop was busy waiting for the holder),
+ * pinning a thread for nobody until the disconnect is noticed.
+ */
+static bool host_hung_up(const struct helper *h)
+{
+	struct pollfd pfd = { .fd = h->port_fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) > 0 &&
+	       (pfd.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
+
 static void handle_frame(struct helper *h, const struct idlevm_frame *fr)
 {
 	struct idlevm_writer w;
@@ -427,6 +452,13 @@ static void handle_frame(struct helper *h, const struct idlevm_frame *fr)
 			   idlevm_msg_type_name(fr->hdr.type), fr->hdr.id);
 		return;
 	}
+	if ((fr->hdr.type == IVM_MSG_PIN || fr->hdr.type == IVM_MSG_HOLD) &&
+	    host_hung_up(h)) {
+		helper_log("host gone: dropping a %s request (id %u)",
+			   idlevm_msg_type_name(fr->hdr.type), fr->hdr.id);
+		return;
+	}
+	h->last_request_ns = helper_now_ns();
 	idlevm_frame_begin(&w, h->out, sizeof(h->out), fr->hdr.type,
 			   IVM_PROTO_F_REPLY, fr->hdr.id);
 	h->errtext[0] = '\0';
@@ -570,8 +602,8 @@ static void expire_leases(struct helper *h)
 	pins = helper_pins_expire(&h->pins, helper_now_ns());
 	holds = helper_holds_expire(h->holds);
 	if (pins || holds)
-		helper_log("lease ran out: ended %u pin(s) and %u hold(s)",
-			   pins, holds);
+		helper_log("lease ran out: ended %u pin(s) and %u hold(s), %.1f ms after the last request",
+			   pins, holds, ms_since_request(h));
 }
 
 static int run(struct helper *h)

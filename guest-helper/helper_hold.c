@@ -7,6 +7,13 @@
  * needs nobody to stop it), the loop reaps it at its deadline, and the
  * kernel's RT throttling (sched_rt_runtime_us) leaves the CPU 5% of each
  * second even if all else failed.
+ *
+ * Each CPU's holder thread is created at its first HOLD and then kept,
+ * asleep on a condition variable between holds: the sampler's HOLD is on
+ * the critical path of every pin capture (the target may wake and run
+ * until the CPU is held), and waking a SCHED_FIFO thread already bound to
+ * the CPU is much quicker than creating one (a clone, a stack, and the
+ * scheduler's placement), several milliseconds under TCG.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,11 +33,19 @@ enum holder_state {
 
 struct holder {
 	/* Owned by the loop thread. */
-	bool active;		/* created and not joined yet */
+	bool active;		/* a hold is on, not reaped yet */
+	bool created;		/* the thread exists */
 	pthread_t thread;
 	uint32_t cpu;
-	uint64_t deadline_ns;
 	/* Shared with the holder thread. */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	uint64_t go;		/* holds asked for, under lock */
+	bool quit;		/* under lock */
+	/* Until the holder runs: how long the loop waits for it; then the
+	 * end of the lease, which runs from the moment the CPU is held. */
+	atomic_uint_fast64_t deadline_ns;
+	uint64_t lease_ns;
 	atomic_int state;
 	atomic_bool stop;
 	uint64_t started_ns;	/* written before SPINNING is published */
@@ -86,75 +101,95 @@ int helper_holds_create(unsigned int ncpus, struct helper_holds **ret)
 
 void helper_holds_destroy(struct helper_holds *holds)
 {
+	unsigned int cpu;
+
 	if (!holds)
 		return;
 	helper_holds_release_all(holds);
+	for (cpu = 0; cpu < holds->ncpus; cpu++) {
+		struct holder *h = &holds->holder[cpu];
+
+		if (!h->created)
+			continue;
+		pthread_mutex_lock(&h->lock);
+		h->quit = true;
+		pthread_cond_signal(&h->wake);
+		pthread_mutex_unlock(&h->lock);
+		pthread_join(h->thread, NULL);
+		pthread_cond_destroy(&h->wake);
+		pthread_mutex_destroy(&h->lock);
+	}
 	free(holds);
 }
 
-static void *holder_main(void *arg)
+/* One hold, on the holder's own CPU: spin until stopped or the lease ends. */
+static void holder_run(struct holder *h)
 {
-	struct holder *h = arg;
-	uint64_t now;
+	uint64_t now, deadline;
 
 	/* The attribute bound us to the CPU; check rather than trust. */
 	if (sched_getcpu() != (int)h->cpu) {
 		h->wrong_cpu = true;
 		h->ended_ns = helper_now_ns();
 		atomic_store(&h->state, HOLDER_DONE);
-		return NULL;
+		return;
+	}
+	if (atomic_load(&h->stop)) {
+		/* Given up on before we got the CPU. */
+		h->ended_ns = helper_now_ns();
+		atomic_store(&h->state, HOLDER_DONE);
+		return;
 	}
 	h->started_ns = helper_now_ns();
+	deadline = h->started_ns + h->lease_ns;
+	atomic_store(&h->deadline_ns, deadline);
 	atomic_store(&h->state, HOLDER_SPINNING);
 	do {
 		__builtin_ia32_pause();
 		now = helper_now_ns();
 	} while (!atomic_load_explicit(&h->stop, memory_order_relaxed) &&
-		 now < h->deadline_ns);
-	h->expired = now >= h->deadline_ns;
+		 now < deadline);
+	h->expired = now >= deadline;
 	h->ended_ns = now;
 	atomic_store(&h->state, HOLDER_DONE);
-	return NULL;
 }
 
-static void holder_join(struct holder *h)
+static void *holder_main(void *arg)
 {
-	atomic_store(&h->stop, true);
-	pthread_join(h->thread, NULL);
-	h->active = false;
+	struct holder *h = arg;
+	uint64_t seen = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&h->lock);
+		while (!h->quit && h->go == seen)
+			pthread_cond_wait(&h->wake, &h->lock);
+		if (h->quit) {
+			pthread_mutex_unlock(&h->lock);
+			return NULL;
+		}
+		seen = h->go;
+		pthread_mutex_unlock(&h->lock);
+		holder_run(h);
+	}
 }
 
-int helper_hold(struct helper_holds *holds, uint32_t cpu, uint32_t lease_ms,
-		uint32_t *granted)
+/* The CPU's holder thread, bound to it and SCHED_FIFO, asleep until asked. */
+static int holder_create(struct holder *h, uint32_t cpu)
 {
 	struct sched_param param = { .sched_priority = HELPER_HOLD_PRIO };
-	struct holder *h;
 	pthread_attr_t attr;
 	cpu_set_t one;
 	int r;
 
-	if (cpu >= holds->ncpus)
-		return -EINVAL;
-	h = &holds->holder[cpu];
-	if (h->active) {
-		if (atomic_load(&h->state) != HOLDER_DONE)
-			return -EBUSY;
-		holder_join(h);	/* ran out, not reaped yet */
-	}
-	lease_ms = helper_lease_ms(lease_ms);
 	h->cpu = cpu;
-	h->deadline_ns = helper_now_ns() + (uint64_t)lease_ms * 1000000u;
-	h->expired = false;
-	h->wrong_cpu = false;
-	h->started_ns = h->ended_ns = 0;
-	atomic_store(&h->state, HOLDER_STARTING);
-	atomic_store(&h->stop, false);
-
-	/* Move off the CPU first, so the holder has it at once. */
-	h->active = true;
-	loop_avoid_held(holds);
-	h->active = false;
-
+	h->go = 0;
+	h->quit = false;
+	if (pthread_mutex_init(&h->lock, NULL))
+		return -ENOMEM;
+	if (pthread_cond_init(&h->wake, NULL)) {
+		pthread_mutex_destroy(&h->lock);
+		return -ENOMEM;
+	}
 	CPU_ZERO(&one);
 	CPU_SET(cpu, &one);
 	pthread_attr_init(&attr);
@@ -171,9 +206,74 @@ int helper_hold(struct helper_holds *holds, uint32_t cpu, uint32_t lease_ms,
 		r = pthread_create(&h->thread, &attr, holder_main, h);
 	pthread_attr_destroy(&attr);
 	if (r) {
-		loop_avoid_held(holds);
+		pthread_cond_destroy(&h->wake);
+		pthread_mutex_destroy(&h->lock);
 		return -r;
 	}
+	h->created = true;
+	return 0;
+}
+
+/*
+ * End the hold: tell the holder to stop and wait until it says it did.  A
+ * holder spinning sees stop at once; one that never got its CPU (it still
+ * says STARTING) sees stop when it does and ends without spinning.  The wait
+ * is bounded, so a holder that cannot run cannot hang the loop.
+ */
+static void holder_stop(struct holder *h)
+{
+	uint64_t give_up = helper_now_ns() + 50 * 1000000ull;
+
+	atomic_store(&h->stop, true);
+	while (atomic_load(&h->state) == HOLDER_SPINNING &&
+	       helper_now_ns() < give_up) {
+		struct timespec ts = { 0, 20000 };
+
+		nanosleep(&ts, NULL);
+	}
+	if (atomic_load(&h->state) != HOLDER_DONE) {
+		h->ended_ns = helper_now_ns();
+		h->expired = false;
+	}
+	h->active = false;
+}
+
+int helper_hold(struct helper_holds *holds, uint32_t cpu, uint32_t lease_ms,
+		uint32_t *granted)
+{
+	struct holder *h;
+	int r;
+
+	if (cpu >= holds->ncpus)
+		return -EINVAL;
+	h = &holds->holder[cpu];
+	if (h->active) {
+		if (atomic_load(&h->state) != HOLDER_DONE)
+			return -EBUSY;
+		holder_stop(h);	/* ran out, not reaped yet */
+	}
+	if (!h->created) {
+		r = holder_create(h, cpu);
+		if (r < 0)
+			return r;
+	}
+	lease_ms = helper_lease_ms(lease_ms);
+	h->lease_ns = (uint64_t)lease_ms * 1000000u;
+	atomic_store(&h->deadline_ns, helper_now_ns() + h->lease_ns);
+	h->expired = false;
+	h->wrong_cpu = false;
+	h->started_ns = h->ended_ns = 0;
+	atomic_store(&h->state, HOLDER_STARTING);
+	atomic_store(&h->stop, false);
+
+	/* Move off the CPU first, so the holder has it at once. */
+	h->active = true;
+	loop_avoid_held(holds);
+
+	pthread_mutex_lock(&h->lock);
+	h->go++;
+	pthread_cond_signal(&h->wake);
+	pthread_mutex_unlock(&h->lock);
 	h->active = true;
 
 	/* Answer only once the CPU is really ours; bounded by the lease,
@@ -181,14 +281,14 @@ int helper_hold(struct helper_holds *holds, uint32_t cpu, uint32_t lease_ms,
 	while (atomic_load(&h->state) == HOLDER_STARTING) {
 		struct timespec ts = { 0, 20000 };
 
-		if (helper_now_ns() >= h->deadline_ns)
+		if (helper_now_ns() >= atomic_load(&h->deadline_ns))
 			break;
 		nanosleep(&ts, NULL);
 	}
 	if (atomic_load(&h->state) != HOLDER_SPINNING) {
 		bool wrong = h->wrong_cpu;
 
-		holder_join(h);
+		holder_stop(h);
 		loop_avoid_held(holds);
 		return wrong ? -EINVAL : -ETIMEDOUT;
 	}
@@ -204,9 +304,10 @@ int helper_release(struct helper_holds *holds, uint32_t cpu,
 	if (cpu >= holds->ncpus || !holds->holder[cpu].active)
 		return -ENOENT;
 	h = &holds->holder[cpu];
-	holder_join(h);
+	holder_stop(h);
 	loop_avoid_held(holds);
-	*held_ns = h->ended_ns - h->started_ns;
+	*held_ns = h->ended_ns > h->started_ns && h->started_ns ?
+		   h->ended_ns - h->started_ns : 0;
 	*expired = h->expired;
 	return 0;
 }
@@ -220,9 +321,9 @@ unsigned int helper_holds_expire(struct helper_holds *holds)
 		struct holder *h = &holds->holder[cpu];
 
 		if (!h->active || (atomic_load(&h->state) != HOLDER_DONE &&
-				   now < h->deadline_ns))
+				   now < atomic_load(&h->deadline_ns)))
 			continue;
-		holder_join(h);
+		holder_stop(h);
 		n++;
 	}
 	if (n)
@@ -237,7 +338,7 @@ unsigned int helper_holds_release_all(struct helper_holds *holds)
 	for (cpu = 0; cpu < holds->ncpus; cpu++) {
 		if (!holds->holder[cpu].active)
 			continue;
-		holder_join(&holds->holder[cpu]);
+		holder_stop(&holds->holder[cpu]);
 		n++;
 	}
 	if (n)
@@ -252,7 +353,7 @@ uint64_t helper_holds_next_deadline(const struct helper_holds *holds)
 
 	for (cpu = 0; cpu < holds->ncpus; cpu++)
 		if (holds->holder[cpu].active &&
-		    holds->holder[cpu].deadline_ns < next)
-			next = holds->holder[cpu].deadline_ns;
+		    atomic_load(&holds->holder[cpu].deadline_ns) < next)
+			next = atomic_load(&holds->holder[cpu].deadline_ns);
 	return next;
 }

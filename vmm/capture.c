@@ -313,6 +313,17 @@ struct ivm_error *ivm_capture_task(struct ivm_capture_engine *e,
 				   const struct ivm_x86_regs *regs, int cpl,
 				   int cpu, struct ivm_capture *cap)
 {
+	return ivm_capture_task_flags(e, task_addr, regs, cpl, cpu, 0, cap);
+}
+
+struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
+					 uint64_t task_addr,
+					 const struct ivm_x86_regs *regs,
+					 int cpl, int cpu, unsigned int flags,
+					 struct ivm_capture *cap)
+{
+	/* Runnable is a reason to discard only if the task can run. */
+	bool runnable_ok = !regs && (flags & IVM_CAPTURE_F_HELD);
 	struct ivm_guest_task after;
 	struct ivm_stack_range ranges[IVM_KUNWIND_MAX_STACKS];
 	size_t nr_ranges = 1;
@@ -338,7 +349,7 @@ struct ivm_error *ivm_capture_task(struct ivm_capture_engine *e,
 	 * A sleeping task's saved frame is only its stack while it sleeps;
 	 * a runnable one may be switched in at any moment.
 	 */
-	if (!regs && cap->task.state == 0) {
+	if (!regs && cap->task.state == 0 && !runnable_ok) {
 		cap->outcome = IVM_CAPTURE_DISCARDED_RUNNABLE;
 		return NULL;
 	}
@@ -385,7 +396,8 @@ struct ivm_error *ivm_capture_task(struct ivm_capture_engine *e,
 		return NULL;
 	}
 	if (after.nvcsw != cap->task.nvcsw || after.nivcsw != cap->task.nivcsw ||
-	    after.pid != cap->task.pid || (!regs && after.state == 0)) {
+	    after.pid != cap->task.pid ||
+	    (!regs && after.state == 0 && !runnable_ok)) {
 		cap->outcome = IVM_CAPTURE_DISCARDED_RAN;
 		return NULL;
 	}

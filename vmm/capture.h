@@ -78,4 +78,19 @@ struct ivm_error *ivm_capture_task(struct ivm_capture_engine *engine,
 				   const struct ivm_x86_regs *regs, int cpl,
 				   int cpu, struct ivm_capture *cap);
 
+/*
+ * The task cannot be switched in during the read: the guest helper pinned
+ * it to a CPU its real-time holder occupies (capture_pin.h).  A runnable
+ * (woken, waiting) task then still sits at its saved switch frame, so being
+ * runnable is no reason to discard; a move of its switch counts still is.
+ */
+#define IVM_CAPTURE_F_HELD	0x1u
+
+/* ivm_capture_task with IVM_CAPTURE_F_* flags (for a task not running). */
+struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *engine,
+					 uint64_t task_addr,
+					 const struct ivm_x86_regs *regs,
+					 int cpl, int cpu, unsigned int flags,
+					 struct ivm_capture *cap);
+
 #endif /* IVM_CAPTURE_H */

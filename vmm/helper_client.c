@@ -183,26 +183,14 @@ static struct ivm_error *helper_error(const struct idlevm_frame *fr)
 }
 
 /*
- * Send the request encoded in helper->out (type, after idlevm_frame_begin
- * by the caller) and wait for its reply.  *ret points into the decoder and
- * is valid until the next request.
+ * Wait until deadline for the reply to request id (of type).  *ret points
+ * into the decoder and is valid until the next request or wait.
  */
-static struct ivm_error *transact(struct ivm_helper *helper,
-				  struct idlevm_writer *w, uint16_t type,
-				  uint32_t id, struct idlevm_frame *ret)
+static struct ivm_error *wait_reply(struct ivm_helper *helper, uint16_t type,
+				    uint32_t id, uint64_t deadline,
+				    struct idlevm_frame *ret)
 {
-	uint64_t deadline = now_ns() + (uint64_t)helper->timeout_ms * 1000000u;
 	uint64_t garbage = 0;
-	struct ivm_error *err;
-	size_t len = idlevm_frame_finish(w);
-
-	if (!len)
-		return ivm_error_create(IVM_ERROR_INVALID,
-					"%s request too large",
-					idlevm_msg_type_name(type));
-	err = send_all(helper, len, type, deadline);
-	if (err)
-		return err;
 
 	for (;;) {
 		struct pollfd pfd = { .fd = helper->fd, .events = POLLIN };
@@ -273,6 +261,29 @@ static struct ivm_error *transact(struct ivm_helper *helper,
 		if (n > 0)
 			idlevm_decoder_commit(&helper->dec, n);
 	}
+}
+
+/*
+ * Send the request encoded in helper->out (type, after idlevm_frame_begin
+ * by the caller) and wait for its reply.  *ret points into the decoder and
+ * is valid until the next request.
+ */
+static struct ivm_error *transact(struct ivm_helper *helper,
+				  struct idlevm_writer *w, uint16_t type,
+				  uint32_t id, struct idlevm_frame *ret)
+{
+	uint64_t deadline = now_ns() + (uint64_t)helper->timeout_ms * 1000000u;
+	struct ivm_error *err;
+	size_t len = idlevm_frame_finish(w);
+
+	if (!len)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s request too large",
+					idlevm_msg_type_name(type));
+	err = send_all(helper, len, type, deadline);
+	if (err)
+		return err;
+	return wait_reply(helper, type, id, deadline, ret);
 }
 
 static uint32_t begin(struct ivm_helper *helper, struct idlevm_writer *w,
@@ -496,4 +507,168 @@ struct ivm_error *ivm_helper_maps(struct ivm_helper *helper, int pid,
 	return ivm_error_create(IVM_ERROR_PROTOCOL,
 				"helper sent over %d pages of maps for pid %d",
 				MAX_MAPS_PAGES, pid);
+}
+
+/* ---- pipelined pairs ------------------------------------------------- */
+
+/*
+ * The helper serves one request at a time, in the order they arrive, and a
+ * HOLD is answered only once its holder runs on the CPU.  So a pair of
+ * requests written in one send() is carried out in order, the second after
+ * the first has taken effect, for the cost of one round trip instead of two.
+ * Each request still gets its own reply; both are awaited, so no reply is
+ * left behind to be dropped as stale by the next request.
+ */
+
+/* The errno of a helper ERROR reply (helper_error() made it: IVM_ERROR_OS
+ * with the helper's errno and text), or -1 with *err set for anything else
+ * (the connection failed, the reply does not decode). */
+bool ivm_helper_error_is_answer(const struct ivm_error *err)
+{
+	return err && err->code == IVM_ERROR_OS && err->errnum > 0 &&
+	       !strncmp(ivm_error_string(err), "helper: ", 8);
+}
+
+static int answer_errnum(struct ivm_error *e, struct ivm_error **err)
+{
+	int errnum;
+
+	if (ivm_helper_error_is_answer(e)) {
+		errnum = e->errnum;
+		ivm_error_destroy(e);
+		return errnum;
+	}
+	*err = e;
+	return -1;
+}
+
+/* Encode the second frame of a pair after the first (len1 bytes). */
+static void begin_second(struct ivm_helper *helper, struct idlevm_writer *w,
+			 size_t len1, uint16_t type, uint32_t *id)
+{
+	*id = ++helper->next_id;
+	idlevm_frame_begin(w, helper->out + len1, sizeof(helper->out) - len1,
+			   type, 0, *id);
+}
+
+static struct ivm_error *send_pair(struct ivm_helper *helper, size_t len1,
+				   struct idlevm_writer *w2, uint16_t type,
+				   uint64_t deadline)
+{
+	size_t len2 = idlevm_frame_finish(w2);
+
+	if (!len1 || !len2)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s request pair too large",
+					idlevm_msg_type_name(type));
+	return send_all(helper, len1 + len2, type, deadline);
+}
+
+struct ivm_error *ivm_helper_hold_pin(struct ivm_helper *helper,
+				      unsigned int cpu, unsigned int hold_ms,
+				      int tid, unsigned int pin_ms,
+				      struct ivm_helper_hold_pin *ret)
+{
+	struct idlevm_hold_req hreq = { .cpu = cpu, .lease_ms = hold_ms };
+	struct idlevm_pin_req preq = { .tid = tid, .cpu = cpu,
+				       .lease_ms = pin_ms };
+	uint64_t deadline = now_ns() + (uint64_t)helper->timeout_ms * 1000000u;
+	struct idlevm_hold_rep hrep;
+	struct idlevm_pin_rep prep;
+	struct idlevm_writer w1, w2;
+	struct idlevm_frame fr;
+	struct ivm_error *err = NULL, *e;
+	uint32_t id1, id2;
+	size_t len1;
+
+	memset(ret, 0, sizeof(*ret));
+	id1 = begin(helper, &w1, IVM_MSG_HOLD);
+	idlevm_encode_hold_req(&w1, &hreq);
+	len1 = idlevm_frame_finish(&w1);
+	begin_second(helper, &w2, len1, IVM_MSG_PIN, &id2);
+	idlevm_encode_pin_req(&w2, &preq);
+	err = send_pair(helper, len1, &w2, IVM_MSG_HOLD, deadline);
+	if (err)
+		return err;
+
+	e = wait_reply(helper, IVM_MSG_HOLD, id1, deadline, &fr);
+	if (e) {
+		ret->hold_errnum = answer_errnum(e, &err);
+		if (err)
+			return err;
+	} else if (!idlevm_decode_hold_rep(fr.payload, fr.hdr.length,
+					   &hrep)) {
+		return malformed(IVM_MSG_HOLD);
+	} else {
+		ret->hold_lease_ms = hrep.lease_ms;
+	}
+	e = wait_reply(helper, IVM_MSG_PIN, id2, deadline, &fr);
+	if (e) {
+		ret->pin_errnum = answer_errnum(e, &err);
+		return err;
+	}
+	if (!idlevm_decode_pin_rep(fr.payload, fr.hdr.length, &prep))
+		return malformed(IVM_MSG_PIN);
+	ret->pin.lease_ms = prep.lease_ms;
+	ret->pin.prev_cpu = prep.prev_cpu;
+	return NULL;
+}
+
+struct ivm_error *ivm_helper_unpin_release(struct ivm_helper *helper,
+					   int tid, unsigned int cpu,
+					   struct ivm_helper_unpin_release *ret)
+{
+	struct idlevm_unpin_req ureq = { .tid = tid };
+	struct idlevm_release_req rreq = { .cpu = cpu };
+	uint64_t deadline = now_ns() + (uint64_t)helper->timeout_ms * 1000000u;
+	struct idlevm_lease_rep rep;
+	struct idlevm_writer w1, w2;
+	struct idlevm_frame fr;
+	struct ivm_error *err = NULL, *e;
+	uint32_t id1 = 0, id2;
+	size_t len1 = 0, len2;
+
+	memset(ret, 0, sizeof(*ret));
+	/* tid < 0: release only (nothing was pinned). */
+	if (tid >= 0) {
+		id1 = begin(helper, &w1, IVM_MSG_UNPIN);
+		idlevm_encode_unpin_req(&w1, &ureq);
+		len1 = idlevm_frame_finish(&w1);
+		if (!len1)
+			return ivm_error_create(IVM_ERROR_INVALID,
+						"unpin request too large");
+	}
+	begin_second(helper, &w2, len1, IVM_MSG_RELEASE, &id2);
+	idlevm_encode_release_req(&w2, &rreq);
+	len2 = idlevm_frame_finish(&w2);
+	if (!len2)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"release request too large");
+	err = send_all(helper, len1 + len2, IVM_MSG_RELEASE, deadline);
+	if (err)
+		return err;
+
+	if (tid >= 0) {
+		e = wait_reply(helper, IVM_MSG_UNPIN, id1, deadline, &fr);
+		if (e) {
+			ret->unpin_errnum = answer_errnum(e, &err);
+			if (err)
+				return err;
+		} else if (!idlevm_decode_lease_rep(fr.payload, fr.hdr.length,
+						    &rep)) {
+			return malformed(IVM_MSG_UNPIN);
+		} else {
+			ret->pinned_ns = rep.held_ns;
+		}
+	}
+	e = wait_reply(helper, IVM_MSG_RELEASE, id2, deadline, &fr);
+	if (e) {
+		ret->release_errnum = answer_errnum(e, &err);
+		return err;
+	}
+	if (!idlevm_decode_lease_rep(fr.payload, fr.hdr.length, &rep))
+		return malformed(IVM_MSG_RELEASE);
+	ret->held_ns = rep.held_ns;
+	ret->hold_expired = rep.flags & IVM_LEASE_F_EXPIRED;
+	return NULL;
 }

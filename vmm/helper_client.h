@@ -66,6 +66,12 @@ struct ivm_helper_hello {
  */
 struct ivm_error *ivm_helper_hello(struct ivm_helper *helper,
 				   struct ivm_helper_hello *ret);
+/*
+ * Whether err is the helper's own ERROR answer (it refused the request:
+ * errnum is its errno) rather than a failure of the connection.
+ */
+bool ivm_helper_error_is_answer(const struct ivm_error *err);
+
 /* One PING; the round trip in ns. */
 struct ivm_error *ivm_helper_ping(struct ivm_helper *helper, uint64_t *ret);
 
@@ -94,6 +100,43 @@ struct ivm_helper_lease {
 struct ivm_error *ivm_helper_release(struct ivm_helper *helper,
 				     unsigned int cpu,
 				     struct ivm_helper_lease *ret);
+
+/*
+ * Pipelined pairs: both requests go out in one write and the helper, which
+ * serves requests in order, carries out the second after the first has taken
+ * effect; one round trip instead of two.  Both replies are awaited.
+ *
+ * The returned error is about the connection (timeout, gone, garbage): then
+ * what the helper did is unknown and the caller must assume the worst (the
+ * leases bound it).  A request the helper refused is not an error of the
+ * call: its errno is in *_errnum (0: done), the other may still have been
+ * done.
+ */
+struct ivm_helper_hold_pin {
+	int hold_errnum;
+	uint32_t hold_lease_ms;		/* granted, when hold_errnum == 0 */
+	int pin_errnum;
+	struct ivm_helper_pin pin;	/* when pin_errnum == 0 */
+};
+
+/* HOLD cpu for hold_ms, then PIN tid to the same cpu for pin_ms. */
+struct ivm_error *ivm_helper_hold_pin(struct ivm_helper *helper,
+				      unsigned int cpu, unsigned int hold_ms,
+				      int tid, unsigned int pin_ms,
+				      struct ivm_helper_hold_pin *ret);
+
+struct ivm_helper_unpin_release {
+	int unpin_errnum;	/* ENOENT: the pin's lease had run out */
+	uint64_t pinned_ns;
+	int release_errnum;	/* ENOENT: the hold's lease had run out */
+	uint64_t held_ns;
+	bool hold_expired;
+};
+
+/* UNPIN tid (skipped when tid < 0), then RELEASE cpu. */
+struct ivm_error *ivm_helper_unpin_release(struct ivm_helper *helper,
+					   int tid, unsigned int cpu,
+					   struct ivm_helper_unpin_release *ret);
 
 /*
  * Every mapping of guest process pid, page after page, each passed to fn

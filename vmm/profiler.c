@@ -18,13 +18,24 @@ const char *ivm_idle_source_name(enum ivm_idle_source source)
 
 const char *ivm_capture_mode_name(enum ivm_capture_mode mode)
 {
-	return mode == IVM_CAPTURE_MODE_STOP ? "stop" : "optimistic";
+	switch (mode) {
+	case IVM_CAPTURE_MODE_STOP:
+		return "stop";
+	case IVM_CAPTURE_MODE_PIN:
+		return "pin";
+	default:
+		return "optimistic";
+	}
 }
 
 struct vcpu_poll {
 	int stat_fd;		/* /proc/PID/task/TID/stat of its thread */
 	bool halted;
 	uint64_t idle_task;
+	/* Pin mode: the last current seen and whether it is a thread of the
+	 * helper (a holder), so each task is looked up once per switch. */
+	uint64_t last_current;
+	bool last_is_helper;
 };
 
 struct profiler {
@@ -39,6 +50,7 @@ struct profiler {
 	uint64_t start_ns;
 	uint32_t nvcsw_off, nivcsw_off;
 	bool gone;
+	bool warned_degraded;
 };
 
 static uint64_t mono_ns(void)
@@ -155,8 +167,28 @@ static struct ivm_error *capture(struct profiler *p,
 			cpl = cpu_regs.cpl;
 		}
 	}
-	err = ivm_capture_task(p->engine, req->task, regs, cpl, v->cpu,
-			       &p->cap);
+	/*
+	 * Pin mode pins every target that is not current on a vCPU: the
+	 * to-idle one (asleep, or just woken) on the vCPU that went idle,
+	 * and a from-idle or on-CPU one switched out before we got to it on
+	 * the vCPU it was seen on (holding that vCPU preempts whoever runs
+	 * there now, which is what the method's sampler thread does).
+	 */
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin &&
+	    !regs) {
+		err = ivm_pin_capture_task(p->cfg->pin, p->engine, req->task,
+					   v->cpu, &p->cap);
+		if (!p->warned_degraded &&
+		    ivm_pin_capture_degraded(p->cfg->pin)) {
+			p->warned_degraded = true;
+			fprintf(stderr, "%sidlevm: warning: %s\n",
+				p->cfg->status_line ? "\r\033[K" : "",
+				ivm_pin_capture_degraded(p->cfg->pin));
+		}
+	} else {
+		err = ivm_capture_task(p->engine, req->task, regs, cpl,
+				       v->cpu, &p->cap);
+	}
 	if (err)
 		goto out;
 	/* Stopped vCPUs do not move: the live stack is exact then. */
@@ -185,6 +217,28 @@ out:
 		}
 	}
 	return err;
+}
+
+/* Pin mode: whether task (current on the vCPU of vp) is a helper thread. */
+static bool is_helper_task(struct profiler *p, struct vcpu_poll *vp,
+			   uint64_t task)
+{
+	struct ivm_guest_task t;
+	struct ivm_error *err;
+
+	if (p->cfg->capture_mode != IVM_CAPTURE_MODE_PIN || !p->cfg->pin)
+		return false;
+	if (task == vp->last_current)
+		return vp->last_is_helper;
+	err = ivm_kernel_read_task(p->guest->layout, task, &t);
+	if (err) {
+		ivm_error_destroy(err);
+		return false;	/* not cached: try again next poll */
+	}
+	vp->last_current = task;
+	vp->last_is_helper = t.tgid > 0 &&
+		(uint32_t)t.tgid == ivm_pin_capture_helper_pid(p->cfg->pin);
+	return vp->last_is_helper;
 }
 
 static void poll_once(struct profiler *p, uint64_t now)
@@ -218,6 +272,19 @@ static void poll_once(struct profiler *p, uint64_t now)
 		} else {
 			obs.current_known = true;
 			obs.current_is_idle = obs.current == vp->idle_task;
+			if (!obs.current_is_idle && is_helper_task(p, vp,
+								   obs.current)) {
+				/*
+				 * A helper thread runs there because we asked:
+				 * a holder on a vCPU we made it hold, or its
+				 * loop serving our request.  To the method
+				 * that vCPU is still idle, and neither is the
+				 * from-idle thread or on-CPU work of the guest.
+				 */
+				obs.current_is_idle = true;
+				obs.halted = true;
+				p->res->helper_busy++;
+			}
 		}
 		if (vp->idle_task && p->nvcsw_off && p->nivcsw_off &&
 		    !ivm_kernel_read(g->layout, vp->idle_task + p->nvcsw_off,
@@ -268,6 +335,22 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	st[n++] = (struct ivm_stat){ "missed_idle", d->missed_idle };
 	st[n++] = (struct ivm_stat){ "idle_transitions", d->idle_transitions };
 	st[n++] = (struct ivm_stat){ "inconsistent", d->inconsistent };
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
+		const struct ivm_pin_stats *ps =
+			ivm_pin_capture_stats(p->cfg->pin);
+
+		st[n++] = (struct ivm_stat){ "pin_ok", ps->ok };
+		st[n++] = (struct ivm_stat){ "pin_hold_only", ps->hold_only };
+		st[n++] = (struct ivm_stat){ "pin_skipped", ps->skipped };
+		st[n++] = (struct ivm_stat){ "pin_unneeded", ps->unneeded };
+		st[n++] = (struct ivm_stat){ "pin_refused", ps->refused };
+		st[n++] = (struct ivm_stat){ "pin_ran_before",
+					     ps->ran_before_pin };
+		st[n++] = (struct ivm_stat){ "pin_lease_expired",
+					     ps->lease_expired };
+		st[n++] = (struct ivm_stat){ "pin_failed", ps->failed };
+		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
+	}
 	st[n++] = (struct ivm_stat){ "polls", r->polls };
 	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
 	*nr = n;
@@ -400,7 +483,7 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	struct profiler p = { .guest = guest, .cfg = config, .writer = writer,
 			      .res = result };
 	uint64_t interval, next, last_flush, now, end_ns = 0;
-	struct ivm_stat stats[24];
+	struct ivm_stat stats[32];
 	struct ivm_error *err, *ferr;
 	size_t nr_stats;
 
@@ -459,6 +542,8 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	}
 	result->elapsed_s = (double)(mono_ns() - p.start_ns) / 1e9;
 	result->dispatch = *ivm_dispatch_stats(p.dispatch);
+	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin)
+		result->pin = *ivm_pin_capture_stats(config->pin);
 	if (config->status_line)
 		status_line(&p, mono_ns(), true);
 	fill_stats(&p, stats, &nr_stats);

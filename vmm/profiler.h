@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "capture.h"
+#include "capture_pin.h"
 #include "dispatch.h"
 #include "guest.h"
 #include "profile_file.h"
@@ -39,6 +40,17 @@ enum ivm_idle_source {
 enum ivm_capture_mode {
 	IVM_CAPTURE_MODE_OPTIMISTIC,	/* read, validate by switch counts */
 	IVM_CAPTURE_MODE_STOP,		/* QMP stop / cont around the read */
+	/*
+	 * The method: the helper holds the idle vCPU and pins the to-idle
+	 * target to it around the read (capture_pin.h); a from-idle or
+	 * on-CPU target no longer current is pinned the same way on the
+	 * vCPU it was seen on.  A target still current on a vCPU is read
+	 * from its registers as in optimistic mode (kept marked inexact):
+	 * holding its vCPU to switch it out would take a helper round trip
+	 * (milliseconds under TCG) per tick, and the stack read then would
+	 * be the one of the preemption, not the one that was sampled.
+	 */
+	IVM_CAPTURE_MODE_PIN,
 };
 
 struct ivm_profiler_config {
@@ -53,6 +65,8 @@ struct ivm_profiler_config {
 	bool status_line;		/* one-line status on stderr */
 	const char *const *binaries;	/* host copies of guest executables */
 	size_t nr_binaries;
+	/* IVM_CAPTURE_MODE_PIN: the helper session (borrowed; required). */
+	struct ivm_pin_capture *pin;
 };
 
 struct ivm_profiler_result {
@@ -64,6 +78,8 @@ struct ivm_profiler_result {
 	uint64_t capture_errors;
 	double elapsed_s;
 	struct ivm_dispatch_stats dispatch;
+	struct ivm_pin_stats pin;	/* IVM_CAPTURE_MODE_PIN */
+	uint64_t helper_busy;		/* polls that saw a helper holder */
 	char end_reason[128];		/* "duration", "interrupted", ... */
 };
 

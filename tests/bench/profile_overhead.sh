@@ -15,39 +15,23 @@ cd "$ROOT"
 BUILD=${BUILD:-build}
 SECONDS_PER=${1:-20}
 ROUNDS=${2:-3}
-IDLEVM=$(cd "$BUILD" && pwd)/idlevm
-RUN=$(mktemp -d /tmp/idlevm-bench.XXXXXX)
-trap '[ -f "$RUN/qemu.pid" ] && kill "$(cat "$RUN/qemu.pid")" 2>/dev/null; rm -rf "$RUN"' EXIT
-
-BUILD=$BUILD images/run-guest --workload spin --run-dir "$RUN" --wait >/dev/null
-CONSOLE=$RUN/console.log
-TCK=$(getconf CLK_TCK)
-
-# mean_ops FROM_LINE: mean of spin's ops_per_sec lines after line FROM_LINE,
-# skipping the first (a partial second).
-mean_ops() {
-	tail -n +"$1" "$CONSOLE" | tr -d '\r' |
-		awk -F'ops_per_sec=' '/^spin: t=/ { n++; if (n > 1) { s += $2; k++ } }
-			END { if (k) printf "%.0f", s / k; else print 0 }'
-}
-
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+. tests/bench/lib_spin.sh
 
 : >"$RUN/rounds"
 for r in $(seq 1 "$ROUNDS"); do
-	from=$(($(wc -l <"$CONSOLE") + 1))
+	from=$(($(console_lines) + 1))
 	sleep "$SECONDS_PER"
 	base=$(mean_ops "$from")
 
-	from=$(($(wc -l <"$CONSOLE") + 1))
+	from=$(($(console_lines) + 1))
 	"$IDLEVM" profile --qmp "$RUN/qmp.sock" -D "$SECONDS_PER" -o "$RUN/b.prof" \
 		--no-report >"$RUN/profile.out" 2>&1 &
 	pid=$!
 	sleep 1
-	t0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+	t0=$(proc_cpu_ticks "$pid")
 	s0=$(date +%s.%N)
 	sleep $((SECONDS_PER - 2))
-	t1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+	t1=$(proc_cpu_ticks "$pid")
 	s1=$(date +%s.%N)
 	wait "$pid"
 	with=$(mean_ops "$from")

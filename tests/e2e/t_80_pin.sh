@@ -1,0 +1,71 @@
+# idlevm profile --capture pin against --capture optimistic on the same
+# lockstorm guest: pin discards a smaller fraction of its captures, and
+# the stacks it keeps pass t_60's blocking-path and ratio checks.
+case $IVM_WORKLOAD in
+lockstorm*) ;;
+*) echo "skip: needs lockstorm, guest runs $IVM_WORKLOAD"; exit 0 ;;
+esac
+
+duration=${IVM_PROFILE_SECONDS:-15}
+opt=$IVM_RUNDIR/t80-optimistic.prof
+pin=$IVM_RUNDIR/t80-pin.prof
+
+# discard_fraction OUTPUT: "DISCARDED CAPTURES FRACTION" from the closing
+# line of idlevm profile: captures = samples kept + discarded.
+discard_fraction() {
+	echo "$1" | awk '/^idlevm: stopped after/ {
+		line = $0
+		sub(/.*\): /, "", line)
+		split(line, a, /[^0-9]+/)
+		kept = a[1] + a[2] + a[3]; d = a[4] + a[5]
+		c = kept + d
+		printf "%d %d %.4f\n", d, c, c ? d / c : 1
+	}'
+}
+
+out=$("$idlevm" profile --domain "$IVM_DOMAIN" -D "$duration" \
+	--capture optimistic -o "$opt" --no-report 2>&1) ||
+	fail "optimistic profile failed: $out"
+echo "$out"
+read -r od oc of <<<"$(discard_fraction "$out")"
+out=$("$idlevm" profile --domain "$IVM_DOMAIN" -D "$duration" \
+	--capture pin -o "$pin" --no-report 2>&1) ||
+	fail "pin profile failed: $out"
+echo "$out"
+echo "$out" | grep -q "capture pin," || fail "pin mode was not chosen: $out"
+echo "$out" | grep -q "idlevm: pin: [1-9]" ||
+	fail "no capture was pinned: $out"
+echo "$out" | grep -q "warning" && fail "pin capture degraded: $out"
+
+read -r pd pc pf <<<"$(discard_fraction "$out")"
+echo "discarded: optimistic $od of $oc captures ($of), pin $pd of $pc captures ($pf)"
+[ "$oc" -ge 100 ] && [ "$pc" -ge 100 ] ||
+	fail "too few captures: optimistic $oc, pin $pc"
+awk -v o="$of" -v p="$pf" 'BEGIN { exit !(p < o) }' ||
+	fail "pin discards $pf of its captures, optimistic $of: not fewer"
+
+# The stacks pin mode kept: t_60's known blocking paths and ratio.
+folded=$("$idlevm" report -f folded -K to_idle "$pin") ||
+	fail "idlevm report failed"
+echo "$folded" | awk '
+	$0 !~ /;ls-/ { next }
+	{ n = $NF; all += n }
+	/ls-worker/ && /futex_wait/  { lock += n; w += n; next }
+	/ls-worker/ && /pipe_read/   { pipe += n; w += n; next }
+	/ls-worker/ && /nanosleep/   { sleep += n; w += n; next }
+	/ls-(holder|dispatch)/ && /(do_sys_poll|nanosleep|futex_wait|pipe_read)/ { known += n; next }
+	{ other += n }
+	END {
+		if (all < 50 || w == 0) { printf "too few samples: %d\n", all; exit 1 }
+		k = (lock + pipe + sleep + known) * 100 / all
+		printf "pin: workload to-idle samples %d: %.1f%% in known blocking paths\n", all, k
+		printf "pin: workers %d: wait_for_lock %.1f%% read_request %.1f%% throttle %.1f%% (designed 60/30/10)\n",
+			w, lock * 100 / w, pipe * 100 / w, sleep * 100 / w
+		bad = 0
+		if (k < 90) { print "FAIL: under 90% in known paths"; bad = 1 }
+		d = lock * 100 / w - 60; if (d < -10 || d > 10) { print "FAIL: wait_for_lock share"; bad = 1 }
+		d = pipe * 100 / w - 30; if (d < -10 || d > 10) { print "FAIL: read_request share"; bad = 1 }
+		d = sleep * 100 / w - 10; if (d < -10 || d > 10) { print "FAIL: throttle share"; bad = 1 }
+		exit bad
+	}' || fail "pin mode: blocking paths or ratio off"
+rm -f "$opt" "$pin"

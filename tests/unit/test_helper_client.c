@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The host client's pipelined pairs (HOLD+PIN, UNPIN+RELEASE) against a
+ * scripted fake helper on a unix socket: both requests go out before any
+ * reply, refusals come back per request, and a helper that goes quiet,
+ * hangs up or answers out of order gives an error, never a hang.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "helper_client.h"
+#include "proto.h"
+
+enum fake_script {
+	FAKE_OK,		/* answer every request */
+	FAKE_REFUSE_FIRST,	/* ERROR EBUSY to the first, answer the second */
+	FAKE_REFUSE_SECOND,	/* answer the first, ERROR ESRCH to the second */
+	FAKE_SILENT,		/* read, never answer */
+	FAKE_HANG_UP,		/* read, close */
+	FAKE_SWAPPED,		/* answer the second before the first */
+};
+
+struct fake {
+	char dir[64], path[128];
+	int listen_fd;
+	pthread_t thread;
+	enum fake_script script;
+	int nexpect;		/* frames to read before answering */
+	/* What it saw. */
+	uint16_t types[2];
+	uint32_t ids[2];
+	uint8_t payload[2][64];
+	size_t lens[2];
+	int nseen;
+};
+
+static struct idlevm_decoder dec;
+
+static void reply(int fd, const struct fake *f, int i, int errnum)
+{
+	static uint8_t buf[IVM_PROTO_MAX_FRAME];
+	struct idlevm_writer w;
+	size_t len;
+
+	if (errnum) {
+		idlevm_frame_begin(&w, buf, sizeof(buf), IVM_MSG_ERROR,
+				   IVM_PROTO_F_REPLY, f->ids[i]);
+		idlevm_encode_error(&w, errnum, "refused by the fake");
+	} else {
+		idlevm_frame_begin(&w, buf, sizeof(buf), f->types[i],
+				   IVM_PROTO_F_REPLY, f->ids[i]);
+		if (f->types[i] == IVM_MSG_HOLD) {
+			struct idlevm_hold_rep r = { .lease_ms = 77 };
+
+			idlevm_encode_hold_rep(&w, &r);
+		} else if (f->types[i] == IVM_MSG_PIN) {
+			struct idlevm_pin_rep r = { .lease_ms = 66,
+						    .prev_cpu = 1 };
+
+			idlevm_encode_pin_rep(&w, &r);
+		} else {
+			struct idlevm_lease_rep r = {
+				.held_ns = f->types[i] == IVM_MSG_UNPIN ? 1000 : 2000,
+				.flags = f->types[i] == IVM_MSG_RELEASE ?
+					 IVM_LEASE_F_EXPIRED : 0,
+			};
+
+			idlevm_encode_lease_rep(&w, &r);
+		}
+	}
+	len = idlevm_frame_finish(&w);
+	cr_assert(len);
+	cr_assert_eq(write(fd, buf, len), (ssize_t)len);
+}
+
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+	int fd = accept(f->listen_fd, NULL, NULL);
+	struct idlevm_frame fr;
+
+	if (fd < 0)
+		return NULL;
+	idlevm_decoder_init(&dec);
+	/* Read every expected request before answering any: the client
+	 * must have sent them all without waiting. */
+	while (f->nseen < f->nexpect) {
+		ssize_t n = read(fd, idlevm_decoder_tail(&dec),
+				 idlevm_decoder_space(&dec));
+
+		if (n <= 0)
+			break;
+		idlevm_decoder_commit(&dec, n);
+		while (f->nseen < f->nexpect &&
+		       idlevm_decoder_next(&dec, &fr) == IVM_PROTO_EV_FRAME) {
+			f->types[f->nseen] = fr.hdr.type;
+			f->ids[f->nseen] = fr.hdr.id;
+			f->lens[f->nseen] = fr.hdr.length < 64 ? fr.hdr.length : 64;
+			memcpy(f->payload[f->nseen], fr.payload,
+			       f->lens[f->nseen]);
+			f->nseen++;
+		}
+	}
+	switch (f->script) {
+	case FAKE_OK:
+		for (int i = 0; i < f->nseen; i++)
+			reply(fd, f, i, 0);
+		break;
+	case FAKE_REFUSE_FIRST:
+		reply(fd, f, 0, EBUSY);
+		reply(fd, f, 1, 0);
+		break;
+	case FAKE_REFUSE_SECOND:
+		reply(fd, f, 0, 0);
+		reply(fd, f, 1, ESRCH);
+		break;
+	case FAKE_SWAPPED:
+		reply(fd, f, 1, 0);
+		reply(fd, f, 0, 0);
+		break;
+	case FAKE_SILENT:
+		usleep(300000);
+		break;
+	case FAKE_HANG_UP:
+		break;
+	}
+	usleep(50000);
+	close(fd);
+	return NULL;
+}
+
+static void fake_start(struct fake *f, enum fake_script script, int nexpect)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+	memset(f, 0, sizeof(*f));
+	f->script = script;
+	f->nexpect = nexpect;
+	snprintf(f->dir, sizeof(f->dir), "/tmp/ivm-test-helper.XXXXXX");
+	cr_assert(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/helper.sock", f->dir);
+	cr_assert_lt(strlen(f->path), sizeof(sun.sun_path));
+	memcpy(sun.sun_path, f->path, strlen(f->path) + 1);
+	f->listen_fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	cr_assert_geq(f->listen_fd, 0);
+	cr_assert_eq(bind(f->listen_fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	cr_assert_eq(listen(f->listen_fd, 1), 0);
+	cr_assert_eq(pthread_create(&f->thread, NULL, fake_main, f), 0);
+}
+
+static void fake_stop(struct fake *f)
+{
+	pthread_join(f->thread, NULL);
+	close(f->listen_fd);
+	unlink(f->path);
+	rmdir(f->dir);
+}
+
+static struct ivm_helper *connect_fake(const struct fake *f)
+{
+	struct ivm_helper *h;
+
+	cr_assert_null(ivm_helper_connect_path(f->path, &h));
+	ivm_helper_set_timeout(h, 150);
+	return h;
+}
+
+Test(helper_client, hold_pin_goes_out_as_one_pipelined_pair)
+{
+	struct ivm_helper_hold_pin hp;
+	struct idlevm_hold_req hreq;
+	struct idlevm_pin_req preq;
+	struct ivm_helper *h;
+	struct fake f;
+
+	fake_start(&f, FAKE_OK, 2);
+	h = connect_fake(&f);
+	cr_assert_null(ivm_helper_hold_pin(h, 1, 80, 4242, 90, &hp));
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+
+	cr_assert_eq(f.nseen, 2);
+	cr_assert_eq(f.types[0], IVM_MSG_HOLD);
+	cr_assert_eq(f.types[1], IVM_MSG_PIN);
+	cr_assert(idlevm_decode_hold_req(f.payload[0], f.lens[0], &hreq));
+	cr_assert(idlevm_decode_pin_req(f.payload[1], f.lens[1], &preq));
+	cr_assert_eq(hreq.cpu, 1);
+	cr_assert_eq(hreq.lease_ms, 80);
+	cr_assert_eq(preq.tid, 4242);
+	cr_assert_eq(preq.cpu, 1);
+	cr_assert_eq(preq.lease_ms, 90);
+	cr_assert_eq(hp.hold_errnum, 0);
+	cr_assert_eq(hp.hold_lease_ms, 77);
+	cr_assert_eq(hp.pin_errnum, 0);
+	cr_assert_eq(hp.pin.lease_ms, 66);
+	cr_assert_eq(hp.pin.prev_cpu, 1);
+}
+
+Test(helper_client, refusals_are_per_request)
+{
+	struct ivm_helper_hold_pin hp;
+	struct ivm_helper *h;
+	struct fake f;
+
+	fake_start(&f, FAKE_REFUSE_FIRST, 2);
+	h = connect_fake(&f);
+	cr_assert_null(ivm_helper_hold_pin(h, 0, 0, 7, 0, &hp));
+	cr_assert_eq(hp.hold_errnum, EBUSY);
+	cr_assert_eq(hp.pin_errnum, 0);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+
+	fake_start(&f, FAKE_REFUSE_SECOND, 2);
+	h = connect_fake(&f);
+	cr_assert_null(ivm_helper_hold_pin(h, 0, 0, 7, 0, &hp));
+	cr_assert_eq(hp.hold_errnum, 0);
+	cr_assert_eq(hp.pin_errnum, ESRCH);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+}
+
+Test(helper_client, unpin_release_pair_and_release_only)
+{
+	struct ivm_helper_unpin_release rel;
+	struct ivm_helper *h;
+	struct fake f;
+
+	fake_start(&f, FAKE_OK, 2);
+	h = connect_fake(&f);
+	cr_assert_null(ivm_helper_unpin_release(h, 9, 1, &rel));
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+	cr_assert_eq(f.types[0], IVM_MSG_UNPIN);
+	cr_assert_eq(f.types[1], IVM_MSG_RELEASE);
+	cr_assert_eq(rel.unpin_errnum, 0);
+	cr_assert_eq(rel.pinned_ns, 1000);
+	cr_assert_eq(rel.release_errnum, 0);
+	cr_assert_eq(rel.held_ns, 2000);
+	cr_assert(rel.hold_expired);
+
+	/* tid < 0: nothing was pinned, RELEASE alone goes out. */
+	fake_start(&f, FAKE_OK, 1);
+	h = connect_fake(&f);
+	cr_assert_null(ivm_helper_unpin_release(h, -1, 1, &rel));
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+	cr_assert_eq(f.nseen, 1);
+	cr_assert_eq(f.types[0], IVM_MSG_RELEASE);
+}
+
+Test(helper_client, silent_hung_up_or_reordering_helper_is_an_error)
+{
+	struct ivm_helper_hold_pin hp;
+	struct ivm_error *err;
+	struct ivm_helper *h;
+	struct fake f;
+
+	fake_start(&f, FAKE_SILENT, 2);
+	h = connect_fake(&f);
+	err = ivm_helper_hold_pin(h, 0, 0, 7, 0, &hp);
+	cr_assert_not_null(err);
+	cr_assert_eq(err->code, IVM_ERROR_TIMEOUT);
+	ivm_error_destroy(err);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+
+	fake_start(&f, FAKE_HANG_UP, 2);
+	h = connect_fake(&f);
+	err = ivm_helper_hold_pin(h, 0, 0, 7, 0, &hp);
+	cr_assert_not_null(err);
+	cr_assert_eq(err->code, IVM_ERROR_GONE);
+	ivm_error_destroy(err);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+
+	/* Replies are in request order from a real helper; swapped ones
+	 * leave the first reply's wait to drop the second as stale. */
+	fake_start(&f, FAKE_SWAPPED, 2);
+	h = connect_fake(&f);
+	err = ivm_helper_hold_pin(h, 0, 0, 7, 0, &hp);
+	cr_assert_not_null(err);
+	ivm_error_destroy(err);
+	cr_assert_geq(ivm_helper_stale_replies(h), 1);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+}
