@@ -124,7 +124,13 @@ static int print_stack(struct ivm_guest *g, struct ivm_capture_engine *e,
 			cpl = g->vcpus[vcpu].cpl;
 			cpu = g->vcpus[vcpu].cpu;
 		}
-		err = ivm_capture_task(e, t->addr, regs, cpl, cpu, cap);
+		/*
+		 * In a memory dump nothing runs: a runnable task's saved
+		 * frame is as good as a sleeping one's.
+		 */
+		err = ivm_capture_task_flags(e, t->addr, regs, cpl, cpu,
+					     g->qmp ? 0 : IVM_CAPTURE_F_HELD,
+					     cap);
 		if (err)
 			return ivm_error_report(err);
 		if (cap->outcome == IVM_CAPTURE_KEPT || !g->qmp)
