@@ -38,8 +38,9 @@ static int cmp_u64(const void *a, const void *b)
 static void report(const char *what, uint64_t *v, int n)
 {
 	qsort(v, n, sizeof(*v), cmp_u64);
-	printf("%-16s n=%-5d median %8.3f ms  p90 %8.3f ms  max %8.3f ms\n",
-	       what, n, v[n / 2] / 1e6, v[n * 9 / 10] / 1e6, v[n - 1] / 1e6);
+	printf("%-16s n=%-5d median %8.3f ms  p90 %8.3f ms  p99 %8.3f ms  max %8.3f ms\n",
+	       what, n, v[n / 2] / 1e6, v[n * 9 / 10] / 1e6,
+	       v[n * 99 / 100] / 1e6, v[n - 1] / 1e6);
 }
 
 struct maps_count {
