@@ -39,7 +39,8 @@ IVM_GUEST_USAGE
 "  -F, --frequency HZ     on-CPU samples per second per vCPU (default 99; 0 off)\n"
 "      --idle-every N     sample every Nth idle transition (default 1; 0 off)\n"
 "      --poll-interval MS idle signal polling period (default 1)\n"
-"      --idle-source SRC  auto, thread (vCPU thread state) or qmp (HLT)\n"
+"      --idle-source SRC  auto (kvm on hardware KVM, else thread), thread\n"
+"                         (vCPU thread state), qmp (HLT) or kvm (tracepoints)\n"
 "      --capture MODE     auto (default: pin when the guest helper answers,\n"
 "                         else optimistic), pin (the helper holds the idle\n"
 "                         vCPU and pins the target to it while its stack is\n"
@@ -116,7 +117,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	unsigned int pin_lease = IVM_PIN_LEASE_DEFAULT_MS;
 	enum ivm_pin_policy pin_policy = IVM_PIN_RESCUE;
 	struct ivm_pin_capture *pin = NULL;
-	bool report = true;
+	bool report = true, auto_source = true;
 	double d;
 	int c;
 
@@ -150,10 +151,15 @@ int ivm_cmd_profile(int argc, char **argv)
 				goto bad_value;
 			break;
 		case OPT_SOURCE:
-			if (!strcmp(optarg, "auto") || !strcmp(optarg, "thread"))
+			auto_source = false;
+			if (!strcmp(optarg, "auto"))
+				auto_source = true;
+			else if (!strcmp(optarg, "thread"))
 				cfg.idle_source = IVM_IDLE_SOURCE_THREAD;
 			else if (!strcmp(optarg, "qmp"))
 				cfg.idle_source = IVM_IDLE_SOURCE_QMP;
+			else if (!strcmp(optarg, "kvm"))
+				cfg.idle_source = IVM_IDLE_SOURCE_KVM;
 			else
 				goto bad_value;
 			break;
@@ -234,6 +240,18 @@ int ivm_cmd_profile(int argc, char **argv)
 	err = ivm_guest_open(&gopts, &g);
 	if (err)
 		return ivm_error_report(err);
+	if (auto_source) {
+		bool kvm = false;
+
+		/*
+		 * The kvm tracepoints are exact and cheap, but fire only when
+		 * the guest runs on hardware KVM; under TCG the vCPU threads'
+		 * state is the signal.
+		 */
+		ivm_error_destroy(ivm_guest_uses_kvm(g, &kvm));
+		cfg.idle_source = kvm ? IVM_IDLE_SOURCE_KVM :
+					IVM_IDLE_SOURCE_THREAD;
+	}
 	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN) {
 		/*
 		 * Pin needs the helper: one HELLO within a short timeout

@@ -9,11 +9,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kvm_events.h"
 #include "profiler.h"
+#include "trace_session.h"
 
 const char *ivm_idle_source_name(enum ivm_idle_source source)
 {
-	return source == IVM_IDLE_SOURCE_QMP ? "qmp" : "thread";
+	switch (source) {
+	case IVM_IDLE_SOURCE_QMP:
+		return "qmp";
+	case IVM_IDLE_SOURCE_KVM:
+		return "kvm";
+	default:
+		return "thread";
+	}
 }
 
 const char *ivm_capture_mode_name(enum ivm_capture_mode mode)
@@ -51,6 +60,8 @@ struct profiler {
 	uint32_t nvcsw_off, nivcsw_off;
 	bool gone;
 	bool warned_degraded;
+	struct ivm_kvm_events *kvm_events;	/* idle source kvm */
+	struct ivm_trace_session *trace;
 };
 
 static uint64_t mono_ns(void)
@@ -81,11 +92,60 @@ static struct ivm_error *thread_halted(struct vcpu_poll *vp, bool *ret)
 	return NULL;
 }
 
+/* One kvm tracepoint record: update the halted state of its vCPU. */
+static int on_kvm_record(void *ctx, const void *data, size_t size, int cpu,
+			 uint64_t ts)
+{
+	struct profiler *p = ctx;
+	struct ivm_kvm_event ev;
+	struct ivm_error *err;
+	size_t i;
+
+	(void)cpu;
+	(void)ts;
+	err = ivm_kvm_events_decode(p->kvm_events, data, size, &ev);
+	if (err) {
+		ivm_error_destroy(err);
+		return 0;
+	}
+	for (i = 0; i < p->guest->nr_vcpus; i++) {
+		if (p->guest->vcpus[i].tid != ev.tid)
+			continue;
+		if (ev.kind == IVM_KVM_EXIT)
+			p->vcpus[i].halted = ev.halt;
+		else
+			p->vcpus[i].halted = false;	/* woken or entering */
+		break;
+	}
+	return 0;
+}
+
+struct ivm_error *ivm_guest_uses_kvm(struct ivm_guest *guest, bool *ret)
+{
+	struct json_object *reply, *enabled;
+	struct ivm_error *err;
+
+	*ret = false;
+	if (!guest->qmp)
+		return NULL;
+	err = ivm_qmp_execute(guest->qmp, "query-kvm", NULL, &reply);
+	if (err)
+		return err;
+	if (json_object_object_get_ex(reply, "enabled", &enabled))
+		*ret = json_object_get_boolean(enabled);
+	json_object_put(reply);
+	return NULL;
+}
+
 static struct ivm_error *poll_halted(struct profiler *p)
 {
 	struct ivm_guest *g = p->guest;
 	struct ivm_error *err;
 	size_t i;
+
+	if (p->cfg->idle_source == IVM_IDLE_SOURCE_KVM)
+		/* State carries over between polls: only changes arrive. */
+		return ivm_trace_session_read(p->trace, on_kvm_record, p);
 
 	if (p->cfg->idle_source == IVM_IDLE_SOURCE_QMP) {
 		err = ivm_guest_refresh_vcpus(g);
@@ -442,6 +502,30 @@ static struct ivm_error *setup(struct profiler *p)
 	p->vcpus = calloc(g->nr_vcpus, sizeof(*p->vcpus));
 	if (!p->vcpus)
 		return &ivm_enomem;
+	if (p->cfg->idle_source == IVM_IDLE_SOURCE_KVM) {
+		static const char *const events[] = {
+			"kvm:kvm_exit", "kvm:kvm_vcpu_wakeup", "kvm:kvm_entry",
+		};
+		pid_t tids[256];
+		size_t n = 0;
+		bool kvm;
+
+		err = ivm_guest_uses_kvm(g, &kvm);
+		if (err)
+			return ivm_error_wrap(err, "asking qemu whether it uses KVM");
+		if (!kvm)
+			return ivm_error_create(IVM_ERROR_INVALID,
+						"the kvm idle source needs a guest on hardware KVM, and %s runs under TCG: use --idle-source thread",
+						g->name);
+		for (i = 0; i < g->nr_vcpus && n < 256; i++)
+			tids[n++] = g->vcpus[i].tid;
+		err = ivm_kvm_events_load(NULL, &p->kvm_events);
+		if (!err)
+			err = ivm_trace_session_create(events, 3, tids, n,
+						       &p->trace);
+		if (err)
+			return err;
+	}
 	for (i = 0; i < g->nr_vcpus; i++) {
 		struct vcpu_poll *vp = &p->vcpus[i];
 		char path[64];
@@ -470,6 +554,8 @@ static void teardown(struct profiler *p)
 			if (p->vcpus[i].stat_fd >= 0)
 				close(p->vcpus[i].stat_fd);
 	free(p->vcpus);
+	ivm_trace_session_destroy(p->trace);
+	ivm_kvm_events_destroy(p->kvm_events);
 	ivm_capture_engine_destroy(p->engine);
 	ivm_dispatch_destroy(p->dispatch);
 }

@@ -11,8 +11,10 @@
  *    About 10 us per vCPU: the default.
  *  - "qmp": HLT= of QEMU's `info registers -a` (about 2 ms per poll through
  *    libvirt); exact but slow.
- * (The kvm:kvm_exit / kvm_vcpu_wakeup tracepoint source, for hardware KVM
- * hosts, plugs in here as a third source.)
+ *  - "kvm": the host kernel's kvm:kvm_exit (HLT exit reason),
+ *    kvm_vcpu_wakeup and kvm_entry tracepoints of the vCPU threads, through
+ *    a private tracefs instance (vmm/trace_session.h, vmm/kvm_events.h):
+ *    exact and cheap, but only where the guest runs on hardware KVM.
  *
  * Stop conditions: the duration, a stop request (Ctrl-C: SIGINT/SIGTERM set
  * *stop), or the guest going away (shutdown, QEMU exit, libvirt destroy).
@@ -35,6 +37,7 @@
 enum ivm_idle_source {
 	IVM_IDLE_SOURCE_THREAD,
 	IVM_IDLE_SOURCE_QMP,
+	IVM_IDLE_SOURCE_KVM,	/* kvm:kvm_exit (HLT) / kvm_vcpu_wakeup */
 };
 
 enum ivm_capture_mode {
@@ -84,6 +87,12 @@ struct ivm_profiler_result {
 };
 
 const char *ivm_idle_source_name(enum ivm_idle_source source);
+
+/*
+ * Whether QEMU runs guest on KVM (QMP query-kvm), for choosing the idle
+ * source: the kvm tracepoints fire only then.
+ */
+struct ivm_error *ivm_guest_uses_kvm(struct ivm_guest *guest, bool *ret);
 const char *ivm_capture_mode_name(enum ivm_capture_mode mode);
 
 /*

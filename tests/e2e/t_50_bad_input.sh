@@ -29,6 +29,10 @@ ln -sf "$IVM_VMLINUX" "$IVM_RUNDIR/debug/vmlinux-$IVM_KVER"
 out=$(IDLEVM_DEBUG_DIRS=/nonexistent:$IVM_RUNDIR/debug "$idlevm" info --domain "$IVM_DOMAIN" 2>&1) ||
 	fail "IDLEVM_DEBUG_DIRS not searched: $out"
 echo "$out" | grep -q "^vmlinux: *$IVM_RUNDIR/debug/vmlinux-$IVM_KVER" || fail "wrong vmlinux: $out"
+expect_error "kvm tracepoints on a TCG guest" "hardware KVM" \
+	"$idlevm" profile --domain "$IVM_DOMAIN" --idle-source kvm -D 1 -o "$IVM_RUNDIR/kvm.prof"
+expect_error "profile of a core" "live guest" \
+	"$idlevm" profile --core /etc/passwd
 expect_error "core not ELF" "/etc/passwd" \
 	"$idlevm" ps --core /etc/passwd --vmlinux "$IVM_VMLINUX"
 
