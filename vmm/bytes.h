@@ -54,6 +54,17 @@ static inline uint64_t ivm_le_load(const uint8_t *p, unsigned int n)
 	return v;
 }
 
+/* Guest and file data are little-endian whatever the host is. */
+static inline uint64_t ivm_le64(const uint8_t *p)
+{
+	return ivm_le_load(p, 8);
+}
+
+static inline uint32_t ivm_le32(const uint8_t *p)
+{
+	return (uint32_t)ivm_le_load(p, 4);
+}
+
 static inline uint8_t ivm_get_u8(struct ivm_cursor *c)
 {
 	const uint8_t *p = ivm_cursor_take(c, 1);

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "gmem_internal.h"
 
 /* x86-64 struct elf_prstatus: offset of pr_reg (27 longs). */
@@ -77,22 +78,6 @@ struct core_gmem {
 };
 
 static const struct ivm_gmem_ops core_ops;
-
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
 
 /* [off, off + len) inside the file, overflow-safe. */
 static bool in_file(const struct core_gmem *core, uint64_t off, uint64_t len)
@@ -219,7 +204,7 @@ static struct ivm_error *walk_notes(const struct core_gmem *core,
 	uint64_t left = seg->filesz;
 
 	while (left >= 12) {
-		uint32_t namesz = get_u32(p), descsz = get_u32(p + 4);
+		uint32_t namesz = ivm_le32(p), descsz = ivm_le32(p + 4);
 		uint64_t name_pad = ((uint64_t)namesz + 3) & ~3ull;
 		uint64_t desc_pad = ((uint64_t)descsz + 3) & ~3ull;
 		struct ivm_elf_note note;
@@ -232,7 +217,7 @@ static struct ivm_error *walk_notes(const struct core_gmem *core,
 		note.namesz = namesz;
 		if (namesz && note.name[namesz - 1] == '\0')
 			note.namesz--;
-		note.type = get_u32(p + 8);
+		note.type = ivm_le32(p + 8);
 		note.desc = p + 12 + name_pad;
 		note.descsz = descsz;
 		err = fn(&note, arg);
@@ -568,7 +553,7 @@ static void regs_from_prstatus(const struct cpu_note *n,
 	if (n->descsz < PRSTATUS_REG_OFF + sizeof(v))
 		return;
 	for (i = 0; i < PRSTATUS_NR_REGS; i++)
-		v[i] = get_u64(g + 8 * i);
+		v[i] = ivm_le64(g + 8 * i);
 	/* struct user_regs_struct order. */
 	r->r15 = v[0]; r->r14 = v[1]; r->r13 = v[2]; r->r12 = v[3];
 	r->rbp = v[4]; r->rbx = v[5]; r->r11 = v[6]; r->r10 = v[7];
@@ -584,12 +569,12 @@ static void regs_from_prstatus(const struct cpu_note *n,
 
 static uint16_t qemu_selector(const uint8_t *desc, int seg)
 {
-	return get_u32(desc + QEMU_NOTE_SEG_OFF + seg * QEMU_NOTE_SEG_SIZE);
+	return ivm_le32(desc + QEMU_NOTE_SEG_OFF + seg * QEMU_NOTE_SEG_SIZE);
 }
 
 static uint64_t qemu_seg_base(const uint8_t *desc, int seg)
 {
-	return get_u64(desc + QEMU_NOTE_SEG_OFF + seg * QEMU_NOTE_SEG_SIZE +
+	return ivm_le64(desc + QEMU_NOTE_SEG_OFF + seg * QEMU_NOTE_SEG_SIZE +
 		       QEMU_NOTE_SEG_BASE);
 }
 
@@ -605,16 +590,16 @@ static void regs_from_qemu(const struct cpu_note *n, struct ivm_x86_regs *r)
 	size_t i;
 
 	if (n->descsz < QEMU_NOTE_MIN_SIZE ||
-	    get_u32(d) != QEMU_NOTE_VERSION)
+	    ivm_le32(d) != QEMU_NOTE_VERSION)
 		return;
 	/* The size word says which appended fields exist. */
-	avail = get_u32(d + 4);
+	avail = ivm_le32(d + 4);
 	if (avail > n->descsz)
 		avail = n->descsz;
 	for (i = 0; i < sizeof(gprs) / sizeof(gprs[0]); i++)
-		*gprs[i] = get_u64(d + QEMU_NOTE_GPR_OFF + 8 * i);
-	r->rip = get_u64(d + QEMU_NOTE_RIP_OFF);
-	r->rflags = get_u64(d + QEMU_NOTE_RFLAGS_OFF);
+		*gprs[i] = ivm_le64(d + QEMU_NOTE_GPR_OFF + 8 * i);
+	r->rip = ivm_le64(d + QEMU_NOTE_RIP_OFF);
+	r->rflags = ivm_le64(d + QEMU_NOTE_RFLAGS_OFF);
 	r->cs = qemu_selector(d, QSEG_CS);
 	r->ds = qemu_selector(d, QSEG_DS);
 	r->es = qemu_selector(d, QSEG_ES);
@@ -623,14 +608,14 @@ static void regs_from_qemu(const struct cpu_note *n, struct ivm_x86_regs *r)
 	r->ss = qemu_selector(d, QSEG_SS);
 	r->fs_base = qemu_seg_base(d, QSEG_FS);
 	r->gs_base = qemu_seg_base(d, QSEG_GS);
-	r->cr0 = get_u64(d + QEMU_NOTE_CR_OFF);
-	r->cr2 = get_u64(d + QEMU_NOTE_CR_OFF + 16);
-	r->cr3 = get_u64(d + QEMU_NOTE_CR_OFF + 24);
-	r->cr4 = get_u64(d + QEMU_NOTE_CR_OFF + 32);
+	r->cr0 = ivm_le64(d + QEMU_NOTE_CR_OFF);
+	r->cr2 = ivm_le64(d + QEMU_NOTE_CR_OFF + 16);
+	r->cr3 = ivm_le64(d + QEMU_NOTE_CR_OFF + 24);
+	r->cr4 = ivm_le64(d + QEMU_NOTE_CR_OFF + 32);
 	r->valid |= IVM_X86_REGS_GPRS | IVM_X86_REGS_SEGMENTS |
 		    IVM_X86_REGS_FS_GS_BASE | IVM_X86_REGS_CRS;
 	if (avail >= QEMU_NOTE_KGS_OFF + 8) {
-		r->kernel_gs_base = get_u64(d + QEMU_NOTE_KGS_OFF);
+		r->kernel_gs_base = ivm_le64(d + QEMU_NOTE_KGS_OFF);
 		r->valid |= IVM_X86_REGS_KERNEL_GS_BASE;
 	}
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "kernel_layout.h"
 #include "x86_64_paging.h"
 
@@ -797,22 +798,6 @@ struct ivm_error *ivm_kernel_current_task(
 	return NULL;
 }
 
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
 struct ivm_error *ivm_kernel_read_task(const struct ivm_kernel_layout *layout,
 				       uint64_t task,
 				       struct ivm_guest_task *ret)
@@ -841,28 +826,28 @@ struct ivm_error *ivm_kernel_read_task(const struct ivm_kernel_layout *layout,
 #define AT(off) (buf + (off) - lo)
 	memset(ret, 0, sizeof(*ret));
 	ret->addr = task;
-	ret->pid = (int32_t)get_u32(AT(o->task_pid));
-	ret->tgid = (int32_t)get_u32(AT(o->task_tgid));
+	ret->pid = (int32_t)ivm_le32(AT(o->task_pid));
+	ret->tgid = (int32_t)ivm_le32(AT(o->task_tgid));
 	/* The guest need not NUL-terminate comm; we always do. */
 	comm_len = o->task_comm_size < sizeof(ret->comm) ?
 			   o->task_comm_size : sizeof(ret->comm) - 1;
 	memcpy(ret->comm, AT(o->task_comm), comm_len);
 	ret->comm[comm_len < sizeof(ret->comm) ? comm_len :
 						 sizeof(ret->comm) - 1] = '\0';
-	ret->state = o->task_state_size == 8 ? get_u64(AT(o->task_state)) :
-					       get_u32(AT(o->task_state));
-	ret->flags = get_u32(AT(o->task_flags));
-	ret->cpu = get_u32(AT(o->task_cpu));
-	ret->stack = get_u64(AT(o->task_stack));
-	ret->mm = get_u64(AT(o->task_mm));
+	ret->state = o->task_state_size == 8 ? ivm_le64(AT(o->task_state)) :
+					       ivm_le32(AT(o->task_state));
+	ret->flags = ivm_le32(AT(o->task_flags));
+	ret->cpu = ivm_le32(AT(o->task_cpu));
+	ret->stack = ivm_le64(AT(o->task_stack));
+	ret->mm = ivm_le64(AT(o->task_mm));
 	if (o->task_active_mm != IVM_KOFF_NONE)
-		ret->active_mm = get_u64(AT(o->task_active_mm));
-	ret->nvcsw = get_u64(AT(o->task_nvcsw));
-	ret->nivcsw = get_u64(AT(o->task_nivcsw));
-	ret->signal = get_u64(AT(o->task_signal));
-	ret->thread_sp = get_u64(AT(o->task_thread_sp));
+		ret->active_mm = ivm_le64(AT(o->task_active_mm));
+	ret->nvcsw = ivm_le64(AT(o->task_nvcsw));
+	ret->nivcsw = ivm_le64(AT(o->task_nivcsw));
+	ret->signal = ivm_le64(AT(o->task_signal));
+	ret->thread_sp = ivm_le64(AT(o->task_thread_sp));
 	if (o->task_thread_fsbase != IVM_KOFF_NONE)
-		ret->fsbase = get_u64(AT(o->task_thread_fsbase));
+		ret->fsbase = ivm_le64(AT(o->task_thread_fsbase));
 #undef AT
 	free(buf);
 	for (cpu = 0; cpu < l->nr_cpus; cpu++) {

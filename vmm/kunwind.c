@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "kunwind.h"
 
 /* struct pt_regs slots (x86-64 ABI, see kunwind.h), in 8-byte units. */
@@ -301,16 +302,6 @@ size_t ivm_kunwind_cpu_stacks(const struct ivm_cpu_stacks_layout *layout,
 	return n;
 }
 
-static uint64_t le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* Index of the stack range holding [addr, addr + len), or -1. */
 static int find_stack(const struct kunwind *ku, uint64_t addr, uint64_t len)
 {
@@ -351,7 +342,7 @@ static enum step kread_u64(struct kunwind *ku, uint64_t addr, uint64_t *ret)
 	enum step s = kread(ku, addr, b, sizeof(b));
 
 	if (s == STEP_OK)
-		*ret = le64(b);
+		*ret = ivm_le64(b);
 	return s;
 }
 
@@ -409,30 +400,30 @@ static void fill_user_regs(struct kunwind *ku, const uint8_t *p, bool full)
 	const uint8_t *iret = full ? p + IRET_FRAME_OFFSET : p;
 
 	memset(u, 0, sizeof(*u));
-	u->rip = le64(iret + 0);
-	u->cs = (uint16_t)le64(iret + 8);
-	u->rflags = le64(iret + 16);
-	u->rsp = le64(iret + 24);
-	u->ss = (uint16_t)le64(iret + 32);
+	u->rip = ivm_le64(iret + 0);
+	u->cs = (uint16_t)ivm_le64(iret + 8);
+	u->rflags = ivm_le64(iret + 16);
+	u->rsp = ivm_le64(iret + 24);
+	u->ss = (uint16_t)ivm_le64(iret + 32);
 	ku->user_partial = !full;
 	if (!full)
 		return;
 	u->valid = IVM_X86_REGS_GPRS;
-	u->r15 = le64(p + 8 * PTR_R15);
-	u->r14 = le64(p + 8 * PTR_R14);
-	u->r13 = le64(p + 8 * PTR_R13);
-	u->r12 = le64(p + 8 * PTR_R12);
-	u->rbp = le64(p + 8 * PTR_BP);
-	u->rbx = le64(p + 8 * PTR_BX);
-	u->r11 = le64(p + 8 * PTR_R11);
-	u->r10 = le64(p + 8 * PTR_R10);
-	u->r9 = le64(p + 8 * PTR_R9);
-	u->r8 = le64(p + 8 * PTR_R8);
-	u->rax = le64(p + 8 * PTR_AX);
-	u->rcx = le64(p + 8 * PTR_CX);
-	u->rdx = le64(p + 8 * PTR_DX);
-	u->rsi = le64(p + 8 * PTR_SI);
-	u->rdi = le64(p + 8 * PTR_DI);
+	u->r15 = ivm_le64(p + 8 * PTR_R15);
+	u->r14 = ivm_le64(p + 8 * PTR_R14);
+	u->r13 = ivm_le64(p + 8 * PTR_R13);
+	u->r12 = ivm_le64(p + 8 * PTR_R12);
+	u->rbp = ivm_le64(p + 8 * PTR_BP);
+	u->rbx = ivm_le64(p + 8 * PTR_BX);
+	u->r11 = ivm_le64(p + 8 * PTR_R11);
+	u->r10 = ivm_le64(p + 8 * PTR_R10);
+	u->r9 = ivm_le64(p + 8 * PTR_R9);
+	u->r8 = ivm_le64(p + 8 * PTR_R8);
+	u->rax = ivm_le64(p + 8 * PTR_AX);
+	u->rcx = ivm_le64(p + 8 * PTR_CX);
+	u->rdx = ivm_le64(p + 8 * PTR_DX);
+	u->rsi = ivm_le64(p + 8 * PTR_SI);
+	u->rdi = ivm_le64(p + 8 * PTR_DI);
 }
 
 /* The kernel's guess for code ORC does not cover: push rbp; mov rsp, rbp. */
@@ -525,9 +516,9 @@ static enum step step_by(struct kunwind *ku, const struct ivm_orc_entry *ep,
 		s = kread(ku, sp, buf, IVM_PT_REGS_SIZE);
 		if (s != STEP_OK)
 			return s;
-		new_pc = le64(buf + 8 * PTR_IP);
-		new_sp = le64(buf + 8 * PTR_SP);
-		if ((le64(buf + 8 * PTR_CS) & 3) == 3) {
+		new_pc = ivm_le64(buf + 8 * PTR_IP);
+		new_sp = ivm_le64(buf + 8 * PTR_SP);
+		if ((ivm_le64(buf + 8 * PTR_CS) & 3) == 3) {
 			fill_user_regs(ku, buf, true);
 			user = true;
 		}
@@ -541,9 +532,9 @@ static enum step step_by(struct kunwind *ku, const struct ivm_orc_entry *ep,
 		s = kread(ku, sp, buf, IRET_FRAME_SIZE);
 		if (s != STEP_OK)
 			return s;
-		new_pc = le64(buf);
-		new_sp = le64(buf + 24);
-		if ((le64(buf + 8) & 3) == 3) {
+		new_pc = ivm_le64(buf);
+		new_sp = ivm_le64(buf + 24);
+		if ((ivm_le64(buf + 8) & 3) == 3) {
 			fill_user_regs(ku, buf, false);
 			user = true;
 		}
@@ -841,9 +832,9 @@ struct ivm_error *ivm_kunwind_blocked(const struct ivm_kunwind_config *cfg,
 		return NULL;
 	}
 	start = (struct ivm_kunwind_start){
-		.pc = le64(frame + layout->ret_addr),
+		.pc = ivm_le64(frame + layout->ret_addr),
 		.sp = thread_sp + layout->size,
-		.bp = le64(frame + layout->bp),
+		.bp = ivm_le64(frame + layout->bp),
 	};
 	/* A task that never ran "returns" to the first insn of ret_from_fork. */
 	start.signal = cfg->ret_from_fork && start.pc == cfg->ret_from_fork;
