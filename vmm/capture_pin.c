@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "capture_pin.h"
 #include "kernel_layout.h"
 #include "libvirt_domain.h"
@@ -23,14 +24,6 @@ struct ivm_pin_capture {
 	struct ivm_pin_stats stats;
 	char degraded[256];
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The helper socket of guest: explicit, libvirt channel, or run-guest's
  * helper.sock beside qmp.sock. */
@@ -229,7 +222,7 @@ struct ivm_error *ivm_pin_capture_task(struct ivm_pin_capture *pc,
 	 * would let it run on the idle CPU until the holder arrives.)
 	 */
 	hold_only = pc->guest_cpus == 1;
-	t0 = mono_ns();
+	t0 = ivm_mono_ns();
 	if (hold_only) {
 		uint32_t granted;
 
@@ -258,7 +251,7 @@ struct ivm_error *ivm_pin_capture_task(struct ivm_pin_capture *pc,
 		pc->stats.unpinned++;
 		return ivm_capture_task(engine, task_addr, NULL, -1, cpu, cap);
 	}
-	pc->stats.pin_ns += mono_ns() - t0;
+	pc->stats.pin_ns += ivm_mono_ns() - t0;
 	pinned = !hp.pin_errnum;
 	if (hp.hold_errnum || (!hold_only && !pinned))
 		pc->stats.refused++;	/* e.g. ESRCH: the thread exited */
@@ -279,7 +272,7 @@ struct ivm_error *ivm_pin_capture_task(struct ivm_pin_capture *pc,
 
 	/* Restore, in one round trip; whatever was not granted is skipped. */
 	cerr = NULL;
-	t0 = mono_ns();
+	t0 = ivm_mono_ns();
 	if (!hp.hold_errnum || pinned) {
 		if (hp.hold_errnum) {
 			/* Pinned, not held: unpin only. */
@@ -314,7 +307,7 @@ struct ivm_error *ivm_pin_capture_task(struct ivm_pin_capture *pc,
 			}
 		}
 	}
-	pc->stats.restore_ns += mono_ns() - t0;
+	pc->stats.restore_ns += ivm_mono_ns() - t0;
 	if (cerr) {
 		/* Whether the leases held through the read is unknown. */
 		if (held && cap->outcome == IVM_CAPTURE_KEPT)

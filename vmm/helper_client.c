@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "helper_client.h"
 
 /* Garbage tolerated while waiting for one reply: a few frames' worth of
@@ -28,18 +29,10 @@ struct ivm_helper {
 	uint8_t out[IVM_PROTO_MAX_FRAME];
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Milliseconds left until deadline, rounded up, 0 when past. */
 static int ms_left(uint64_t deadline)
 {
-	uint64_t now = now_ns();
+	uint64_t now = ivm_mono_ns();
 
 	if (now >= deadline)
 		return 0;
@@ -86,7 +79,7 @@ struct ivm_error *ivm_helper_connect_path(const char *path,
 	helper->timeout_ms = IVM_HELPER_TIMEOUT_MS;
 	/* Ids start at a random point so replies meant for an earlier
 	 * client of the same channel are unlikely to match ours. */
-	helper->next_id = (uint32_t)now_ns() ^ (uint32_t)getpid() << 16;
+	helper->next_id = (uint32_t)ivm_mono_ns() ^ (uint32_t)getpid() << 16;
 	idlevm_decoder_init(&helper->dec);
 	*ret = helper;
 	return NULL;
@@ -272,7 +265,7 @@ static struct ivm_error *transact(struct ivm_helper *helper,
 				  struct idlevm_writer *w, uint16_t type,
 				  uint32_t id, struct idlevm_frame *ret)
 {
-	uint64_t deadline = now_ns() + (uint64_t)helper->timeout_ms * 1000000u;
+	uint64_t deadline = ivm_mono_ns() + (uint64_t)helper->timeout_ms * 1000000u;
 	struct ivm_error *err;
 	size_t len = idlevm_frame_finish(w);
 
@@ -357,13 +350,13 @@ struct ivm_error *ivm_helper_ping(struct ivm_helper *helper, uint64_t *ret)
 	uint32_t id;
 
 	id = begin(helper, &w, IVM_MSG_PING);
-	start = now_ns();
+	start = ivm_mono_ns();
 	req.cookie = start ^ ((uint64_t)id << 32);
 	idlevm_encode_ping(&w, &req);
 	err = transact(helper, &w, IVM_MSG_PING, id, &fr);
 	if (err)
 		return err;
-	*ret = now_ns() - start;
+	*ret = ivm_mono_ns() - start;
 	if (!idlevm_decode_ping(fr.payload, fr.hdr.length, &rep))
 		return malformed(IVM_MSG_PING);
 	if (rep.cookie != req.cookie || rep.data_len)
@@ -572,7 +565,7 @@ struct ivm_error *ivm_helper_hold_pin(struct ivm_helper *helper,
 	struct idlevm_hold_req hreq = { .cpu = cpu, .lease_ms = hold_ms };
 	struct idlevm_pin_req preq = { .tid = tid, .cpu = cpu,
 				       .lease_ms = pin_ms };
-	uint64_t deadline = now_ns() + (uint64_t)helper->timeout_ms * 1000000u;
+	uint64_t deadline = ivm_mono_ns() + (uint64_t)helper->timeout_ms * 1000000u;
 	struct idlevm_hold_rep hrep;
 	struct idlevm_pin_rep prep;
 	struct idlevm_writer w1, w2;
@@ -620,7 +613,7 @@ struct ivm_error *ivm_helper_unpin_release(struct ivm_helper *helper,
 {
 	struct idlevm_unpin_req ureq = { .tid = tid };
 	struct idlevm_release_req rreq = { .cpu = cpu };
-	uint64_t deadline = now_ns() + (uint64_t)helper->timeout_ms * 1000000u;
+	uint64_t deadline = ivm_mono_ns() + (uint64_t)helper->timeout_ms * 1000000u;
 	struct idlevm_lease_rep rep;
 	struct idlevm_writer w1, w2;
 	struct idlevm_frame fr;

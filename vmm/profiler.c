@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "kvm_events.h"
 #include "profiler.h"
 #include "trace_session.h"
@@ -63,14 +64,6 @@ struct profiler {
 	struct ivm_kvm_events *kvm_events;	/* idle source kvm */
 	struct ivm_trace_session *trace;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Halted per the vCPU thread's state letter (after "comm) "). */
 static struct ivm_error *thread_halted(struct vcpu_poll *vp, bool *ret)
@@ -583,7 +576,7 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 		ivm_profile_writer_destroy(writer);
 		return err;
 	}
-	p.start_ns = now = next = last_flush = mono_ns();
+	p.start_ns = now = next = last_flush = ivm_mono_ns();
 	if (config->duration_s > 0)
 		end_ns = p.start_ns + (uint64_t)(config->duration_s * 1e9);
 
@@ -599,7 +592,7 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 			break;
 		}
 		poll_once(&p, now);
-		now = mono_ns();
+		now = ivm_mono_ns();
 		if (now - last_flush >= 1000000000ull) {
 			enum ivm_qmp_lifecycle state = ivm_qmp_lifecycle(guest->qmp);
 
@@ -624,16 +617,16 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 		ts.tv_nsec = (long)(next % 1000000000ull);
 		/* EINTR (Ctrl-C) just ends the sleep early. */
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-		now = mono_ns();
+		now = ivm_mono_ns();
 	}
-	result->elapsed_s = (double)(mono_ns() - p.start_ns) / 1e9;
+	result->elapsed_s = (double)(ivm_mono_ns() - p.start_ns) / 1e9;
 	result->dispatch = *ivm_dispatch_stats(p.dispatch);
 	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin)
 		result->pin = *ivm_pin_capture_stats(config->pin);
 	if (config->status_line)
-		status_line(&p, mono_ns(), true);
+		status_line(&p, ivm_mono_ns(), true);
 	fill_stats(&p, stats, &nr_stats);
-	ferr = ivm_profile_writer_finish(writer, mono_ns(), stats, nr_stats);
+	ferr = ivm_profile_writer_finish(writer, ivm_mono_ns(), stats, nr_stats);
 	teardown(&p);
 	if (err) {
 		ivm_error_destroy(ferr);

@@ -18,16 +18,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "capture.h"
 #include "guest.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -94,9 +87,9 @@ int main(int argc, char **argv)
 
 			if (strncmp(t->comm, prefix, strlen(prefix)))
 				continue;
-			t0 = now_ns();
+			t0 = ivm_mono_ns();
 			err = ivm_capture_task(engine, t->addr, NULL, -1, -1, cap);
-			dt = now_ns() - t0;
+			dt = ivm_mono_ns() - t0;
 			if (err)
 				return ivm_error_report(err);
 			if (r < 0)
