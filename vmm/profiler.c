@@ -294,6 +294,39 @@ static bool is_helper_task(struct profiler *p, struct vcpu_poll *vp,
 	return vp->last_is_helper;
 }
 
+/*
+ * Context switches of vp's idle task (nvcsw + nivcsw).  Polled for every
+ * vCPU at the poll rate, so one read when the two counters are neighbours
+ * (they are: both unsigned long, declared together), two otherwise.
+ */
+static bool read_idle_switches(struct profiler *p, const struct vcpu_poll *vp,
+			       uint64_t *ret)
+{
+	const struct ivm_kernel_layout *layout = p->guest->layout;
+	struct ivm_error *err;
+	uint64_t sw[2];
+
+	if (!vp->idle_task || !p->nvcsw_off || !p->nivcsw_off)
+		return false;
+	if (p->nivcsw_off == p->nvcsw_off + 8) {
+		err = ivm_kernel_read(layout, vp->idle_task + p->nvcsw_off, sw,
+				      sizeof(sw));
+	} else {
+		err = ivm_kernel_read(layout, vp->idle_task + p->nvcsw_off,
+				      &sw[0], 8);
+		if (!err)
+			err = ivm_kernel_read(layout,
+					      vp->idle_task + p->nivcsw_off,
+					      &sw[1], 8);
+	}
+	if (err) {
+		ivm_error_destroy(err);
+		return false;
+	}
+	*ret = sw[0] + sw[1];
+	return true;
+}
+
 static void poll_once(struct profiler *p, uint64_t now)
 {
 	struct ivm_guest *g = p->guest;
@@ -313,7 +346,6 @@ static void poll_once(struct profiler *p, uint64_t now)
 		struct ivm_vcpu_obs obs = { .time_ns = now,
 					    .halted = vp->halted };
 		struct ivm_capture_req req;
-		uint64_t sw[2];
 
 		if (v->cpu < 0)
 			continue;
@@ -339,14 +371,8 @@ static void poll_once(struct profiler *p, uint64_t now)
 				p->res->helper_busy++;
 			}
 		}
-		if (vp->idle_task && p->nvcsw_off && p->nivcsw_off &&
-		    !ivm_kernel_read(g->layout, vp->idle_task + p->nvcsw_off,
-				     &sw[0], 8) &&
-		    !ivm_kernel_read(g->layout, vp->idle_task + p->nivcsw_off,
-				     &sw[1], 8)) {
+		if (read_idle_switches(p, vp, &obs.idle_switches))
 			obs.idle_switches_known = true;
-			obs.idle_switches = sw[0] + sw[1];
-		}
 		if (!ivm_dispatch_observe(p->dispatch, (uint32_t)i, &obs, &req))
 			continue;
 		err = capture(p, &req);
