@@ -423,7 +423,7 @@ struct ivm_error *ivm_guest_open(const struct ivm_guest_options *opts,
 	err = opts->core_path ? open_core(g, opts) : open_live(g, opts);
 	if (!err)
 		err = ivm_guest_find_release(g->gmem, g->release);
-	if (!err && !opts->no_kernel)
+	if (!err)
 		err = open_kernel(g, opts);
 	if (err) {
 		ivm_guest_close(g);

@@ -34,7 +34,6 @@ struct ivm_guest_options {
 	const char *qmp_path;		/* plain QEMU QMP socket */
 	const char *core_path;		/* dump-guest-memory ELF core */
 	const char *vmlinux;		/* guest kernel debuginfo */
-	bool no_kernel;			/* stop before the kernel layout */
 };
 
 /* getopt_long entries shared by the commands that open a guest. */
@@ -80,7 +79,7 @@ struct ivm_guest {
 	char *vmlinux;			/* path used */
 	struct ivm_btf *btf;
 	struct ivm_ksyms *ksyms;
-	struct ivm_kernel_layout *layout;	/* NULL with no_kernel */
+	struct ivm_kernel_layout *layout;
 	char *name;			/* for messages: domain, socket or core */
 };
 
