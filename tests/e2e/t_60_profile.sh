@@ -1,6 +1,7 @@
 # idlevm profile on lockstorm: the to-idle stacks are the workload's known
 # blocking paths in its designed ratio, and the per-thread split agrees with
 # the guest's own scheduler trace.
+. tests/e2e/lib_profile.sh
 case $IVM_WORKLOAD in
 lockstorm*) ;;
 *) echo "skip: needs lockstorm, guest runs $IVM_WORKLOAD"; exit 0 ;;
@@ -30,27 +31,7 @@ echo "$out" | head -n 40
 folded=$("$idlevm" report -f folded -K to_idle "$prof") || fail "idlevm report failed"
 
 # 1. Blocking paths of the workload's threads (ls-*), from kernel frames.
-echo "$folded" | awk '
-	$0 !~ /;ls-/ { next }
-	{ n = $NF; all += n }
-	/ls-worker/ && /futex_wait/  { lock += n; w += n; next }
-	/ls-worker/ && /pipe_read/   { pipe += n; w += n; next }
-	/ls-worker/ && /nanosleep/   { sleep += n; w += n; next }
-	/ls-(holder|dispatch)/ && /(do_sys_poll|nanosleep|futex_wait|pipe_read)/ { known += n; next }
-	{ other += n }
-	END {
-		if (all < 50 || w == 0) { printf "too few samples: %d\n", all; exit 1 }
-		k = (lock + pipe + sleep + known) * 100 / all
-		printf "workload to-idle samples %d: %.1f%% in known blocking paths\n", all, k
-		printf "workers %d: wait_for_lock %.1f%% read_request %.1f%% throttle %.1f%% (designed 60/30/10)\n",
-			w, lock * 100 / w, pipe * 100 / w, sleep * 100 / w
-		bad = 0
-		if (k < 90) { print "FAIL: under 90% in known paths"; bad = 1 }
-		d = lock * 100 / w - 60; if (d < -10 || d > 10) { print "FAIL: wait_for_lock share"; bad = 1 }
-		d = pipe * 100 / w - 30; if (d < -10 || d > 10) { print "FAIL: read_request share"; bad = 1 }
-		d = sleep * 100 / w - 10; if (d < -10 || d > 10) { print "FAIL: throttle share"; bad = 1 }
-		exit bad
-	}' || fail "blocking paths or ratio off"
+check_lockstorm_paths "$folded" || fail "blocking paths or ratio off"
 
 # 2. Per-thread share of "ran last before the CPU went idle": idlevm's
 # to-idle samples against the guest's sched_switch trace, over the

@@ -1,6 +1,7 @@
 # idlevm profile --capture pin against --capture optimistic on the same
 # lockstorm guest: pin discards a smaller fraction of its captures, and
 # the stacks it keeps pass t_60's blocking-path and ratio checks.
+. tests/e2e/lib_profile.sh
 case $IVM_WORKLOAD in
 lockstorm*) ;;
 *) echo "skip: needs lockstorm, guest runs $IVM_WORKLOAD"; exit 0 ;;
@@ -47,25 +48,5 @@ awk -v o="$of" -v p="$pf" 'BEGIN { exit !(p < o) }' ||
 # The stacks pin mode kept: t_60's known blocking paths and ratio.
 folded=$("$idlevm" report -f folded -K to_idle "$pin") ||
 	fail "idlevm report failed"
-echo "$folded" | awk '
-	$0 !~ /;ls-/ { next }
-	{ n = $NF; all += n }
-	/ls-worker/ && /futex_wait/  { lock += n; w += n; next }
-	/ls-worker/ && /pipe_read/   { pipe += n; w += n; next }
-	/ls-worker/ && /nanosleep/   { sleep += n; w += n; next }
-	/ls-(holder|dispatch)/ && /(do_sys_poll|nanosleep|futex_wait|pipe_read)/ { known += n; next }
-	{ other += n }
-	END {
-		if (all < 50 || w == 0) { printf "too few samples: %d\n", all; exit 1 }
-		k = (lock + pipe + sleep + known) * 100 / all
-		printf "pin: workload to-idle samples %d: %.1f%% in known blocking paths\n", all, k
-		printf "pin: workers %d: wait_for_lock %.1f%% read_request %.1f%% throttle %.1f%% (designed 60/30/10)\n",
-			w, lock * 100 / w, pipe * 100 / w, sleep * 100 / w
-		bad = 0
-		if (k < 90) { print "FAIL: under 90% in known paths"; bad = 1 }
-		d = lock * 100 / w - 60; if (d < -10 || d > 10) { print "FAIL: wait_for_lock share"; bad = 1 }
-		d = pipe * 100 / w - 30; if (d < -10 || d > 10) { print "FAIL: read_request share"; bad = 1 }
-		d = sleep * 100 / w - 10; if (d < -10 || d > 10) { print "FAIL: throttle share"; bad = 1 }
-		exit bad
-	}' || fail "pin mode: blocking paths or ratio off"
+check_lockstorm_paths "$folded" pin || fail "pin mode: blocking paths or ratio off"
 rm -f "$opt" "$pin"
