@@ -93,24 +93,28 @@ static void read_currents(struct ivm_guest *g, uint64_t *cur)
 static bool consistent_snapshot(struct ivm_guest *g, uint64_t *cur,
 				struct ivm_error **errp)
 {
-	uint64_t before[64];
-	size_t i, n = g->nr_vcpus < 64 ? g->nr_vcpus : 64;
+	uint64_t *before = calloc(g->nr_vcpus, sizeof(*before));
+	bool same = false;
 	int tries;
+	size_t i;
 
-	for (tries = 0; tries < 40; tries++) {
-		bool same = true;
-
+	*errp = NULL;
+	if (!before) {
+		*errp = &ivm_enomem;
+		return false;
+	}
+	for (tries = 0; tries < 40 && !same; tries++) {
 		read_currents(g, before);
 		*errp = ivm_guest_refresh_vcpus(g);
 		if (*errp)
-			return false;
+			break;
 		read_currents(g, cur);
-		for (i = 0; i < n; i++)
+		same = true;
+		for (i = 0; i < g->nr_vcpus; i++)
 			same &= before[i] == cur[i];
-		if (same)
-			return true;
 	}
-	return false;
+	free(before);
+	return same;
 }
 
 static void print_current(struct ivm_guest *g, struct ivm_guest_vcpu *v,
