@@ -115,6 +115,20 @@ struct ivm_error *ivm_guest_find_release(struct ivm_gmem *gmem,
  * IDLEVM_DEBUG_DIRS (directories separated by ':') replaces these, each
  * directory searched for vmlinux-RELEASE and RELEASE/vmlinux.
  */
+/* DIR (n bytes) + before + release + after, if that file is readable. */
+static char *readable(const char *dir, int n, const char *before,
+		      const char *release, const char *after)
+{
+	char *path;
+
+	if (asprintf(&path, "%.*s%s%s%s", n, dir, before, release, after) < 0)
+		return NULL;
+	if (access(path, R_OK) == 0)
+		return path;
+	free(path);
+	return NULL;
+}
+
 static char *find_vmlinux(const char *release)
 {
 	static const struct {
@@ -126,41 +140,26 @@ static char *find_vmlinux(const char *release)
 		{ "/boot/vmlinux-", "" },
 		{ "/lib/modules/", "/build/vmlinux" },
 	};
-	const char *dirs = getenv("IDLEVM_DEBUG_DIRS");
-	char *path;
+	const char *p = getenv("IDLEVM_DEBUG_DIRS");
+	char *path = NULL;
 	size_t i;
 
-	if (dirs) {
-		const char *p = dirs;
+	if (p) {
+		while (*p && !path) {
+			int n = (int)strcspn(p, ":");
 
-		while (*p) {
-			size_t n = strcspn(p, ":");
-
-			if (n && asprintf(&path, "%.*s/vmlinux-%s", (int)n, p,
-					  release) >= 0) {
-				if (access(path, R_OK) == 0)
-					return path;
-				free(path);
-			}
-			if (n && asprintf(&path, "%.*s/%s/vmlinux", (int)n, p,
-					  release) >= 0) {
-				if (access(path, R_OK) == 0)
-					return path;
-				free(path);
-			}
+			if (n)
+				path = readable(p, n, "/vmlinux-", release, "");
+			if (n && !path)
+				path = readable(p, n, "/", release, "/vmlinux");
 			p += n + (p[n] == ':');
 		}
-		return NULL;
+		return path;
 	}
-	for (i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
-		if (asprintf(&path, "%s%s%s", places[i].before, release,
-			     places[i].after) < 0)
-			return NULL;
-		if (access(path, R_OK) == 0)
-			return path;
-		free(path);
-	}
-	return NULL;
+	for (i = 0; i < sizeof(places) / sizeof(places[0]) && !path; i++)
+		path = readable("", 0, places[i].before, release,
+				places[i].after);
+	return path;
 }
 
 static struct ivm_error *open_live(struct ivm_guest *g,
