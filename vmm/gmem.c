@@ -36,11 +36,18 @@ void ivm_gmem_destroy(struct ivm_gmem *gmem)
 	free(gmem);
 }
 
+uint64_t ivm_gmem_backend_calls(const struct ivm_gmem *gmem)
+{
+	return __atomic_load_n(&gmem->backend_calls, __ATOMIC_RELAXED);
+}
+
 struct ivm_error *ivm_gmem_read_phys(struct ivm_gmem *gmem, uint64_t gpa,
 				     void *buf, size_t len)
 {
 	if (!len)
 		return NULL;
+	/* Relaxed: a statistic, but gmem reads may come from several threads. */
+	__atomic_fetch_add(&gmem->backend_calls, 1, __ATOMIC_RELAXED);
 	return gmem->ops->read_phys(gmem, gpa, buf, len);
 }
 
@@ -50,8 +57,10 @@ struct ivm_error *ivm_gmem_read_phys_many(struct ivm_gmem *gmem,
 {
 	size_t i;
 
-	if (gmem->ops->read_phys_many)
+	if (gmem->ops->read_phys_many) {
+		__atomic_fetch_add(&gmem->backend_calls, 1, __ATOMIC_RELAXED);
 		return gmem->ops->read_phys_many(gmem, pieces, nr_pieces);
+	}
 	for (i = 0; i < nr_pieces; i++) {
 		struct ivm_error *err;
 

@@ -163,6 +163,16 @@ struct ivm_error *ivm_gmem_read_phys_many(struct ivm_gmem *gmem,
 					  size_t nr_pieces);
 
 /*
+ * How many reads went to the backend since the gmem was created: one per
+ * ivm_gmem_read_phys() and one per ivm_gmem_read_phys_many() (or one per
+ * piece for a backend without batches).  For the process backend that is
+ * the number of process_vm_readv() system calls, the cost that matters
+ * live (a batch of more than 512 ranges makes one call per 512).  For
+ * benchmarks and statistics.
+ */
+uint64_t ivm_gmem_backend_calls(const struct ivm_gmem *gmem);
+
+/*
  * Core backend extras.  Each fails with IVM_ERROR_INVALID (or returns
  * 0 / NULL) on a gmem that is not a core.
  *

@@ -11,6 +11,7 @@
 struct ivm_gmem {
 	const struct ivm_gmem_ops *ops;
 	void *priv;
+	uint64_t backend_calls;	/* see ivm_gmem_backend_calls() */
 };
 
 /*

@@ -103,4 +103,81 @@ struct ivm_error *ivm_x86_64_read_virt(struct ivm_gmem *gmem,
 				       bool la57, uint64_t va, void *buf,
 				       size_t len);
 
+/*
+ * A memo of page-table entries, kept across samples (one per capture
+ * engine; not thread-safe).  Through the process backend a walk costs one
+ * process_vm_readv() per level, four or five before the data's own, and
+ * that was most of a live capture's time.  The memo remembers the last
+ * value seen at the guest physical address of every entry it was given,
+ * so the whole walk can be *predicted*: the entries at each level and then
+ * the data are all read in one round trip (ivm_gmem_read_phys_many), and
+ * only then is the prediction checked, top level first, against what was
+ * just read.  The first entry that differs from its prediction (or was
+ * never seen) is applied as read: it was read where a fresh walk would
+ * read it, since every entry above it matched.  Whatever was read below it
+ * is thrown away and the walk goes on from there in another round trip.
+ *
+ * So the memo is never believed, only checked: a memoized read returns what
+ * a fresh walk followed by the data read would have returned at the moment
+ * of the round trip (which reads the entries top-down, then the data), the
+ * same bytes and the same faults.  A guest changing its tables costs extra
+ * round trips, never a wrong translation; there is no staleness to bound
+ * and nothing to flush (ivm_x86_64_walk_memo_clear() only forgets).  A warm
+ * read of one page is one system call with five small ranges instead of
+ * five system calls; pages that share their upper tables (a kernel stack)
+ * read their shared entries once, adjacent PTEs as one range.
+ *
+ * Hostile tables: each round trip reads at most one entry per level per
+ * page and takes every unfinished page at least one level down, so a batch
+ * ends within six round trips, however the tables loop.  A memo slot is
+ * keyed by the entry's gpa alone (cr3 and la57 need no part in it: the gpa
+ * of an entry says what it is), direct-mapped; collisions only evict.
+ * Zero-initialized is empty.
+ */
+#define IVM_X86_64_MEMO_BITS 10
+#define IVM_X86_64_MEMO_SLOTS (1u << IVM_X86_64_MEMO_BITS)
+
+struct ivm_x86_64_memo_slot {
+	uint64_t tag;		/* entry gpa | 1; 0: empty */
+	uint64_t entry;		/* its value when last read */
+};
+
+struct ivm_x86_64_walk_memo {
+	struct ivm_x86_64_memo_slot slots[IVM_X86_64_MEMO_SLOTS];
+	/* Entries read through the memo, by how the prediction fared. */
+	uint64_t confirmed, changed, unknown;
+};
+
+/* Forget every entry (statistics are kept). */
+void ivm_x86_64_walk_memo_clear(struct ivm_x86_64_walk_memo *memo);
+
+/*
+ * ivm_gmem_read_virt() (see gmem.h for the contract: the same bytes, the
+ * same faults at the same addresses) with walks predicted by memo (NULL:
+ * no predictions, a plain walk per page, though the pages of one call
+ * still share round trips).
+ */
+struct ivm_error *ivm_x86_64_read_virt_memo(struct ivm_gmem *gmem,
+					    struct ivm_x86_64_walk_memo *memo,
+					    uint64_t cr3, bool la57,
+					    uint64_t va, void *buf,
+					    size_t len);
+
+/*
+ * Read nr (at most 64) whole 4 KiB pages va, va + 4 KiB, ... (va page
+ * aligned) into pages[i], walks predicted by memo, all pages sharing round
+ * trips: a warm stack of four pages is one system call.  pages[i] NULL
+ * skips page i.  *ret gets bit i set for each page read whole; a page that
+ * is not mapped or not in guest RAM just leaves its bit clear (read it
+ * with ivm_x86_64_read_virt_memo() for its fault).  Fails only for a bad
+ * range (IVM_ERROR_INVALID) or errors other than faults (IVM_ERROR_GONE
+ * when QEMU exited), with *ret 0.
+ */
+struct ivm_error *ivm_x86_64_read_pages_memo(struct ivm_gmem *gmem,
+					     struct ivm_x86_64_walk_memo *memo,
+					     uint64_t cr3, bool la57,
+					     uint64_t va, size_t nr,
+					     void *const *pages,
+					     uint64_t *ret);
+
 #endif /* IVM_X86_64_PAGING_H */

@@ -13,7 +13,9 @@
  * regions (median and p99 latency, MB/s), 16 scattered 8-byte reads in one
  * ivm_gmem_read_phys_many() call, and with --cr3/--va, 8-byte virtual reads
  * in the page at VA, without (four page-table reads plus the data each) and
- * with the translation cache.
+ * with the translation cache, and the whole 4 KiB page at VA without and
+ * with the walk memo (its walk predicted and checked in the data's round
+ * trip, as captures read stack pages).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -116,7 +118,7 @@ static void report(const char *what, uint64_t *ns, size_t n, size_t bytes)
 	       sum ? (double)bytes * n / (sum / 1e9) / 1e6 : 0.0);
 }
 
-enum bench_kind { PHYS, MANY, VIRT, VIRT_TLB };
+enum bench_kind { PHYS, MANY, VIRT, VIRT_TLB, PAGE, PAGE_MEMO };
 
 static int run(struct ivm_gmem *gmem, const char *label, enum bench_kind kind,
 	       size_t len, size_t iterations, uint64_t cr3, uint64_t va)
@@ -126,6 +128,7 @@ static int run(struct ivm_gmem *gmem, const char *label, enum bench_kind kind,
 	uint64_t words[16];
 	struct ivm_gmem_piece pieces[16];
 	struct ivm_x86_64_tlb tlb = { 0 };
+	static struct ivm_x86_64_walk_memo memo;
 	char what[64];
 	size_t i, j;
 
@@ -134,6 +137,8 @@ static int run(struct ivm_gmem *gmem, const char *label, enum bench_kind kind,
 	for (i = 0; i < iterations; i++) {
 		struct ivm_error *err = NULL;
 		uint64_t gpa = random_gpa(len), t0;
+		/* A word of the page at va (which need not be aligned). */
+		uint64_t word_va = (va & ~0xfffull) + (next_rand() % 512) * 8;
 
 		if (kind == MANY)
 			for (j = 0; j < 16; j++)
@@ -148,15 +153,21 @@ static int run(struct ivm_gmem *gmem, const char *label, enum bench_kind kind,
 			err = ivm_gmem_read_phys_many(gmem, pieces, 16);
 			break;
 		case VIRT:
-			err = ivm_gmem_read_virt(gmem, cr3, 0,
-						 va + (next_rand() % 512) * 8,
-						 buf, 8);
+			err = ivm_gmem_read_virt(gmem, cr3, 0, word_va, buf, 8);
 			break;
 		case VIRT_TLB:
 			/* As an unwinder would: many words of one page. */
-			err = ivm_x86_64_read_virt(gmem, &tlb, cr3, 0,
-						   va + (next_rand() % 512) * 8,
+			err = ivm_x86_64_read_virt(gmem, &tlb, cr3, 0, word_va,
 						   buf, 8);
+			break;
+		case PAGE:
+			err = ivm_gmem_read_virt(gmem, cr3, 0, va & ~0xfffull,
+						 buf, 4096);
+			break;
+		case PAGE_MEMO:
+			err = ivm_x86_64_read_virt_memo(gmem, &memo, cr3, 0,
+							va & ~0xfffull, buf,
+							4096);
 			break;
 		}
 		ns[i] = now_ns() - t0;
@@ -169,6 +180,8 @@ static int run(struct ivm_gmem *gmem, const char *label, enum bench_kind kind,
 		 kind == MANY ? "16x8 B many" :
 		 kind == VIRT ? "8 B virt" :
 		 kind == VIRT_TLB ? "8 B virt, tlb" :
+		 kind == PAGE ? "4 KiB virt" :
+		 kind == PAGE_MEMO ? "4 KiB virt, memo" :
 		 len == 8 ? "8 B" : len == 4096 ? "4 KiB" : "1 MiB");
 	report(what, ns, iterations, kind == MANY ? 128 : len);
 	free(ns);
@@ -189,6 +202,8 @@ static int bench(struct ivm_gmem *gmem, const char *label, size_t iterations,
 	if (cr3) {
 		r |= run(gmem, label, VIRT, 8, iterations, cr3, va);
 		r |= run(gmem, label, VIRT_TLB, 8, iterations, cr3, va);
+		r |= run(gmem, label, PAGE, 4096, iterations, cr3, va);
+		r |= run(gmem, label, PAGE_MEMO, 4096, iterations, cr3, va);
 	}
 	return r;
 }

@@ -303,7 +303,8 @@ static int bench_core(const char *core, const char *vmlinux,
 	       " cs %#x, %zu orc entries\n", d.slide, regs.cr3, regs.rip,
 	       regs.cs, ivm_orc_nr_entries(table));
 	d.kg = (struct ivm_kmem_gmem){ d.gmem, regs.cr3,
-				       (regs.cr4 & IVM_X86_CR4_LA57) != 0 };
+				       (regs.cr4 & IVM_X86_CR4_LA57) != 0,
+				       NULL };
 	ivm_kmem_reader_gmem(&d.kg, &d.reader);
 
 	cfg.orc = table;
