@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dwarf_lines.h"
 #include "symfile.h"
 
 #define MAX_DIE_DEPTH		64	/* nesting of functions and blocks */
@@ -30,6 +32,7 @@ struct scope {
 	Dwarf_Off die_off;
 	int32_t parent;		/* index in the function's scopes, -1 at top */
 	bool inlined;
+	bool block;		/* a lexical block: no frame of its own */
 };
 
 /* One address range of a scope; a scope with DW_AT_ranges has several. */
@@ -67,6 +70,8 @@ struct func_range {
 struct unit {
 	Dwarf_Off cu_off;
 	Dwarf_Die cudie;
+	struct ivm_dwarf_lines *lines;	/* NULL: ask libdw */
+	bool lines_read;
 	bool scan_started, scan_done;
 	Dwarf_Die scan[MAX_SCAN_DEPTH];
 	int scan_depth;
@@ -92,6 +97,10 @@ struct ivm_symfile {
 	Elf *elf;
 	Dwarf *dwarf;
 	struct ivm_symfile *debug;	/* separate debuginfo, owned */
+	Dwfl *dwfl;			/* a module: relocates its DWARF */
+	bool dwarf_borrowed;		/* dwarf belongs to dwfl */
+	struct ivm_sym_section_addr *mod_sections;	/* names owned */
+	size_t nr_mod_sections;
 	char *map_text;			/* System.map: names point here */
 
 	struct symbol *symbols;
@@ -101,6 +110,9 @@ struct ivm_symfile {
 		uint64_t lo, hi;
 	} *texts;			/* the sections themselves */
 	size_t nr_texts;
+
+	/* Sections for the direct line-table reader (dwarf_lines.h). */
+	struct ivm_dwarf_sections dwarf_sections;
 
 	uint8_t build_id[IVM_SYM_BUILD_ID_MAX];
 	size_t build_id_len;
@@ -184,15 +196,29 @@ static const struct text_section *text_of(const struct ivm_symfile *f,
  */
 static void symbols_finish(struct ivm_symfile *f)
 {
+	uint64_t covered = 0;	/* end of the sized symbols seen so far */
 	size_t i, n = 0;
 
 	if (!f->nr_symbols)
 		return;
 	qsort(f->symbols, f->nr_symbols, sizeof(*f->symbols), symbol_cmp);
 	for (i = 0; i < f->nr_symbols; i++) {
-		if (n && f->symbols[n - 1].addr == f->symbols[i].addr)
+		const struct symbol *s = &f->symbols[i];
+
+		if (n && f->symbols[n - 1].addr == s->addr)
 			continue;
-		f->symbols[n++] = f->symbols[i];
+		/*
+		 * An unsized label inside a sized symbol (an assembly inner
+		 * label such as entry_SYSCALL_64_after_hwframe) does not
+		 * split it: the address is named after the symbol that
+		 * holds it, as eu-addr2line and perf do.
+		 */
+		if (!s->size && s->addr < covered)
+			continue;
+		if (s->size && s->addr + s->size > covered &&
+		    s->addr + s->size > s->addr)
+			covered = s->addr + s->size;
+		f->symbols[n++] = *s;
 	}
 	f->nr_symbols = n;
 	for (i = 0; i < n; i++) {
@@ -265,7 +291,8 @@ static struct ivm_sym_error *elf_error(const char *path, const char *what)
  * rather than let a read fault later.
  */
 static struct ivm_sym_error *check_sections(struct ivm_symfile *f,
-					    uint64_t file_size)
+					    uint64_t file_size,
+					    bool relocatable)
 {
 	Elf_Scn *scn = NULL;
 
@@ -283,7 +310,7 @@ static struct ivm_sym_error *check_sections(struct ivm_symfile *f,
 				" bytes): truncated?", f->path, elf_ndxscn(scn),
 				file_size);
 		if ((sh.sh_flags & SHF_ALLOC) && (sh.sh_flags & SHF_EXECINSTR) &&
-		    sh.sh_size) {
+		    sh.sh_size && !relocatable) {
 			uint64_t end = sh.sh_addr + sh.sh_size;
 
 			struct text_section *nt;
@@ -466,8 +493,12 @@ static struct ivm_symfile *symfile_new(const char *path)
 	return f;
 }
 
-struct ivm_sym_error *ivm_symfile_open_elf(const char *path,
-					   struct ivm_symfile **ret)
+/*
+ * Open path as an ELF file whose headers and section table are sane (see
+ * check_sections); *type gets its e_type.
+ */
+static struct ivm_sym_error *open_checked(const char *path, uint16_t *type,
+					  struct ivm_symfile **ret)
 {
 	struct ivm_sym_error *err;
 	struct ivm_symfile *f;
@@ -516,20 +547,333 @@ struct ivm_sym_error *ivm_symfile_open_elf(const char *path,
 		err = elf_error(path, "no section table (truncated?)");
 		goto fail;
 	}
-	err = check_sections(f, (uint64_t)st.st_size);
+	err = check_sections(f, (uint64_t)st.st_size, eh.e_type == ET_REL);
 	if (err)
 		goto fail;
 	read_build_id(f);
-	err = read_symtab(f);
+	*type = eh.e_type;
+	*ret = f;
+	return NULL;
+fail:
+	ivm_symfile_destroy(f);
+	return err;
+}
+
+static void find_dwarf_sections(struct ivm_symfile *f);
+
+struct ivm_sym_error *ivm_symfile_open_elf(const char *path,
+					   struct ivm_symfile **ret)
+{
+	struct ivm_sym_error *err;
+	struct ivm_symfile *f;
+	uint16_t type;
+
+	err = open_checked(path, &type, &f);
 	if (err)
-		goto fail;
+		return err;
+	if (type == ET_REL) {
+		/* Its addresses mean nothing until its sections are placed. */
+		ivm_symfile_destroy(f);
+		return ivm_sym_error_create(IVM_SYM_ERROR_FORMAT,
+			"%s: a relocatable object (a kernel module?): open it with its section addresses",
+			path);
+	}
+	err = read_symtab(f);
+	if (err) {
+		ivm_symfile_destroy(f);
+		return err;
+	}
 	/*
 	 * Missing DWARF is normal (a stripped binary); broken DWARF is
 	 * treated the same way: the symbol table still answers.
 	 */
 	f->dwarf = dwarf_begin_elf(f->elf, DWARF_C_READ, NULL);
+	if (f->dwarf)
+		find_dwarf_sections(f);
 	*ret = f;
 	return NULL;
+}
+
+/*
+ * The line-table sections as they are in the file, for dwarf_lines.c;
+ * none when compressed (libdw inflates those) or absent, and never for a
+ * module (libdwfl relocates its copy of them).
+ */
+static void find_dwarf_sections(struct ivm_symfile *f)
+{
+	static const char *const names[] = {
+		".debug_line", ".debug_line_str", ".debug_str",
+	};
+	const uint8_t *data[3] = { NULL };
+	size_t size[3] = { 0 }, shstrndx, i;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(f->elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(f->elf, scn))) {
+		const char *name;
+		Elf_Data *d;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		name = elf_strptr(f->elf, shstrndx, sh.sh_name);
+		for (i = 0; name && i < 3; i++) {
+			if (strcmp(name, names[i]))
+				continue;
+			if (sh.sh_flags & SHF_COMPRESSED)
+				return;
+			d = elf_getdata(scn, NULL);
+			if (d && d->d_buf) {
+				data[i] = d->d_buf;
+				size[i] = d->d_size;
+			}
+		}
+	}
+	f->dwarf_sections = (struct ivm_dwarf_sections){
+		.line = data[0], .line_size = size[0],
+		.line_str = data[1], .line_str_size = size[1],
+		.str = data[2], .str_size = size[2],
+	};
+}
+
+/* ---- kernel modules ---------------------------------------------------- */
+
+/*
+ * A module's sections are where the guest put them, except .init.*: the
+ * kernel frees those once the module is initialised and reuses the memory
+ * (two modules here showed the same .init.text address), so an address
+ * there is never named after them.
+ */
+static bool section_loaded(const struct ivm_symfile *f, const char *name,
+			   uint64_t *addr)
+{
+	size_t i;
+
+	if (!name || !strncmp(name, ".init", 5))
+		return false;
+	for (i = 0; i < f->nr_mod_sections; i++)
+		if (!strcmp(f->mod_sections[i].name, name)) {
+			*addr = f->mod_sections[i].addr;
+			return true;
+		}
+	return false;
+}
+
+static int module_find_elf(Dwfl_Module *mod, void **userdata,
+			   const char *modname, Dwarf_Addr base,
+			   char **file_name, Elf **elfp)
+{
+	struct ivm_symfile *f = *userdata;
+	int fd;
+
+	/*
+	 * A private mapping of its own: libdwfl relocates the DWARF in
+	 * place, in memory.
+	 */
+	fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	*elfp = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
+	*file_name = strdup(f->path);
+	if (!*elfp || !*file_name) {
+		elf_end(*elfp);
+		*elfp = NULL;
+		free(*file_name);
+		*file_name = NULL;
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int module_no_debuginfo(Dwfl_Module *mod, void **userdata,
+			       const char *modname, Dwarf_Addr base,
+			       const char *file_name, const char *debuglink,
+			       GElf_Word crc, char **debuginfo_file_name)
+{
+	return -1;	/* the .ko given is the debug file */
+}
+
+static int module_section_address(Dwfl_Module *mod, void **userdata,
+				  const char *modname, Dwarf_Addr base,
+				  const char *secname, GElf_Word shndx,
+				  const GElf_Shdr *shdr, Dwarf_Addr *addr)
+{
+	uint64_t a;
+
+	*addr = section_loaded(*userdata, secname, &a) ? a : (Dwarf_Addr)-1;
+	return 0;
+}
+
+static const Dwfl_Callbacks module_callbacks = {
+	.find_elf = module_find_elf,
+	.find_debuginfo = module_no_debuginfo,
+	.section_address = module_section_address,
+};
+
+/*
+ * The placed executable sections of the module: its text, for
+ * ivm_symfile_in_text() and the range reported to libdwfl.
+ */
+static struct ivm_sym_error *module_texts(struct ivm_symfile *f)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(f->elf, &shstrndx))
+		return elf_error(f->path, "no section names");
+	while ((scn = elf_nextscn(f->elf, scn))) {
+		struct text_section *nt;
+		const char *name;
+		uint64_t addr, end;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) ||
+		    !(sh.sh_flags & SHF_EXECINSTR) || !sh.sh_size)
+			continue;
+		name = elf_strptr(f->elf, shstrndx, sh.sh_name);
+		if (!section_loaded(f, name, &addr))
+			continue;
+		end = addr + sh.sh_size;
+		if (end < addr)
+			continue;
+		nt = realloc(f->texts, (f->nr_texts + 1) * sizeof(*nt));
+		if (!nt)
+			return &ivm_sym_enomem;
+		f->texts = nt;
+		f->texts[f->nr_texts++] = (struct text_section){ addr, end };
+		if (!f->text_hi || addr < f->text_lo)
+			f->text_lo = addr;
+		if (end > f->text_hi)
+			f->text_hi = end;
+	}
+	if (!f->nr_texts)
+		return ivm_sym_error_create(IVM_SYM_ERROR_NOT_FOUND,
+			"%s: none of its code sections has a load address",
+			f->path);
+	return NULL;
+}
+
+/* The symbols of a module, at the addresses libdwfl placed them. */
+static struct ivm_sym_error *module_symbols(struct ivm_symfile *f,
+					    Dwfl_Module *mod)
+{
+	size_t cap = 0, shstrndx;
+	int i, n = dwfl_module_getsymtab(mod);
+
+	if (n < 0 || elf_getshdrstrndx(f->elf, &shstrndx))
+		return NULL;	/* no symbol table: DWARF alone */
+	for (i = 1; i < n; i++) {
+		struct symbol s;
+		const char *name, *sec;
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		GElf_Shdr sh;
+		Elf *elf;
+		Dwarf_Addr bias;
+		uint64_t sec_addr;
+		int type;
+
+		name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx,
+					       &elf, &bias);
+		if (!name || !*name || name[0] == '$' ||
+		    !strncmp(name, ".L", 2))
+			continue;
+		type = GELF_ST_TYPE(sym.st_info);
+		if (type != STT_FUNC && type != STT_NOTYPE &&
+		    type != STT_GNU_IFUNC)
+			continue;
+		/* Only in a placed code section: never .init.text's 0. */
+		if (shndx == SHN_UNDEF || shndx >= SHN_LORESERVE ||
+		    !gelf_getshdr(elf_getscn(f->elf, shndx), &sh) ||
+		    !(sh.sh_flags & SHF_EXECINSTR))
+			continue;
+		sec = elf_strptr(f->elf, shstrndx, sh.sh_name);
+		if (!section_loaded(f, sec, &sec_addr) ||
+		    sym.st_value > sh.sh_size ||
+		    addr != sec_addr + sym.st_value)
+			continue;
+		s.addr = addr;
+		s.size = sym.st_size;
+		s.name = name;
+		s.rank = (type == STT_FUNC ? 4 : 0) + (s.size ? 2 : 0) +
+			 (GELF_ST_BIND(sym.st_info) == STB_GLOBAL ? 1 : 0);
+		if (!symbols_push(f, &cap, &s))
+			return &ivm_sym_enomem;
+	}
+	symbols_finish(f);
+	return NULL;
+}
+
+struct ivm_sym_error *ivm_symfile_open_module(
+	const char *path, const char *name,
+	const struct ivm_sym_section_addr *sections, size_t nr_sections,
+	struct ivm_symfile **ret)
+{
+	struct ivm_sym_error *err;
+	struct ivm_symfile *f;
+	Dwfl_Module *mod;
+	Dwarf_Addr bias = 0;
+	uint16_t type;
+	void **userdata;
+	size_t i;
+
+	err = open_checked(path, &type, &f);
+	if (err)
+		return err;
+	if (type != ET_REL) {
+		err = ivm_sym_error_create(IVM_SYM_ERROR_FORMAT,
+			"%s: not a relocatable object: not a kernel module",
+			path);
+		goto fail;
+	}
+	f->mod_sections = calloc(nr_sections ? nr_sections : 1,
+				 sizeof(*f->mod_sections));
+	if (!f->mod_sections)
+		goto nomem;
+	for (i = 0; i < nr_sections; i++) {
+		if (!sections[i].name)
+			continue;
+		f->mod_sections[f->nr_mod_sections].name =
+			strdup(sections[i].name);
+		if (!f->mod_sections[f->nr_mod_sections].name)
+			goto nomem;
+		f->mod_sections[f->nr_mod_sections++].addr = sections[i].addr;
+	}
+	err = module_texts(f);
+	if (err)
+		goto fail;
+	f->dwfl = dwfl_begin(&module_callbacks);
+	if (!f->dwfl)
+		goto nomem;
+	dwfl_report_begin(f->dwfl);
+	mod = dwfl_report_module(f->dwfl, name, f->text_lo, f->text_hi);
+	if (!mod || dwfl_report_end(f->dwfl, NULL, NULL)) {
+		err = ivm_sym_error_create(IVM_SYM_ERROR_FORMAT,
+					   "%s: cannot place module %s: %s",
+					   path, name, dwfl_errmsg(-1));
+		goto fail;
+	}
+	dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+	*userdata = f;
+	err = module_symbols(f, mod);
+	if (err)
+		goto fail;
+	/*
+	 * libdwfl applies the module's .rela.debug_* with the section
+	 * addresses: DWARF then speaks guest addresses, bias 0.  A DWARF it
+	 * cannot relocate is not used (names from the symbol table only).
+	 */
+	f->dwarf = dwfl_module_getdwarf(mod, &bias);
+	f->dwarf_borrowed = true;
+	if (f->dwarf && bias)
+		f->dwarf = NULL;
+	*ret = f;
+	return NULL;
+nomem:
+	err = &ivm_sym_enomem;
 fail:
 	ivm_symfile_destroy(f);
 	return err;
@@ -657,13 +1001,19 @@ void ivm_symfile_destroy(struct ivm_symfile *f)
 		}
 		free(u->funcs);
 		free(u->franges);
+		ivm_dwarf_lines_destroy(u->lines);
 		free(u);
 	}
 	free(f->units);
 	free(f->unit_ranges);
 	ivm_symfile_destroy(f->debug);
-	if (f->dwarf)
+	if (f->dwarf && !f->dwarf_borrowed)
 		dwarf_end(f->dwarf);
+	if (f->dwfl)
+		dwfl_end(f->dwfl);
+	for (i = 0; i < f->nr_mod_sections; i++)
+		free((char *)f->mod_sections[i].name);
+	free(f->mod_sections);
 	if (f->elf)
 		elf_end(f->elf);
 	if (f->fd >= 0)
@@ -756,24 +1106,69 @@ static int unit_range_cmp(const void *a, const void *b)
 	return 0;
 }
 
+static int off_cmp(const void *a, const void *b)
+{
+	Dwarf_Off x = *(const Dwarf_Off *)a, y = *(const Dwarf_Off *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
- * Every compile unit's address ranges, once, for files whose
- * .debug_aranges are missing or do not cover an address.
+ * The units .debug_aranges describes, as sorted CU DIE offsets (NULL when
+ * there is no table): their ranges are already known to dwarf_addrdie.
+ */
+static Dwarf_Off *aranges_units(struct ivm_symfile *f, size_t *nr)
+{
+	Dwarf_Aranges *aranges;
+	Dwarf_Off *offs;
+	size_t n, i, j;
+
+	*nr = 0;
+	if (dwarf_getaranges(f->dwarf, &aranges, &n) != 0 || !n)
+		return NULL;
+	offs = calloc(n, sizeof(*offs));
+	if (!offs)
+		return NULL;
+	for (i = 0, j = 0; i < n; i++) {
+		Dwarf_Addr start;
+		Dwarf_Word len;
+
+		if (dwarf_getarangeinfo(dwarf_onearange(aranges, i), &start,
+					&len, &offs[j]) == 0)
+			j++;
+	}
+	qsort(offs, j, sizeof(*offs), off_cmp);
+	*nr = j;
+	return offs;
+}
+
+/*
+ * The address ranges of the compile units that .debug_aranges does not
+ * describe (all of them when it is missing, as clang builds do), once,
+ * for the addresses dwarf_addrdie does not place.  A unit aranges lists is
+ * skipped: reading every unit's DIE costs each unit's abbreviations
+ * (about 70 ms on a distribution vmlinux), and aranges already answered
+ * for it.
  */
 static void index_unit_ranges(struct ivm_symfile *f)
 {
 	Dwarf_CU *cu = NULL;
 	Dwarf_Die cudie;
 	uint8_t unit_type;
-	size_t cap = 0;
+	size_t cap = 0, nr_known;
+	Dwarf_Off *known = aranges_units(f, &nr_known);
 
 	f->ranges_indexed = true;
 	while (dwarf_get_units(f->dwarf, cu, &cu, NULL, &unit_type, &cudie,
 			       NULL) == 0) {
 		Dwarf_Addr base, start, end;
+		Dwarf_Off cu_off = dwarf_dieoffset(&cudie);
 		ptrdiff_t off = 0;
 
 		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
+			continue;
+		if (known && bsearch(&cu_off, known, nr_known, sizeof(*known),
+				     off_cmp))
 			continue;
 		while ((off = dwarf_ranges(&cudie, off, &base, &start, &end)) > 0) {
 			if (end <= start)
@@ -781,11 +1176,11 @@ static void index_unit_ranges(struct ivm_symfile *f)
 			if (!GROW(f->unit_ranges, &cap, f->nr_unit_ranges, 1024))
 				break;
 			f->unit_ranges[f->nr_unit_ranges++] = (struct unit_range){
-				.lo = start, .hi = end,
-				.cu_off = dwarf_dieoffset(&cudie),
+				.lo = start, .hi = end, .cu_off = cu_off,
 			};
 		}
 	}
+	free(known);
 	if (f->nr_unit_ranges)
 		qsort(f->unit_ranges, f->nr_unit_ranges,
 		      sizeof(*f->unit_ranges), unit_range_cmp);
@@ -890,7 +1285,7 @@ struct func_builder {
 };
 
 static void add_scope(struct func_builder *b, Dwarf_Die *die, int32_t parent,
-		      uint32_t depth, bool inlined, int32_t *idx)
+		      uint32_t depth, bool inlined, bool block, int32_t *idx)
 {
 	struct func *fn = b->fn;
 	Dwarf_Addr base, start, end;
@@ -911,6 +1306,7 @@ static void add_scope(struct func_builder *b, Dwarf_Die *die, int32_t parent,
 				.die_off = dwarf_dieoffset(die),
 				.parent = parent,
 				.inlined = inlined,
+				.block = block,
 			};
 			any = true;
 		}
@@ -942,7 +1338,7 @@ static void index_func(struct ivm_symfile *f, struct func *fn)
 	fn->indexed = true;
 	if (!dwarf_offdie(f->dwarf, fn->die_off, &stack[0]))
 		return;
-	add_scope(&b, &stack[0], -1, 0, false, &idx);
+	add_scope(&b, &stack[0], -1, 0, false, false, &idx);
 	if (b.failed || idx < 0)
 		goto out;
 	scope_of[1] = idx;
@@ -963,13 +1359,23 @@ static void index_func(struct ivm_symfile *f, struct func *fn)
 		case DW_TAG_inlined_subroutine:
 		case DW_TAG_subprogram:		/* nested (GNU C) */
 			add_scope(&b, die, parent, (uint32_t)depth,
-				  tag == DW_TAG_inlined_subroutine, &idx);
+				  tag == DW_TAG_inlined_subroutine, false, &idx);
 			if (b.failed)
 				goto out;
 			descend = idx >= 0;
 			break;
 		case DW_TAG_lexical_block:
-			descend = true;
+			/*
+			 * A level of its own, as dwarf_getscopes() sees it: an
+			 * inline inside a block whose ranges miss the address
+			 * is not the answer there (nor inside a block with no
+			 * ranges at all).
+			 */
+			add_scope(&b, die, parent, (uint32_t)depth, false, true,
+				  &idx);
+			if (b.failed)
+				goto out;
+			descend = idx >= 0;
 			break;
 		default:
 			break;
@@ -1077,12 +1483,29 @@ static struct func *find_func(struct unit *u, uint64_t addr)
 	return NULL;
 }
 
-/* The innermost scope of fn holding addr, or -1. */
+/*
+ * The innermost scope of fn holding addr, or -1, chosen as libdw's
+ * dwarf_getscopes() (and so eu-addr2line) does: from the function down,
+ * the first child in DIE order whose own ranges hold addr, until none
+ * does.  GCC leaves overlapping sibling inlines (two calls merged) and
+ * inlines whose ranges miss an address a nested one holds: this rule,
+ * not "the range starting nearest", is what the reference tools answer.
+ */
 static int32_t innermost_scope(const struct func *fn, uint64_t addr)
 {
-	size_t lo = 0, hi = fn->nr_ranges, i;
-	const struct scope_range *best = NULL;
+	size_t lo = 0, hi = fn->nr_ranges, i, j;
+	bool stack_holds[256], *holds = stack_holds;
+	int32_t cur;
 
+	if (!fn->nr_scopes)
+		return -1;
+	if (fn->nr_scopes > sizeof(stack_holds)) {
+		holds = calloc(fn->nr_scopes, sizeof(*holds));
+		if (!holds)
+			return -1;
+	} else {
+		memset(holds, 0, fn->nr_scopes * sizeof(*holds));
+	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -1091,28 +1514,54 @@ static int32_t innermost_scope(const struct func *fn, uint64_t addr)
 		else
 			hi = mid;
 	}
-	if (!lo)
-		return -1;
-	/*
-	 * Ranges nest like the DIEs do, so the last range starting at or
-	 * before addr is the innermost when it holds addr.  When it does not
-	 * (addr is in the function past an inlined block), scan back for the
-	 * deepest range that holds it.
-	 */
-	if (addr < fn->ranges[lo - 1].hi)
-		return (int32_t)fn->ranges[lo - 1].scope;
-	for (i = lo; i-- > 0;) {
-		const struct scope_range *r = &fn->ranges[i];
-
-		if (addr < r->hi && (!best || r->depth > best->depth))
-			best = r;
+	/* Ranges are sorted by start: those before lo start at or below. */
+	for (i = 0; i < lo; i++)
+		if (addr < fn->ranges[i].hi &&
+		    fn->ranges[i].scope < fn->nr_scopes)
+			holds[fn->ranges[i].scope] = true;
+	cur = -1;
+	if (holds[0] && fn->scopes[0].parent < 0) {
+		cur = 0;
+		/*
+		 * Scopes are in DIE pre-order, so a scope's descendants follow
+		 * it: one forward pass finds each level's first holder.
+		 */
+		for (j = 1; j < fn->nr_scopes; j++) {
+			if (fn->scopes[j].parent == cur && holds[j])
+				cur = (int32_t)j;
+		}
 	}
-	return best ? (int32_t)best->scope : -1;
+	if (holds != stack_holds)
+		free(holds);
+	return cur;
 }
 
-static const char *call_site_file(Dwarf_Die *cudie, Dwarf_Die *die,
-				  unsigned int *line)
+/*
+ * The unit's line table read directly (see dwarf_lines.h), once; NULL
+ * when it cannot be, and libdw answers instead.
+ */
+static struct ivm_dwarf_lines *unit_lines(struct ivm_symfile *f,
+					  struct unit *u)
 {
+	Dwarf_Attribute attr;
+	Dwarf_Word off;
+
+	if (u->lines_read)
+		return u->lines;
+	u->lines_read = true;
+	if (!f->dwarf_sections.line ||
+	    dwarf_formudata(dwarf_attr(&u->cudie, DW_AT_stmt_list, &attr),
+			    &off) != 0)
+		return NULL;
+	ivm_dwarf_lines_read(&f->dwarf_sections, off, &u->lines);
+	return u->lines;
+}
+
+static const char *call_site_file(struct ivm_symfile *f, struct unit *u,
+				  Dwarf_Die *die, unsigned int *line)
+{
+	struct ivm_dwarf_lines *lines = unit_lines(f, u);
+	Dwarf_Die *cudie = &u->cudie;
 	Dwarf_Attribute attr;
 	Dwarf_Word file_idx, line_no;
 	Dwarf_Files *files;
@@ -1125,6 +1574,8 @@ static const char *call_site_file(Dwarf_Die *cudie, Dwarf_Die *die,
 	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr),
 			    &file_idx) != 0)
 		return NULL;
+	if (lines)
+		return ivm_dwarf_lines_file(lines, file_idx);
 	if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0 ||
 	    file_idx >= nfiles)
 		return NULL;
@@ -1142,6 +1593,7 @@ static unsigned int dwarf_frames(struct ivm_symfile *f, uint64_t addr,
 	struct func *fn;
 	int32_t s = -1;
 	unsigned int n = 0;
+	struct ivm_dwarf_lines *lines;
 	Dwarf_Line *line;
 
 	u = find_unit(f, addr);
@@ -1158,13 +1610,19 @@ static unsigned int dwarf_frames(struct ivm_symfile *f, uint64_t addr,
 		const struct scope *sc = &fn->scopes[s];
 		Dwarf_Die die;
 
+		if (sc->block) {
+			if (sc->parent >= s)
+				break;
+			s = sc->parent;
+			continue;
+		}
 		if (!dwarf_offdie(f->dwarf, sc->die_off, &die))
 			break;
 		frames[n].function = dwarf_diename(&die);
 		frames[n].inlined = sc->inlined;
 		/* The outer frame's position is this inlined call's site. */
 		if (sc->inlined && n + 1 < IVM_SYM_MAX_INLINE)
-			frames[n + 1].file = call_site_file(&u->cudie, &die,
+			frames[n + 1].file = call_site_file(f, u, &die,
 							    &frames[n + 1].line);
 		n++;
 		if (!sc->inlined)
@@ -1179,6 +1637,13 @@ static unsigned int dwarf_frames(struct ivm_symfile *f, uint64_t addr,
 	 * (assembly, folded aliases): keep its file:line, the symbol table
 	 * will name the function.
 	 */
+	lines = unit_lines(f, u);
+	if (lines) {
+		if (ivm_dwarf_lines_find(lines, addr, &frames[0].file,
+					 &frames[0].line) && !n)
+			n = 1;
+		return n;
+	}
 	line = dwarf_getsrc_die(&u->cudie, addr);
 	if (line) {
 		int lineno = 0;

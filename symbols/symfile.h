@@ -9,12 +9,18 @@
  * System.map), else the location is unknown.  Results are cached, so a
  * profile pays for each distinct address once.
  *
+ * The answers are eu-addr2line's (elfutils): the same inline chain (the
+ * innermost scope chosen as dwarf_getscopes() does) and the same
+ * file:line, checked by tests/bench/bench_symbols and the unit tests.
+ *
  * DWARF is indexed lazily: the unit of an address comes from
- * .debug_aranges (the units' own ranges, indexed once, when those miss);
- * a unit's top-level functions are scanned only as far as lookups need,
- * and a function's inlined calls are indexed at the first address in it.
- * So a 600 MB vmlinux opens in tens of milliseconds and a profile pays only
- * for the functions its addresses touch, once.
+ * .debug_aranges (the ranges of units it lacks, indexed once, when it
+ * misses); a unit's top-level functions are scanned only as far as
+ * lookups need, a function's inlined calls are indexed at the first
+ * address in it, and a unit's line table is read once, directly
+ * (dwarf_lines.h), libdw being the fallback.  So a 600 MB vmlinux opens in
+ * tens of milliseconds and a profile pays only for the functions and units
+ * its addresses touch, once.
  *
  * Symbol files are untrusted input: a truncated or corrupt file fails to
  * open with an IVM_SYM_ERROR_FORMAT error naming the file, or (when only
@@ -37,6 +43,9 @@ enum ivm_sym_source {
 	IVM_SYM_SOURCE_NONE,	/* no symbol covers the address */
 	IVM_SYM_SOURCE_SYMTAB,	/* ELF symbol table or System.map */
 	IVM_SYM_SOURCE_DWARF,	/* debuginfo: inline frames, file:line */
+	IVM_SYM_SOURCE_MODULE,	/* inside a kernel module known only by
+				   its load address: one frame named
+				   "MODULE:+0xOFFSET" (ivm_syms) */
 };
 
 /*
@@ -69,10 +78,33 @@ struct ivm_symfile;
 /*
  * Open an ELF file.  Its symbol table and (if present and sane) DWARF are
  * used; a file with neither opens but resolves nothing.  Errors: OS (cannot
- * open), FORMAT (not ELF, truncated, corrupt section table).
+ * open), FORMAT (not ELF, truncated, corrupt section table, a relocatable
+ * object: see ivm_symfile_open_module()).
  */
 struct ivm_sym_error *ivm_symfile_open_elf(const char *path,
 					   struct ivm_symfile **ret);
+
+/* Where the guest loaded one section of a kernel module. */
+struct ivm_sym_section_addr {
+	const char *name;	/* ".text", ".text.unlikely", ".rodata"... */
+	uint64_t addr;
+};
+
+/*
+ * Open a kernel module's .ko (ET_REL, with DWARF: a -dbg package's copy)
+ * as the guest loaded it: each section named in sections is placed at its
+ * address (the guest's /sys/module/NAME/sections/), the module's symbols
+ * and DWARF are relocated accordingly (libdwfl applies its .rela.debug_*),
+ * and lookups then take guest kernel addresses.  .init.* sections are
+ * never placed: the kernel frees them after the module's init and reuses
+ * the memory.  The caller checks the build-id.  Errors: OS, FORMAT (not
+ * ELF, not ET_REL, corrupt), NOT_FOUND (no code section has an address),
+ * NOMEM.
+ */
+struct ivm_sym_error *ivm_symfile_open_module(
+	const char *path, const char *name,
+	const struct ivm_sym_section_addr *sections, size_t nr_sections,
+	struct ivm_symfile **ret);
 
 /*
  * Open a System.map ("ADDRESS TYPE NAME" per line; text symbols are used).

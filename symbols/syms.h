@@ -22,6 +22,23 @@
 #include "symfile.h"
 
 #define IVM_SYMS_MAX_BINARIES	16
+#define IVM_SYMS_MAX_MODULES	4096
+#define IVM_SYMS_MODULE_DIR	"/usr/lib/debug"
+
+/*
+ * One kernel module the guest had loaded, as the profile recorded it
+ * (the guest's /proc/modules, and the files of /sys/module/NAME/sections).
+ */
+struct ivm_syms_module {
+	const char *name;		/* "virtio_console" */
+	const char *build_id;		/* hex, or NULL: unknown (then the
+					   file found is used unchecked, and
+					   the log says so) */
+	uint64_t base, size;		/* its core memory, or 0, 0: unknown
+					   (then the sections bound it) */
+	const struct ivm_sym_section_addr *sections;
+	size_t nr_sections;
+};
 
 struct ivm_syms_config {
 	const char *vmlinux;		/* NULL: no kernel debuginfo */
@@ -33,6 +50,20 @@ struct ivm_syms_config {
 					   look for in symdir) */
 	size_t nr_binaries;
 	const char *symdir;		/* NULL: none */
+	/*
+	 * The guest's modules.  Each module's debug file is found by its
+	 * build-id in symdir, else as NAME.ko at any depth under
+	 * module_dir/lib/modules/RELEASE/ ('-' and '_' alike; RELEASE is
+	 * kernel_release; module_dir NULL: /usr/lib/debug, the -dbg
+	 * packages' layout), and used only when its build-id matches.  A
+	 * module without a usable file is named raw, source
+	 * IVM_SYM_SOURCE_MODULE: "NAME:+0xOFFSET" from its base, or
+	 * "NAME:SECTION+0xOFFSET" when the base is unknown.  At most
+	 * IVM_SYMS_MAX_MODULES are used.
+	 */
+	const struct ivm_syms_module *modules;
+	size_t nr_modules;
+	const char *module_dir;
 	/* Warnings and decisions, one line each without a newline. */
 	void (*log)(void *ctx, const char *msg);
 	void *log_ctx;
@@ -50,9 +81,10 @@ struct ivm_sym_error *ivm_syms_create(const struct ivm_syms_config *cfg,
 void ivm_syms_destroy(struct ivm_syms *s);
 
 /*
- * Resolve a kernel address as the guest ran it (KASLR-slid) or a user
- * address.  For a return address pass pc - 1.  Never NULL: an address no
- * source knows has source NONE.  Owned by s.
+ * Resolve a kernel address as the guest ran it (KASLR-slid; in a module:
+ * by that module's debug file, else raw as above) or a user address.  For
+ * a return address pass pc - 1.  Never NULL: an address no source knows
+ * has source NONE.  Owned by s.
  */
 const struct ivm_sym_location *ivm_syms_kernel(struct ivm_syms *s,
 					       uint64_t addr);

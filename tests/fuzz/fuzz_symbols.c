@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * symbols/ over hostile files: the input is read both as a System.map and
- * as an ELF file (through a memfd, as the library opens paths), and a few
- * addresses are looked up, so the section checks, the symbol table, the
+ * symbols/ over hostile files: the input is read as a System.map, as an
+ * ELF file and as a kernel module (through a memfd, as the library opens
+ * paths), and a few addresses are looked up, so the section checks, the symbol table, the
  * build-id and banner readers and the DWARF index all see it.
  */
 #include <stdint.h>
@@ -27,6 +27,14 @@ static void lookups(struct ivm_symfile *f)
 	for (i = 0; i < 64 && lo + i * 7 < hi; i++)
 		ivm_symfile_lookup(f, lo + i * 7);
 }
+
+static const struct ivm_sym_section_addr module_sections[] = {
+	{ ".text", 0xffffffffc0246000ull },
+	{ ".text.unlikely", 0xffffffffc0249892ull },
+	{ ".init.text", 0xffffffffc0251000ull },
+	{ ".rodata", 0xffffffffc024a6c0ull },
+	{ ".data", 0xffffffffc024e060ull },
+};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -53,6 +61,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ivm_symfile_build_id_hex(f);
 			ivm_symfile_kernel_release(f);
 			lookups(f);
+			ivm_symfile_destroy(f);
+		}
+		ivm_sym_error_destroy(err);
+		/* And as a kernel module placed at guest addresses. */
+		err = ivm_symfile_open_module(path, "fuzz", module_sections,
+			sizeof(module_sections) / sizeof(module_sections[0]),
+			&f);
+		if (!err) {
+			lookups(f);
+			ivm_symfile_lookup(f, 0xffffffffc0246000ull);
+			ivm_symfile_lookup(f, 0xffffffffc0249900ull);
 			ivm_symfile_destroy(f);
 		}
 		ivm_sym_error_destroy(err);
