@@ -174,7 +174,8 @@ int ivm_cmd_info(int argc, char **argv)
 		printf("qemu pid:         %d\n", (int)g->qemu_pid);
 	printf("guest memory:     %s\n", g->gmem_kind);
 	printf("kernel:           %s\n", g->release);
-	printf("vmlinux:          %s\n", g->vmlinux);
+	printf("vmlinux:          %s\n", g->vmlinux ? g->vmlinux :
+	       "none (kallsyms, BTF and ORC from guest memory)");
 	printf("kaslr offset:     0x%" PRIx64 "\n",
 	       ivm_kernel_layout_slide(g->layout));
 	printf("page_offset_base: 0x%" PRIx64 "\n",

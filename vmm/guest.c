@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "guest.h"
+#include "kallsyms_guest.h"
+#include "kunwind.h"
+#include "vmcoreinfo.h"
 
 bool ivm_guest_parse_option(struct ivm_guest_options *opts, int c,
 			    const char *arg)
@@ -346,6 +350,148 @@ static void map_user_mode_vcpus(struct ivm_guest *g)
 	}
 }
 
+/*
+ * The guest's VMCOREINFO: a core's note when it has a usable one, else the
+ * page in guest RAM.  Either way it must be of the banner's release and
+ * name the kallsyms tables.
+ */
+static struct ivm_error *guest_vmcoreinfo(struct ivm_guest *g,
+					  struct ivm_vmcoreinfo **ret)
+{
+	const char *note = ivm_gmem_is_core(g->gmem) ?
+			   ivm_gmem_core_vmcoreinfo(g->gmem) : NULL;
+	struct ivm_error *note_err = NULL, *err;
+
+	if (note) {
+		note_err = ivm_vmcoreinfo_parse(note, IVM_VMCOREINFO_MAX_TEXT,
+						ret);
+		if (!note_err) {
+			note_err = ivm_vmcoreinfo_check(
+				*ret, g->release,
+				ivm_kallsyms_vmcoreinfo_symbols);
+			if (!note_err)
+				return NULL;
+			ivm_vmcoreinfo_destroy(*ret);
+			*ret = NULL;
+		}
+	}
+	/* No note, or a bad one: the kernel's own page may still be fine. */
+	err = ivm_vmcoreinfo_find(g->gmem, g->release,
+				  ivm_kallsyms_vmcoreinfo_symbols, ret);
+	if (err && note_err)
+		err = ivm_error_wrap(err, "the core's VMCOREINFO note is unusable (%s)",
+				     ivm_error_string(note_err));
+	ivm_error_destroy(note_err);
+	return err;
+}
+
+/* Run-time [start, stop) of a pair of kernel image symbols. */
+static struct ivm_error *symbol_range(const struct ivm_ksyms *ksyms,
+				      uint64_t slide, const char *start,
+				      const char *stop, uint64_t max,
+				      uint64_t *lo, uint64_t *hi)
+{
+	struct ivm_error *err;
+
+	err = ivm_ksyms_lookup(ksyms, start, lo);
+	if (!err)
+		err = ivm_ksyms_lookup(ksyms, stop, hi);
+	if (err)
+		return err;
+	if (*hi <= *lo || *hi - *lo > max || *lo < IVM_KERNEL_START_MAP)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%s..%s is not a range of at most %" PRIu64 " bytes",
+					start, stop, max);
+	*lo += slide;
+	*hi += slide;
+	return NULL;
+}
+
+/*
+ * No vmlinux: symbols from the guest's kallsyms and BTF from its memory,
+ * both found through VMCOREINFO; *slide gets its KERNELOFFSET.
+ */
+static struct ivm_error *kernel_from_memory(struct ivm_guest *g,
+					    uint64_t *slide)
+{
+	struct ivm_kallsyms_addrs addrs;
+	struct ivm_kmem_image image = { .gmem = g->gmem };
+	struct ivm_kmem_reader mem;
+	struct ivm_vmcoreinfo *vi;
+	struct ivm_error *err;
+	uint64_t lo, hi;
+	int64_t phys_base;
+	void *blob;
+
+	err = guest_vmcoreinfo(g, &vi);
+	if (err)
+		return err;
+	err = ivm_vmcoreinfo_kerneloffset(vi, slide);
+	if (!err)
+		err = ivm_vmcoreinfo_number(vi, "phys_base", &phys_base);
+	if (!err)
+		err = ivm_kallsyms_addrs_from_vmcoreinfo(vi, &addrs);
+	ivm_vmcoreinfo_destroy(vi);
+	if (err)
+		return err;
+	image.phys_base = (uint64_t)phys_base;
+	ivm_kmem_reader_image(&image, &mem);
+	err = ivm_kallsyms_read_guest(&mem, &addrs, *slide, &g->ksyms);
+	if (err)
+		return ivm_error_wrap(err, "reading the guest's kallsyms");
+	err = symbol_range(g->ksyms, *slide, "__start_BTF", "__stop_BTF",
+			   IVM_BTF_MAX_SIZE, &lo, &hi);
+	if (err)
+		return ivm_error_wrap(err, "the guest's BTF");
+	blob = malloc(hi - lo);
+	if (!blob)
+		return &ivm_enomem;
+	err = mem.read(mem.ctx, lo, blob, hi - lo);
+	if (!err)
+		err = ivm_btf_load_blob(blob, hi - lo, &g->btf);
+	free(blob);
+	if (err)
+		return ivm_error_wrap(err, "the guest's BTF");
+	return NULL;
+}
+
+struct ivm_error *ivm_guest_load_orc(struct ivm_guest *g,
+				     struct ivm_orc_table **ret,
+				     uint64_t *orc_slide)
+{
+	struct ivm_kmem_gmem kmem = { .gmem = g->gmem };
+	struct ivm_kmem_reader mem;
+	struct ivm_error *err;
+	uint64_t slide = ivm_kernel_layout_slide(g->layout);
+	uint64_t ip_lo, ip_hi, orc_lo, orc_hi;
+
+	if (!g->from_memory) {
+		*orc_slide = slide;
+		return ivm_orc_load_elf(g->vmlinux, IVM_ORC_FORMAT_AUTO, ret);
+	}
+	err = symbol_range(g->ksyms, slide, "__start_orc_unwind_ip",
+			   "__stop_orc_unwind_ip",
+			   (uint64_t)IVM_ORC_MAX_ENTRIES * 4, &ip_lo, &ip_hi);
+	if (!err)
+		err = symbol_range(g->ksyms, slide, "__start_orc_unwind",
+				   "__stop_orc_unwind",
+				   (uint64_t)IVM_ORC_MAX_ENTRIES * 6, &orc_lo,
+				   &orc_hi);
+	if (err)
+		return ivm_error_wrap(err, "the guest's ORC tables");
+	/* Both arrays have one entry per ip. */
+	if ((ip_hi - ip_lo) % 4 || (orc_hi - orc_lo) / 6 < (ip_hi - ip_lo) / 4)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"the guest's ORC tables disagree: %" PRIu64 " ip bytes, %" PRIu64 " entry bytes",
+					ip_hi - ip_lo, orc_hi - orc_lo);
+	kmem.cr3 = ivm_kernel_layout_cr3(g->layout);
+	kmem.la57 = ivm_kernel_layout_la57(g->layout);
+	ivm_kmem_reader_gmem(&kmem, &mem);
+	*orc_slide = 0;
+	return ivm_orc_load_guest(&mem, ip_lo, ip_hi, orc_lo,
+				  ivm_orc_format_for_release(g->release), ret);
+}
+
 static struct ivm_error *open_kernel(struct ivm_guest *g,
 				     const struct ivm_guest_options *opts)
 {
@@ -360,19 +506,31 @@ static struct ivm_error *open_kernel(struct ivm_guest *g,
 			return &ivm_enomem;
 	} else {
 		g->vmlinux = find_vmlinux(g->release);
-		if (!g->vmlinux)
-			return ivm_error_create(IVM_ERROR_NOT_FOUND,
-						"no debuginfo for guest kernel %s: pass --vmlinux FILE (on Debian: the linux-image-%s-dbg package)%s",
-						g->release, g->release,
-						getenv("IDLEVM_DEBUG_DIRS") ?
-						" or add its directory to IDLEVM_DEBUG_DIRS" : "");
 	}
-	err = ivm_btf_load_file(g->vmlinux, &g->btf);
-	if (err)
-		return ivm_error_wrap(err, "%s", g->vmlinux);
-	err = ivm_ksyms_load_elf(g->vmlinux, &g->ksyms);
-	if (err)
-		return ivm_error_wrap(err, "%s", g->vmlinux);
+	if (g->vmlinux) {
+		err = ivm_btf_load_file(g->vmlinux, &g->btf);
+		if (err)
+			return ivm_error_wrap(err, "%s", g->vmlinux);
+		err = ivm_ksyms_load_elf(g->vmlinux, &g->ksyms);
+		if (err)
+			return ivm_error_wrap(err, "%s", g->vmlinux);
+	} else {
+		uint64_t slide;
+
+		g->from_memory = true;
+		err = kernel_from_memory(g, &slide);
+		if (err)
+			return ivm_error_wrap(err,
+					      "no debuginfo for guest kernel %s (pass --vmlinux FILE; on Debian: the linux-image-%s-dbg package%s), and its memory does not give its symbols",
+					      g->release, g->release,
+					      getenv("IDLEVM_DEBUG_DIRS") ?
+					      ", or add its directory to IDLEVM_DEBUG_DIRS" : "");
+		cfg.has_slide_hint = true;
+		cfg.slide_hint = slide;
+		fprintf(stderr,
+			"idlevm: no vmlinux for %s; using the guest's kallsyms, BTF and ORC from its memory\n",
+			g->release);
+	}
 
 	regs = calloc(g->nr_vcpus, sizeof(*regs));
 	if (!regs)
@@ -383,7 +541,8 @@ static struct ivm_error *open_kernel(struct ivm_guest *g,
 	cfg.ksyms = g->ksyms;
 	cfg.vcpu_regs = regs;
 	cfg.nr_vcpus = g->nr_vcpus;
-	if (ivm_gmem_is_core(g->gmem) && ivm_gmem_core_vmcoreinfo(g->gmem)) {
+	if (!g->from_memory && ivm_gmem_is_core(g->gmem) &&
+	    ivm_gmem_core_vmcoreinfo(g->gmem)) {
 		struct ivm_error *e = ivm_kernel_vmcoreinfo_offset(
 			ivm_gmem_core_vmcoreinfo(g->gmem), &cfg.slide_hint);
 
@@ -394,7 +553,8 @@ static struct ivm_error *open_kernel(struct ivm_guest *g,
 	free(regs);
 	if (err)
 		return ivm_error_wrap(err, "finding the kernel of %s with %s",
-				      g->name, g->vmlinux);
+				      g->name, g->vmlinux ? g->vmlinux :
+				      "its kallsyms and BTF");
 	for (i = 0; i < g->nr_vcpus; i++)
 		g->vcpus[i].cpu = ivm_kernel_layout_vcpu_cpu(g->layout, i);
 	map_user_mode_vcpus(g);

@@ -9,7 +9,13 @@
  * kernel's debuginfo (BTF and symbols from vmlinux) and the kernel layout
  * (vmm/kernel_layout.h).  When no vmlinux is named, the kernel release is
  * read from the guest's own banner in RAM and the debuginfo looked for where
- * distributions and idlevm's image cache put it.
+ * distributions and idlevm's image cache put it.  When there is none, the
+ * kernel is read from its own memory instead: VMCOREINFO (the core's note,
+ * or the page found in RAM, vmm/vmcoreinfo.h) gives the KASLR offset,
+ * phys_base and where the compressed kallsyms tables are; they give the
+ * symbols (vmm/kallsyms_guest.h), and the symbols the in-memory BTF
+ * (__start_BTF..__stop_BTF) and ORC tables (ivm_guest_load_orc).  One line
+ * on stderr says so.
  */
 #ifndef IVM_GUEST_H
 #define IVM_GUEST_H
@@ -24,6 +30,7 @@
 #include "kernel_layout.h"
 #include "ksyms.h"
 #include "libvirt_domain.h"
+#include "orc.h"
 #include "qemu_discovery.h"
 #include "qmp.h"
 #include "x86_64_regs.h"
@@ -76,7 +83,12 @@ struct ivm_guest {
 	size_t nr_vcpus;
 	struct ivm_guest_vcpu *vcpus;
 	char release[65];		/* kernel release from the banner */
-	char *vmlinux;			/* path used */
+	char *vmlinux;			/* path used; NULL when from_memory */
+	/*
+	 * No vmlinux: ksyms (link-time addresses, as from a vmlinux) come
+	 * from the guest's kallsyms, btf from its memory, and ORC must too.
+	 */
+	bool from_memory;
 	struct ivm_btf *btf;
 	struct ivm_ksyms *ksyms;
 	struct ivm_kernel_layout *layout;
@@ -86,6 +98,17 @@ struct ivm_guest {
 struct ivm_error *ivm_guest_open(const struct ivm_guest_options *opts,
 				 struct ivm_guest **ret);
 void ivm_guest_close(struct ivm_guest *guest);
+
+/*
+ * The guest kernel's ORC table for unwinding: from its vmlinux, or from
+ * guest memory (__start_orc_unwind_ip..__stop_orc_unwind_ip,
+ * __start_orc_unwind) when the guest was opened without one.  *orc_slide
+ * gets what to add to a table ip for a run-time address (the KASLR slide
+ * for a vmlinux table, 0 for one read from memory).  The caller owns *ret.
+ */
+struct ivm_error *ivm_guest_load_orc(struct ivm_guest *guest,
+				     struct ivm_orc_table **ret,
+				     uint64_t *orc_slide);
 
 /* Re-read every vCPU's registers and HLT state (live guests only). */
 struct ivm_error *ivm_guest_refresh_vcpus(struct ivm_guest *guest);

@@ -115,6 +115,20 @@ static struct ivm_error *ksyms_finish(struct ivm_ksym *syms, size_t nr,
 	return NULL;
 }
 
+struct ivm_error *ivm_ksyms_adopt(struct ivm_ksym *syms, size_t nr,
+				  char *arena, const char *what,
+				  struct ivm_ksyms **ret)
+{
+	if (nr > IVM_KSYMS_MAX_SYMS) {
+		free(syms);
+		free(arena);
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s: more than %u symbols", what,
+					IVM_KSYMS_MAX_SYMS);
+	}
+	return ksyms_finish(syms, nr, arena, 0, what, ret);
+}
+
 /* ---- System.map ----------------------------------------------------- */
 
 static bool parse_hex64(const char *s, size_t len, uint64_t *ret)
@@ -423,6 +437,11 @@ struct ivm_error *ivm_ksyms_load_elf(const char *path, struct ivm_ksyms **ret)
 }
 
 /* ---- lookups ----------------------------------------------------------- */
+
+const struct ivm_ksym *ivm_ksyms_at(const struct ivm_ksyms *ksyms, size_t i)
+{
+	return i < ksyms->nr ? &ksyms->syms[i] : NULL;
+}
 
 const struct ivm_ksym *ivm_ksyms_find(const struct ivm_ksyms *ksyms,
 				      const char *name)

@@ -2,9 +2,11 @@
 /*
  * ksyms: the guest kernel's link-time symbol addresses.
  *
- * From the .symtab of a vmlinux ELF (libelf) or from a System.map text
+ * From the .symtab of a vmlinux ELF (libelf), from a System.map text
  * ("ffffffff81000000 T _text" per line; /proc/kallsyms lines with a
- * trailing "\t[module]" are accepted too).  Addresses are link-time: add
+ * trailing "\t[module]" are accepted too), or from the guest kernel's own
+ * compressed kallsyms tables in its memory (vmm/kallsyms_guest.h, through
+ * ivm_ksyms_adopt()).  Addresses are link-time: add
  * the KASLR slide (vmm/kernel_layout.h) to get run-time addresses of
  * symbols in the kernel image.  Per-CPU variables of x86-64 kernels before
  * 6.15 have small "addresses" (offsets into the per-CPU area, not slid).
@@ -58,11 +60,25 @@ struct ivm_error *ivm_ksyms_load_system_map(const char *path,
 struct ivm_error *ivm_ksyms_parse_system_map(const char *text, size_t len,
 					     struct ivm_ksyms **ret);
 
+/*
+ * Make a table of symbols decoded elsewhere (e.g. the guest's kallsyms,
+ * vmm/kallsyms_guest.h): syms[0..nr) with names pointing into arena, both
+ * malloc'd; takes ownership of both, also on failure.  The array is
+ * sorted in place.  what names the source in errors.  Fails when nr is 0
+ * or above IVM_KSYMS_MAX_SYMS.
+ */
+struct ivm_error *ivm_ksyms_adopt(struct ivm_ksym *syms, size_t nr,
+				  char *arena, const char *what,
+				  struct ivm_ksyms **ret);
+
 void ivm_ksyms_destroy(struct ivm_ksyms *ksyms);
 
 size_t ivm_ksyms_count(const struct ivm_ksyms *ksyms);
 /* Lines of a System.map text that were skipped as malformed. */
 size_t ivm_ksyms_malformed(const struct ivm_ksyms *ksyms);
+
+/* Symbol i (< ivm_ksyms_count) in address order, or NULL. */
+const struct ivm_ksym *ivm_ksyms_at(const struct ivm_ksyms *ksyms, size_t i);
 
 /*
  * The symbol named name, or NULL.  The pointer is valid until
