@@ -55,7 +55,8 @@ SYM_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SYM_SRCS))
 SYM_LIB := $(if $(SYM_SRCS),$(BUILD)/libivmsym.a)
 
 GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
-	$(BUILD)/guest/lockstorm-nofp $(BUILD)/guest/spin
+	$(BUILD)/guest/lockstorm-nofp $(BUILD)/guest/lockstorm-pie \
+	$(BUILD)/guest/spin
 
 .PHONY: all deps check unit fuzz-replay e2e fuzz bench asan demo image clean \
 	guest workloads-check asan-check
@@ -93,6 +94,13 @@ $(BUILD)/guest/lockstorm-fp: tests/workloads/lockstorm.c
 $(BUILD)/guest/lockstorm-nofp: tests/workloads/lockstorm.c
 	@mkdir -p $(dir $@)
 	$(CC) $(GUEST_CFLAGS) -fomit-frame-pointer -o $@ $<
+
+# A position-independent static executable, loaded at a random address:
+# user unwinding and symbolization must find its load bias.
+$(BUILD)/guest/lockstorm-pie: tests/workloads/lockstorm.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -static,$(GUEST_CFLAGS)) -fomit-frame-pointer -fPIE -static-pie \
+		-o $@ $<
 
 $(BUILD)/guest/spin: tests/workloads/spin.c
 	@mkdir -p $(dir $@)

@@ -4,8 +4,9 @@
  *
  * A target is read in three steps: its task_struct (switch counts, state,
  * stack, saved switch frame), then its kernel stack by ORC and its user
- * stack by frame pointers from the user registers the kernel stack ends
- * with, then its task_struct again.  If the task ran in between (a switch
+ * stack (by DWARF CFI when the host has its executable, else by frame
+ * pointers) from the user registers the kernel stack ends with, then its
+ * task_struct again.  If the task ran in between (a switch
  * count moved, or it was runnable at either read), what was read may mix
  * two stacks: the sample is discarded and counted, never kept.  That is
  * the "optimistic" capture; the helper's pinning (the method's key step)
@@ -25,6 +26,7 @@
 #include "orc.h"
 #include "sample.h"
 #include "unwind.h"
+#include "uunwind_exe.h"
 
 enum ivm_capture_outcome {
 	IVM_CAPTURE_KEPT,
@@ -48,12 +50,45 @@ void ivm_capture_engine_destroy(struct ivm_capture_engine *engine);
 
 /*
  * Use the host copy of a guest executable at path for DWARF CFI unwinding
- * of the processes that run it (found by its build-id in guest memory);
- * other processes keep frame pointers.  Fixed-address (non-PIE)
- * executables only, for now.
+ * of the processes that run it; other processes keep frame pointers.  A
+ * process's executable is found from its ELF auxiliary vector and memory
+ * (build-id and load bias, uunwind_exe.h), so a PIE works as well as a
+ * fixed-address executable.
  */
 struct ivm_error *ivm_capture_engine_add_binary(struct ivm_capture_engine *engine,
 						const char *path);
+
+/*
+ * Also look for each process's executable by its build-id in the symbol
+ * directory dir (dir/.build-id/xx/rest, else rest.debug when that has CFI).
+ * Files are opened on first use and kept (a bounded number); a build-id
+ * without a usable file is remembered as such.  NULL turns it off.
+ * IVM_ERROR_OS or IVM_ERROR_INVALID when dir is not a directory.
+ */
+struct ivm_error *ivm_capture_engine_set_symdir(struct ivm_capture_engine *engine,
+						const char *dir);
+
+/*
+ * Sample labels naming the executable of the user part, so that a report
+ * can find and place it offline: its GNU build-id (lower-case hex), and
+ * for a PIE its load bias ("0x..."; run-time minus link-time address, the
+ * value to subtract from the user pcs that fall in it).  Absent when the
+ * executable could not be read from guest memory.
+ */
+#define IVM_LABEL_USER_BUILD_ID "user_build_id"
+#define IVM_LABEL_USER_BIAS "user_bias"
+
+/* The process's executable as a capture saw it. */
+struct ivm_capture_exe {
+	bool known;		/* identified from guest memory: id is set */
+	struct ivm_uexe id;
+	/*
+	 * The host copy whose CFI unwound the user part, or NULL (frame
+	 * pointers); the engine's string, valid until its next capture.
+	 */
+	const char *host_path;
+	const char *why;	/* static: why no host copy, or NULL */
+};
 
 /* One capture's result: the sample points into this struct. */
 struct ivm_capture {
@@ -63,6 +98,11 @@ struct ivm_capture {
 	uint64_t kernel_pcs[IVM_SAMPLE_MAX_FRAMES];
 	uint64_t user_pcs[IVM_SAMPLE_MAX_FRAMES];
 	struct ivm_frame frames[IVM_SAMPLE_MAX_FRAMES];
+	/* Set when the user part was unwound (sample.labels points here). */
+	struct ivm_capture_exe exe;
+	struct ivm_label labels[2];
+	char build_id_hex[2 * IVM_UBINARY_MAX_BUILD_ID + 1];
+	char bias_hex[24];
 };
 
 /*

@@ -3,7 +3,9 @@
  * idlevm profile: sample a running guest's idle transitions into a profile
  * file, then print its report.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -54,8 +56,12 @@ IVM_GUEST_USAGE
 "                         not on a vCPU)\n"
 "  -p, --pid PID          keep only samples of this guest process\n"
 "      --comm PATTERN     keep only samples whose thread name matches\n"
-"      --binary FILE      host copy of a guest executable (non-PIE): its DWARF\n"
-"                         CFI unwinds the processes running it (repeatable)\n"
+"      --binary FILE      host copy of a guest executable (PIE or not): its\n"
+"                         DWARF CFI unwinds the processes running it\n"
+"                         (repeatable)\n"
+"      --symdir DIR       look for each process's executable by its build-id\n"
+"                         in DIR/.build-id/xx/rest (or rest.debug, if it has\n"
+"                         CFI); the report then defaults to DIR too\n"
 "      --no-report        do not print the report at the end\n"
 "  -h, --help             this help\n", IVM_PIN_LEASE_DEFAULT_MS);
 }
@@ -77,7 +83,7 @@ int ivm_cmd_profile(int argc, char **argv)
 {
 	enum { OPT_IDLE_EVERY = 256, OPT_POLL, OPT_SOURCE, OPT_CAPTURE,
 	       OPT_COMM, OPT_NO_REPORT, OPT_BINARY, OPT_HELPER_SOCKET,
-	       OPT_PIN_LEASE, OPT_PIN_POLICY };
+	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_SYMDIR };
 	static const struct option longopts[] = {
 		IVM_GUEST_LONGOPTS,
 		{ "output", required_argument, NULL, 'o' },
@@ -91,6 +97,7 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "comm", required_argument, NULL, OPT_COMM },
 		{ "no-report", no_argument, NULL, OPT_NO_REPORT },
 		{ "binary", required_argument, NULL, OPT_BINARY },
+		{ "symdir", required_argument, NULL, OPT_SYMDIR },
 		{ "helper-socket", required_argument, NULL, OPT_HELPER_SOCKET },
 		{ "pin-lease", required_argument, NULL, OPT_PIN_LEASE },
 		{ "pin-policy", required_argument, NULL, OPT_PIN_POLICY },
@@ -114,6 +121,8 @@ int ivm_cmd_profile(int argc, char **argv)
 	struct ivm_guest *g;
 	struct ivm_error *err;
 	const char *helper_socket = NULL;
+	char symdir_buf[PATH_MAX];
+	const char *symdir = NULL;
 	unsigned int pin_lease = IVM_PIN_LEASE_DEFAULT_MS;
 	enum ivm_pin_policy pin_policy = IVM_PIN_RESCUE;
 	struct ivm_pin_capture *pin = NULL;
@@ -208,6 +217,19 @@ int ivm_cmd_profile(int argc, char **argv)
 			}
 			binaries[nr_binaries++] = optarg;
 			break;
+		case OPT_SYMDIR:
+			/*
+			 * Absolute, for the report run from elsewhere; and a
+			 * missing directory is refused before the guest is
+			 * touched.
+			 */
+			symdir = realpath(optarg, symdir_buf);
+			if (!symdir) {
+				fprintf(stderr, "idlevm profile: --symdir %s: %s\n",
+					optarg, strerror(errno));
+				return 2;
+			}
+			break;
 		case 'h':
 			profile_usage(stdout);
 			return 0;
@@ -234,8 +256,12 @@ int ivm_cmd_profile(int argc, char **argv)
 	cfg.status_line = isatty(STDERR_FILENO);
 	cfg.binaries = binaries;
 	cfg.nr_binaries = nr_binaries;
+	cfg.symdir = symdir;
 	if (nr_binaries)
 		ropts.binary = binaries[0];
+	ropts.binaries = binaries;
+	ropts.nr_binaries = nr_binaries;
+	ropts.symdir = symdir;
 
 	err = ivm_guest_open(&gopts, &g);
 	if (err)

@@ -27,16 +27,92 @@ IVM_GUEST_USAGE
 "  -t, --tid TID        the guest thread\n"
 "  -p, --pid PID        every thread of the guest process\n"
 "  -b, --binary FILE    host copy of a guest executable: DWARF CFI for its\n"
-"                       user frames and its symbols (repeatable)\n"
+"                       user frames and its symbols (repeatable; PIEs too)\n"
+"  -s, --symdir DIR     look for each process's executable by its build-id\n"
+"                       in DIR/.build-id/xx/rest (or rest.debug, if it has\n"
+"                       CFI): DWARF CFI and symbols for its user frames\n"
 "  -h, --help           this help\n");
 }
+
+#define MAX_EXE_SYMS 16
+
+/* The symbols of an executable found by build-id, loaded once. */
+struct exe_syms {
+	uint8_t build_id[IVM_UBINARY_MAX_BUILD_ID];
+	size_t build_id_len;
+	struct ivm_ksyms *syms;		/* NULL: none usable */
+};
 
 struct stack_syms {
 	const struct ivm_ksyms *kernel;
 	uint64_t slide;
 	struct ivm_ksyms *user[16];
 	size_t nr_user;
+	const char *symdir;
+	struct exe_syms exes[MAX_EXE_SYMS];
+	size_t nr_exes;
+	/* For the stack being printed. */
+	const struct ivm_capture_exe *exe;
+	const struct ivm_ksyms *exe_syms;
 };
+
+/*
+ * Symbols of the executable a capture saw: from the host copy its CFI
+ * came from, else from the symdir's separate debug file (a stripped
+ * executable's symbols are there).
+ */
+static const struct ivm_ksyms *exe_symbols(struct stack_syms *ss,
+					   const struct ivm_capture_exe *x)
+{
+	struct exe_syms *es;
+	const char *paths[2] = { x->host_path, NULL };
+	char *debug = NULL;
+	size_t i;
+
+	if (!x->known)
+		return NULL;
+	for (i = 0; i < ss->nr_exes; i++)
+		if (ss->exes[i].build_id_len == x->id.build_id_len &&
+		    !memcmp(ss->exes[i].build_id, x->id.build_id,
+			    x->id.build_id_len))
+			return ss->exes[i].syms;
+	if (ss->nr_exes == MAX_EXE_SYMS)
+		return NULL;
+	es = &ss->exes[ss->nr_exes++];
+	memcpy(es->build_id, x->id.build_id, x->id.build_id_len);
+	es->build_id_len = x->id.build_id_len;
+	if (ss->symdir)
+		paths[1] = debug = ivm_uexe_symdir_path(ss->symdir,
+							x->id.build_id,
+							x->id.build_id_len,
+							true);
+	for (i = 0; i < 2 && !es->syms; i++) {
+		struct ivm_error *err;
+
+		if (!paths[i])
+			continue;
+		err = ivm_ksyms_load_elf(paths[i], &es->syms);
+		ivm_error_destroy(err);
+		if (!err && !ivm_ksyms_count(es->syms)) {
+			ivm_ksyms_destroy(es->syms);
+			es->syms = NULL;
+		}
+	}
+	free(debug);
+	return es->syms;
+}
+
+/* Whether pc lies in the code of the executable (at its bias). */
+static bool in_exe(const struct ivm_capture_exe *x, uint64_t pc)
+{
+	size_t i;
+
+	for (i = 0; x && x->known && i < x->id.nr_exec; i++)
+		if (pc - x->id.bias - x->id.exec[i].vaddr <
+		    x->id.exec[i].memsz)
+			return true;
+	return false;
+}
 
 static void print_frame(const struct stack_syms *ss, unsigned int n,
 			uint64_t pc, bool kernel)
@@ -48,6 +124,10 @@ static void print_frame(const struct stack_syms *ss, unsigned int n,
 	/* Return addresses point after the call: name pc - 1's function. */
 	if (kernel) {
 		sym = ivm_ksyms_symbolize(ss->kernel, pc - ss->slide - 1, &off);
+	} else if (ss->exe_syms && in_exe(ss->exe, pc - 1)) {
+		/* Link-time addresses: a PIE's symbols are off by its bias. */
+		sym = ivm_ksyms_symbolize(ss->exe_syms,
+					  pc - ss->exe->id.bias - 1, &off);
 	} else {
 		for (i = 0; i < ss->nr_user && !sym; i++) {
 			sym = ivm_ksyms_symbolize(ss->user[i], pc - 1, &off);
@@ -99,8 +179,26 @@ static int running_on(struct ivm_guest *g, uint64_t task)
 	return -1;
 }
 
+/* What the user part was unwound with, when the executable is known. */
+static void print_exe(const struct ivm_capture_exe *x)
+{
+	char hex[2 * IVM_UBINARY_MAX_BUILD_ID + 1];
+
+	if (!x->known)
+		return;
+	printf("  (executable build-id %s",
+	       ivm_build_id_hex(x->id.build_id, x->id.build_id_len, hex));
+	if (x->id.dyn)
+		printf(", PIE at bias 0x%" PRIx64, x->id.bias);
+	if (x->host_path)
+		printf("; user frames by the CFI of %s)\n", x->host_path);
+	else
+		printf("; user frames by frame pointers: %s)\n",
+		       x->why ? x->why : "no host copy");
+}
+
 static int print_stack(struct ivm_guest *g, struct ivm_capture_engine *e,
-		       const struct stack_syms *ss,
+		       struct stack_syms *ss,
 		       const struct ivm_guest_task *t, struct ivm_capture *cap)
 {
 	struct ivm_error *err;
@@ -146,6 +244,8 @@ static int print_stack(struct ivm_guest *g, struct ivm_capture_engine *e,
 		return 1;
 	}
 	printf("\n");
+	ss->exe = &cap->exe;
+	ss->exe_syms = exe_symbols(ss, &cap->exe);
 	for (i = 0; i < cap->sample.nr_kernel; i++)
 		print_frame(ss, n++, cap->sample.kernel_pcs[i], true);
 	for (i = 0; i < cap->sample.nr_user; i++)
@@ -155,6 +255,8 @@ static int print_stack(struct ivm_guest *g, struct ivm_capture_engine *e,
 		printf("  (%s)\n", why);
 	if (cap->sample.stack_flags & IVM_STACK_NO_USER)
 		printf("  (user part not unwound)\n");
+	else if (cap->sample.nr_user)
+		print_exe(&cap->exe);
 	return 0;
 }
 
@@ -165,6 +267,7 @@ int ivm_cmd_stack(int argc, char **argv)
 		{ "tid", required_argument, NULL, 't' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
+		{ "symdir", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -182,7 +285,7 @@ int ivm_cmd_stack(int argc, char **argv)
 	char *end;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, IVM_GUEST_SHORTOPTS "t:p:b:h",
+	while ((c = getopt_long(argc, argv, IVM_GUEST_SHORTOPTS "t:p:b:s:h",
 				longopts, NULL)) != -1) {
 		if (ivm_guest_parse_option(&opts, c, optarg))
 			continue;
@@ -202,6 +305,9 @@ int ivm_cmd_stack(int argc, char **argv)
 				return 2;
 			}
 			binaries[nr_binaries++] = optarg;
+			break;
+		case 's':
+			ss.symdir = optarg;
 			break;
 		case 'h':
 			stack_usage(stdout);
@@ -224,6 +330,8 @@ int ivm_cmd_stack(int argc, char **argv)
 	err = ivm_guest_open(&opts, &g);
 	if (!err)
 		err = ivm_capture_engine_create(g, &engine);
+	if (!err && ss.symdir)
+		err = ivm_capture_engine_set_symdir(engine, ss.symdir);
 	for (i = 0; !err && i < nr_binaries; i++) {
 		err = ivm_capture_engine_add_binary(engine, binaries[i]);
 		if (!err)
@@ -265,6 +373,8 @@ out:
 	free(cap);
 	for (i = 0; i < ss.nr_user; i++)
 		ivm_ksyms_destroy(ss.user[i]);
+	for (i = 0; i < ss.nr_exes; i++)
+		ivm_ksyms_destroy(ss.exes[i].syms);
 	ivm_guest_task_list_destroy(list);
 	ivm_capture_engine_destroy(engine);
 	ivm_guest_close(g);

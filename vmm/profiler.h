@@ -68,6 +68,7 @@ struct ivm_profiler_config {
 	bool status_line;		/* one-line status on stderr */
 	const char *const *binaries;	/* host copies of guest executables */
 	size_t nr_binaries;
+	const char *symdir;		/* executables by build-id, or NULL */
 	/* IVM_CAPTURE_MODE_PIN: the helper session (borrowed; required). */
 	struct ivm_pin_capture *pin;
 };

@@ -237,6 +237,44 @@ static struct ivm_error *open_elf(struct ivm_ubinary *b)
 	return NULL;
 }
 
+/*
+ * Whether section name has bytes in this file: a separate debug file
+ * (objcopy --only-keep-debug, the distributions' .debug files) keeps the
+ * section header with type SHT_NOBITS and no data, which is no CFI.
+ * unknown: the answer when the file has no such section header.
+ */
+static bool section_has_bytes(Elf *elf, const char *section, bool unknown)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return unknown;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &shdr))
+			continue;
+		name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (name && !strcmp(name, section))
+			return shdr.sh_type != SHT_NOBITS && shdr.sh_size > 0;
+	}
+	return unknown;
+}
+
+/* A file without section headers has only PT_GNU_EH_FRAME: libdw uses it. */
+static bool eh_frame_in_file(Elf *elf)
+{
+	return section_has_bytes(elf, ".eh_frame", true);
+}
+
+/* libdw finds .debug_frame by its section only. */
+static bool debug_frame_in_file(Elf *elf)
+{
+	return section_has_bytes(elf, ".debug_frame", false);
+}
+
 struct ivm_error *ivm_ubinary_open(const char *path, struct ivm_ubinary **ret)
 {
 	struct ivm_ubinary *b;
@@ -268,10 +306,13 @@ struct ivm_error *ivm_ubinary_open(const char *path, struct ivm_ubinary **ret)
 	 * binaries built with -fno-asynchronous-unwind-tables -g, or hand
 	 * annotated assembly) only lives in the file.  Either may be missing.
 	 */
-	b->eh_cfi = dwarf_getcfi_elf(b->elf);
-	b->dwarf = dwarf_begin_elf(b->elf, DWARF_C_READ, NULL);
-	if (b->dwarf)
-		b->debug_cfi = dwarf_getcfi(b->dwarf);
+	if (eh_frame_in_file(b->elf))
+		b->eh_cfi = dwarf_getcfi_elf(b->elf);
+	if (debug_frame_in_file(b->elf)) {
+		b->dwarf = dwarf_begin_elf(b->elf, DWARF_C_READ, NULL);
+		if (b->dwarf)
+			b->debug_cfi = dwarf_getcfi(b->dwarf);
+	}
 	if (!b->eh_cfi && !b->debug_cfi) {
 		ivm_ubinary_destroy(b);
 		return ivm_error_create(IVM_ERROR_INVALID,

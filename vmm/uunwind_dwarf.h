@@ -59,7 +59,8 @@ struct ivm_ubinary_segment {
 /*
  * Open the ELF file at path: it must be an x86-64 ET_EXEC or ET_DYN file
  * with at least one executable PT_LOAD segment and call frame information
- * (.eh_frame, or .debug_frame).  Otherwise IVM_ERROR_INVALID (not x86-64,
+ * (.eh_frame, or .debug_frame) with bytes in the file: a separate debug
+ * file's .eh_frame is SHT_NOBITS, which is no CFI.  Otherwise IVM_ERROR_INVALID (not x86-64,
  * wrong type, no code, no CFI), IVM_ERROR_ELF (corrupt, not ELF) or
  * IVM_ERROR_OS (cannot open).  The caller owns *ret
  * (ivm_ubinary_destroy).

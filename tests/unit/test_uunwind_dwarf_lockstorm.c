@@ -38,6 +38,7 @@
 #include "ksyms.h"
 #include "uunwind.h"
 #include "uunwind_dwarf.h"
+#include "uunwind_exe.h"
 
 #define MAX_FRAMES 64
 
@@ -154,12 +155,15 @@ static void regs_from_user(const struct user_regs_struct *u,
 	r->rflags = u->eflags;
 }
 
+/* Load bias of the running workload: 0 but for the static-pie build. */
+static uint64_t bias;
+
 static const char *name_of(const struct ivm_ksyms *syms,
 			   const struct ivm_frame *f)
 {
 	const struct ivm_ksym *sym;
 
-	sym = ivm_ksyms_symbolize(syms, f->pc -
+	sym = ivm_ksyms_symbolize(syms, f->pc - bias -
 				  (f->flags & IVM_FRAME_REGS ? 0 : 1), NULL);
 	return sym ? sym->name : "?";
 }
@@ -281,6 +285,73 @@ static void check_sample(const struct ivm_ksyms *syms,
 	}
 }
 
+/*
+ * Where the workload's executable is, as idlevm finds it in a guest: its
+ * auxiliary vector (here /proc/PID/auxv, in a guest mm->saved_auxv) and
+ * its memory give the ELF header, the build-id and the load bias, which
+ * must agree with the host file and with the kernel's own account in
+ * /proc/PID/maps.
+ */
+static void locate_workload(const char *bin, struct ivm_ubinary *b)
+{
+	uint8_t auxv[IVM_UEXE_MAX_AUXV * 16];
+	char path[64], line[4608], real[4096];
+	struct ivm_uexe x;
+	struct ivm_error *err;
+	bool seen = false;
+	ssize_t n;
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)workload);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	n = read(fd, auxv, sizeof(auxv));
+	close(fd);
+	cr_assert_gt(n, 0);
+	err = ivm_uexe_identify(&reader, auxv, (size_t)n, 0, &x);
+	cr_assert_null(err, "%s: %s", bin, ivm_error_string(err));
+	err = ivm_uexe_check(&x, b);
+	cr_assert_null(err, "%s: %s", bin, ivm_error_string(err));
+	cr_assert_eq(x.dyn, ivm_ubinary_is_dyn(b));
+	bias = x.bias;
+	/* The kernel's view: the mapping of file offset 0. */
+	cr_assert_not_null(realpath(bin, real));
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)workload);
+	f = fopen(path, "re");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, off;
+		char file[4096] = "";
+
+		if (sscanf(line, "%llx-%*x %*s %llx %*s %*s %4095s", &start,
+			   &off, file) == 3 && off == 0 &&
+		    !strcmp(file, real)) {
+			cr_assert_eq(start, x.header, "%s", line);
+			seen = true;
+			break;
+		}
+	}
+	fclose(f);
+	cr_assert(seen, "no mapping of %s at offset 0", real);
+	if (!x.dyn)
+		cr_assert_eq(bias, 0);
+	else
+		cr_assert_neq(bias, 0, "a PIE loaded at its link address?");
+	nr_maps = ivm_ubinary_mappings(b, bias, maps, IVM_UBINARY_MAX_EXEC);
+	cr_assert_geq(nr_maps, 1);
+}
+
+static const char *guest_bin(const char *name)
+{
+	static char path[4096];
+	const char *dir = getenv("IVM_GUEST_DIR");
+
+	snprintf(path, sizeof(path), "%s/%s", dir ? dir : "build/guest",
+		 name);
+	return path;
+}
+
 static void sample_workload(const char *bin)
 {
 	struct ivm_frame frames[MAX_FRAMES], fp_frames[MAX_FRAMES];
@@ -293,13 +364,10 @@ static void sample_workload(const char *bin)
 	if (access(bin, X_OK))
 		cr_skip_test("%s absent: make %s", bin, bin);
 	cr_assert_null(ivm_ubinary_open(bin, &b));
-	cr_assert_not(ivm_ubinary_is_dyn(b));
-	/* A static non-PIE executable: bias 0, its PT_LOAD as is. */
-	nr_maps = ivm_ubinary_mappings(b, 0, maps, IVM_UBINARY_MAX_EXEC);
-	cr_assert_geq(nr_maps, 1);
 	cr_assert_null(ivm_ksyms_load_elf(bin, &syms));
 
 	tid = start_workload(bin);
+	locate_workload(bin, b);
 	cr_assert_eq(ptrace(PTRACE_SEIZE, tid, 0, 0), 0, "seize %d: %s", tid,
 		     strerror(errno));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -342,10 +410,16 @@ static void sample_workload(const char *bin)
 
 Test(uunwind_dwarf_ls, nofp_build, .timeout = 20)
 {
-	sample_workload("build/guest/lockstorm-nofp");
+	sample_workload(guest_bin("lockstorm-nofp"));
 }
 
 Test(uunwind_dwarf_ls, fp_build, .timeout = 20)
 {
-	sample_workload("build/guest/lockstorm-fp");
+	sample_workload(guest_bin("lockstorm-fp"));
+}
+
+/* The static-pie build: loaded at a random bias, found from its memory. */
+Test(uunwind_dwarf_ls, static_pie_build, .timeout = 20)
+{
+	sample_workload(guest_bin("lockstorm-pie"));
 }
