@@ -114,16 +114,50 @@ struct ivm_error *ivm_kernel_read(const struct ivm_kernel_layout *layout,
 	return ivm_gmem_read_virt(l->gmem, l->cr3, l->la57, va, buf, len);
 }
 
+struct ivm_error *ivm_kernel_translate(const struct ivm_kernel_layout *layout,
+				       uint64_t va, uint64_t *pa,
+				       uint64_t *contiguous)
+{
+	const struct ivm_kernel_layout *l = layout;
+	struct ivm_x86_64_translation tr;
+	struct ivm_error *err;
+
+	if (l->direct_map_end && va >= l->page_offset_base &&
+	    va < l->direct_map_end) {
+		*pa = va - l->page_offset_base;
+		*contiguous = IVM_X86_64_PAGE_SIZE_4K -
+			      (va & (IVM_X86_64_PAGE_SIZE_4K - 1));
+		return NULL;
+	}
+	err = ivm_x86_64_translate(l->gmem, l->cr3, l->la57, va, &tr);
+	if (err)
+		return err;
+	*pa = tr.pa;
+	*contiguous = tr.page_size - (va & (tr.page_size - 1));
+	return NULL;
+}
+
+bool ivm_kernel_is_kernel_address(const struct ivm_kernel_layout *layout,
+				  uint64_t va)
+{
+	return is_kernel_ptr(layout, va);
+}
+
+uint64_t ivm_kernel_current_pa(const struct ivm_kernel_layout *layout,
+			       unsigned int cpu)
+{
+	return cpu < layout->nr_cpus ? layout->current_pa[cpu] : 0;
+}
+
 static struct ivm_error *kread_u64(const struct ivm_kernel_layout *l,
 				   uint64_t va, uint64_t *ret)
 {
 	return ivm_kernel_read(l, va, ret, sizeof(*ret));
 }
 
-/* Read a pointer and insist that it is a kernel address. */
-static struct ivm_error *kread_ptr(const struct ivm_kernel_layout *l,
-				   uint64_t va, const char *what,
-				   uint64_t *ret)
+struct ivm_error *ivm_kernel_read_ptr(const struct ivm_kernel_layout *l,
+				      uint64_t va, const char *what,
+				      uint64_t *ret)
 {
 	struct ivm_error *err = kread_u64(l, va, ret);
 
@@ -362,7 +396,7 @@ static struct ivm_error *find_direct_map(struct ivm_kernel_layout *l)
 	l->page_offset_base = l->la57 ? PAGE_OFFSET_5LEVEL : PAGE_OFFSET_4LEVEL;
 	/* CONFIG_RANDOMIZE_MEMORY: the base is a variable. */
 	if (symbol_opt(l, "page_offset_base", &addr)) {
-		err = kread_ptr(l, addr, "page_offset_base",
+		err = ivm_kernel_read_ptr(l, addr, "page_offset_base",
 				&l->page_offset_base);
 		if (err)
 			return err;
@@ -447,7 +481,7 @@ static struct ivm_error *find_per_cpu(struct ivm_kernel_layout *l)
 		uint64_t va = per_cpu_addr(l, current_sym, cpu), task;
 
 		l->current_va[cpu] = va;
-		err = kread_ptr(l, va, "current task", &task);
+		err = ivm_kernel_read_ptr(l, va, "current task", &task);
 		if (err)
 			return ivm_error_wrap(err, "cpu %u", cpu);
 		/*
@@ -517,7 +551,7 @@ static void find_idle_tasks(struct ivm_kernel_layout *l)
 		uint64_t task;
 		struct ivm_error *err;
 
-		err = kread_ptr(l, per_cpu_addr(l, base + member, cpu),
+		err = ivm_kernel_read_ptr(l, per_cpu_addr(l, base + member, cpu),
 				"idle task", &task);
 		if (err) {
 			/* Not fatal: pid 0 still tells an idle task. */
@@ -863,9 +897,8 @@ struct ivm_error *ivm_kernel_task_user_cr3(
 	const struct ivm_kernel_layout *layout,
 	const struct ivm_guest_task *task, uint64_t *ret)
 {
-	struct ivm_x86_64_translation tr;
 	struct ivm_error *err;
-	uint64_t pgd;
+	uint64_t pgd, pa, contiguous;
 
 	if (!task->mm)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
@@ -876,19 +909,23 @@ struct ivm_error *ivm_kernel_task_user_cr3(
 					"task %d: mm 0x%llx is not a kernel address",
 					task->pid,
 					(unsigned long long)task->mm);
-	err = kread_ptr(layout, task->mm + layout->off.mm_pgd, "mm->pgd",
+	err = ivm_kernel_read_ptr(layout, task->mm + layout->off.mm_pgd, "mm->pgd",
 			&pgd);
+	/*
+	 * A pgd comes from the page allocator, so it is in the direct map:
+	 * translated by arithmetic, not a four-read walk, on every capture.
+	 * A pa outside guest RAM faults when the user walk reads it.
+	 */
 	if (!err)
-		err = ivm_x86_64_translate(layout->gmem, layout->cr3,
-					   layout->la57, pgd, &tr);
+		err = ivm_kernel_translate(layout, pgd, &pa, &contiguous);
 	if (err)
 		return ivm_error_wrap(err, "task %d: user page tables",
 				      task->pid);
-	if (tr.pa & 0xfff)
+	if (pa & 0xfff)
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"task %d: pgd 0x%llx is not page aligned",
 					task->pid, (unsigned long long)pgd);
-	*ret = tr.pa;
+	*ret = pa;
 	return NULL;
 }
 
@@ -981,7 +1018,7 @@ static bool walk_next(struct task_walk *w, uint64_t node, uint64_t *ret)
 {
 	struct ivm_error *err;
 
-	err = kread_ptr(w->l, node + w->l->off.list_head_next,
+	err = ivm_kernel_read_ptr(w->l, node + w->l->off.list_head_next,
 			"list_head.next", ret);
 	if (err) {
 		walk_stop(w, err);

@@ -129,6 +129,30 @@ struct ivm_error *ivm_kernel_read(const struct ivm_kernel_layout *layout,
 				  uint64_t va, void *buf, size_t len);
 
 /*
+ * Guest physical address of kernel virtual address va (the direct map by
+ * arithmetic, anything else by a page walk), and in *contiguous how many
+ * bytes from there on lie in the same page.  For callers that read the same
+ * kernel word over and over (the profiler's poll) and want a physical read
+ * without a walk each time.  Nothing here notices the guest remapping va
+ * later: such callers translate again from time to time.
+ */
+struct ivm_error *ivm_kernel_translate(const struct ivm_kernel_layout *layout,
+				       uint64_t va, uint64_t *pa,
+				       uint64_t *contiguous);
+
+/*
+ * Read a pointer at kernel address va and insist that it is a kernel
+ * address (IVM_ERROR_PROTOCOL naming what otherwise).
+ */
+struct ivm_error *ivm_kernel_read_ptr(const struct ivm_kernel_layout *layout,
+				      uint64_t va, const char *what,
+				      uint64_t *ret);
+
+/* True if va is a canonical upper-half (kernel) address. */
+bool ivm_kernel_is_kernel_address(const struct ivm_kernel_layout *layout,
+				  uint64_t va);
+
+/*
  * The guest CPU a vCPU is running as, from its GS base: in kernel mode
  * (CPL 0) GS base is that CPU's per-CPU offset, in user mode the kernel GS
  * base is; both are tried (entry code runs briefly in kernel mode with the
@@ -162,6 +186,13 @@ struct ivm_error *ivm_kernel_cpu_from_apic_id(
 struct ivm_error *ivm_kernel_current_task(
 	const struct ivm_kernel_layout *layout, unsigned int cpu,
 	const struct ivm_x86_regs *regs, uint64_t *ret);
+
+/*
+ * Guest physical address of cpu's `current` slot, translated once at
+ * create (the per-CPU area never moves); 0 if it could not be.
+ */
+uint64_t ivm_kernel_current_pa(const struct ivm_kernel_layout *layout,
+			       unsigned int cpu);
 
 /* What idlevm reads of a guest task_struct. */
 struct ivm_guest_task {

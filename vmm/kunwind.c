@@ -84,6 +84,9 @@ static struct ivm_error *gmem_read(void *ctx, uint64_t va, void *buf,
 {
 	struct ivm_kmem_gmem *g = ctx;
 
+	if (g->memo)
+		return ivm_x86_64_read_virt_memo(g->gmem, g->memo, g->cr3,
+						 g->la57, va, buf, len);
 	return ivm_gmem_read_virt(g->gmem, g->cr3, g->la57, va, buf, len);
 }
 
@@ -200,15 +203,77 @@ static struct ivm_error *cache_read(void *ctx, uint64_t va, void *buf,
 	return NULL;
 }
 
+void ivm_kmem_cache_prefetch(struct ivm_kmem_cache *cache, uint64_t va,
+			     uint64_t len)
+{
+	void *pages[IVM_KMEM_CACHE_PAGES];
+	uint64_t first, nr, i, ok;
+	struct ivm_error *err;
+	bool any = false;
+
+	if (!cache->batch || !len || va + len - 1 < va)
+		return;
+	first = va & ~(CACHE_PAGE - 1);
+	nr = ((va + len - 1) & ~(CACHE_PAGE - 1)) / CACHE_PAGE -
+	     first / CACHE_PAGE + 1;
+	if (nr > IVM_KMEM_CACHE_PAGES)
+		nr = IVM_KMEM_CACHE_PAGES;
+	/*
+	 * At most IVM_KMEM_CACHE_PAGES consecutive pages fall in distinct
+	 * slots of the direct-mapped cache.
+	 */
+	for (i = 0; i < nr; i++) {
+		uint64_t page = first + i * CACHE_PAGE;
+		unsigned int slot = (unsigned int)((page / CACHE_PAGE) %
+						   IVM_KMEM_CACHE_PAGES);
+
+		pages[i] = NULL;
+		if (cache->tag[slot] == (page | 1))
+			continue;
+		/* The slot's old page is dropped whether or not this arrives. */
+		cache->tag[slot] = 0;
+		pages[i] = cache->page[slot];
+		any = true;
+	}
+	if (!any)
+		return;
+	err = ivm_x86_64_read_pages_memo(cache->batch->gmem, cache->batch->memo,
+					 cache->batch->cr3, cache->batch->la57,
+					 first, (size_t)nr, pages, &ok);
+	/* Best effort: the reads that need these pages will report it. */
+	ivm_error_destroy(err);
+	for (i = 0; i < nr; i++) {
+		uint64_t page = first + i * CACHE_PAGE;
+
+		if (!pages[i] || !(ok & (1ull << i)))
+			continue;
+		cache->tag[(page / CACHE_PAGE) % IVM_KMEM_CACHE_PAGES] =
+			page | 1;
+		cache->prefetched++;
+	}
+}
+
 void ivm_kmem_cache_init(struct ivm_kmem_cache *cache,
 			 const struct ivm_kmem_reader *backing,
 			 struct ivm_kmem_reader *ret)
 {
 	cache->backing = *backing;
-	cache->hits = cache->misses = 0;
+	cache->batch = NULL;
+	cache->hits = cache->misses = cache->prefetched = 0;
 	ivm_kmem_cache_invalidate(cache);
 	ret->read = cache_read;
 	ret->ctx = cache;
+}
+
+void ivm_kmem_cache_init_gmem(struct ivm_kmem_cache *cache,
+			      struct ivm_kmem_gmem *g,
+			      struct ivm_kmem_reader *ret)
+{
+	struct ivm_kmem_reader backing;
+
+	ivm_kmem_reader_gmem(g, &backing);
+	ivm_kmem_cache_init(cache, &backing, ret);
+	cache->batch = g;
 }
 
 struct ivm_error *ivm_cpu_stacks_layout_from_btf(
@@ -612,6 +677,30 @@ static enum step step_by(struct kunwind *ku, const struct ivm_orc_entry *ep,
 	return STEP_OK;
 }
 
+/* The extra (module) table whose range holds pc, or NULL. */
+static const struct ivm_kunwind_orc_range *
+extra_range(const struct ivm_kunwind_config *cfg, uint64_t pc)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nr_extra_orc; i++)
+		if (pc >= cfg->extra_orc[i].lo && pc < cfg->extra_orc[i].hi)
+			return &cfg->extra_orc[i];
+	return NULL;
+}
+
+/* The ORC entry for runtime address pc: a module's table, or the kernel's. */
+static bool find_orc(const struct ivm_kunwind_config *cfg, uint64_t pc,
+		     struct ivm_orc_entry *e)
+{
+	const struct ivm_kunwind_orc_range *r = extra_range(cfg, pc);
+
+	if (r)
+		return r->orc && ivm_orc_lookup(r->orc, pc, e, NULL);
+	return cfg->orc && ivm_orc_lookup(cfg->orc, pc - cfg->orc_slide, e,
+					  NULL);
+}
+
 static enum step step(struct kunwind *ku, uint32_t *frame_flags)
 {
 	const struct ivm_kunwind_config *cfg = ku->cfg;
@@ -624,9 +713,8 @@ static enum step step(struct kunwind *ku, uint32_t *frame_flags)
 	 * call to a noreturn function at the very end): look up pc - 1
 	 * unless pc is exact.
 	 */
-	lookup = (ku->signal ? ku->pc : ku->pc - 1) - cfg->orc_slide;
-	if (cfg->orc && ivm_orc_lookup(cfg->orc, lookup, &e, NULL) &&
-	    e.type != IVM_ORC_TYPE_UNDEFINED) {
+	lookup = ku->signal ? ku->pc : ku->pc - 1;
+	if (find_orc(cfg, lookup, &e) && e.type != IVM_ORC_TYPE_UNDEFINED) {
 		if (e.type == IVM_ORC_TYPE_END_OF_STACK)
 			return STEP_END;
 		return step_by(ku, &e, false, frame_flags);

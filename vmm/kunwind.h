@@ -46,6 +46,7 @@
 #include "gmem.h"
 #include "orc.h"
 #include "unwind.h"
+#include "x86_64_paging.h"
 #include "x86_64_regs.h"
 
 /* sizeof(struct pt_regs) on x86-64 (ABI). */
@@ -80,11 +81,17 @@ struct ivm_error *ivm_orc_load_guest(const struct ivm_kmem_reader *mem,
 				     enum ivm_orc_format fmt,
 				     struct ivm_orc_table **ret);
 
-/* A reader over ivm_gmem_read_virt with a fixed page-table root. */
+/*
+ * A reader over ivm_gmem_read_virt with a fixed page-table root.  With a
+ * memo (x86_64_paging.h; optional, borrowed, may be shared by readers of
+ * different roots), walks are predicted and checked in one round trip per
+ * read instead of one per level; what is read is the same either way.
+ */
 struct ivm_kmem_gmem {
 	struct ivm_gmem *gmem;
 	uint64_t cr3;
 	int la57;
+	struct ivm_x86_64_walk_memo *memo;
 };
 
 /* Fill *ret with a reader over g; g is borrowed and must outlive it. */
@@ -105,9 +112,11 @@ void ivm_kmem_reader_gmem(struct ivm_kmem_gmem *g,
 
 struct ivm_kmem_cache {
 	struct ivm_kmem_reader backing;
+	struct ivm_kmem_gmem *batch;	/* for prefetch; NULL: none */
 	uint64_t tag[IVM_KMEM_CACHE_PAGES];	/* page va | 1 when valid */
 	uint8_t page[IVM_KMEM_CACHE_PAGES][4096];
 	uint64_t hits, misses;
+	uint64_t prefetched;	/* pages filled by ivm_kmem_cache_prefetch */
 };
 
 /* Empty cache over backing (copied); fill *ret with a reader over it. */
@@ -115,8 +124,29 @@ void ivm_kmem_cache_init(struct ivm_kmem_cache *cache,
 			 const struct ivm_kmem_reader *backing,
 			 struct ivm_kmem_reader *ret);
 
+/*
+ * The same over ivm_kmem_reader_gmem(g) (g borrowed, must outlive the
+ * cache); ivm_kmem_cache_prefetch() then reads pages in batches through
+ * g's memo.
+ */
+void ivm_kmem_cache_init_gmem(struct ivm_kmem_cache *cache,
+			      struct ivm_kmem_gmem *g,
+			      struct ivm_kmem_reader *ret);
+
 /* Forget every cached page. */
 void ivm_kmem_cache_invalidate(struct ivm_kmem_cache *cache);
+
+/*
+ * Fill the cache with the pages covering [va, va + len) that it does not
+ * hold yet, at most IVM_KMEM_CACHE_PAGES of them (the first ones), in one
+ * batch of the backing's read_pages: for a range the caller is about to
+ * read, such as a kernel stack from its saved sp to its top.  Best effort:
+ * for a cache not made by ivm_kmem_cache_init_gmem(), or pages that cannot
+ * be read, nothing happens and later reads go to the backing as usual (and
+ * report the faults).  A range wrapping the address space is ignored.
+ */
+void ivm_kmem_cache_prefetch(struct ivm_kmem_cache *cache, uint64_t va,
+			     uint64_t len);
 
 enum ivm_stack_kind {
 	IVM_STACK_RANGE_TASK,		/* task_struct.stack, THREAD_SIZE */
@@ -182,6 +212,11 @@ size_t ivm_kunwind_cpu_stacks(const struct ivm_cpu_stacks_layout *layout,
 			      struct ivm_stack_range *ranges, size_t max);
 
 /* What stays the same for every unwind of one guest kernel. */
+struct ivm_kunwind_orc_range {
+	uint64_t lo, hi;
+	const struct ivm_orc_table *orc;
+};
+
 struct ivm_kunwind_config {
 	/* ORC table; NULL means frame pointers only (every frame inexact). */
 	const struct ivm_orc_table *orc;
@@ -203,6 +238,14 @@ struct ivm_kunwind_config {
 	 * is then an exact pc rather than a return address.
 	 */
 	uint64_t ret_from_fork;
+	/*
+	 * ORC tables of code outside the kernel image (loaded modules), each
+	 * for the runtime range [lo, hi), its ips runtime addresses (read
+	 * from guest memory).  Consulted for a pc in one of the ranges; a pc
+	 * there also counts as kernel text for frame-pointer guesses.
+	 */
+	const struct ivm_kunwind_orc_range *extra_orc;
+	size_t nr_extra_orc;
 };
 
 /* Where struct inactive_task_frame keeps what the unwinder needs. */

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,6 +19,8 @@
 struct ivm_profile_writer {
 	int fd;
 	char *path;
+	char *tmp_path;		/* until published; NULL: writing path itself */
+	bool wrote;		/* a record after the header was emitted */
 	struct ivm_buf buf;
 	struct ivm_buf rec;	/* payload of the record being built */
 };
@@ -52,6 +56,46 @@ static struct ivm_error *write_all(int fd, const uint8_t *p, size_t len,
 	return NULL;
 }
 
+/* The process umask (single-threaded when a profile is created). */
+static mode_t current_umask(void)
+{
+	mode_t m = umask(022);
+
+	umask(m);
+	return m;
+}
+
+/*
+ * A regular file (or a new one) is written under a temporary name in the
+ * same directory and renamed over path at the first flush: a run that
+ * fails before it has anything to say leaves an older profile at path
+ * alone.  Anything else (a FIFO, /dev/stdout) is written directly.
+ */
+static int open_output(struct ivm_profile_writer *w, const char *path)
+{
+	struct stat st;
+	int fd, saved;
+
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (asprintf(&w->tmp_path, "%s.XXXXXX", path) < 0) {
+		w->tmp_path = NULL;
+		errno = ENOMEM;
+		return -1;
+	}
+	fd = mkostemp(w->tmp_path, O_APPEND | O_CLOEXEC);
+	if (fd < 0) {
+		saved = errno;
+		free(w->tmp_path);
+		w->tmp_path = NULL;
+		errno = saved;
+		return -1;
+	}
+	/* mkostemp makes it 0600; a profile is as readable as any file. */
+	(void)!fchmod(fd, 0644 & ~current_umask());	/* not worth failing */
+	return fd;
+}
+
 struct ivm_error *ivm_profile_writer_create(const char *path,
 					    struct ivm_profile_writer **ret)
 {
@@ -67,10 +111,10 @@ struct ivm_error *ivm_profile_writer_create(const char *path,
 		free(w);
 		return &ivm_enomem;
 	}
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
-		     0644);
+	w->fd = open_output(w, path);
 	if (w->fd < 0) {
 		err = ivm_error_os(errno, "cannot create profile %s", path);
+		free(w->tmp_path);
 		free(w->path);
 		free(w);
 		return err;
@@ -122,6 +166,7 @@ static struct ivm_error *emit_record(struct ivm_profile_writer *w,
 		w->buf.nomem = false;
 		return &ivm_enomem;
 	}
+	w->wrote = true;
 	if (w->buf.len >= WRITER_HIGH_WATER)
 		return ivm_profile_writer_flush(w);
 	return NULL;
@@ -211,6 +256,13 @@ struct ivm_error *ivm_profile_writer_flush(struct ivm_profile_writer *w)
 	if (!w->buf.len)
 		return NULL;
 	err = write_all(w->fd, w->buf.data, w->buf.len, w->path);
+	if (!err && w->wrote && w->tmp_path) {
+		if (rename(w->tmp_path, w->path) < 0)
+			return ivm_error_os(errno, "renaming %s to %s",
+					    w->tmp_path, w->path);
+		free(w->tmp_path);
+		w->tmp_path = NULL;
+	}
 	/*
 	 * On failure the buffer is kept: the caller may retry (ENOSPC may
 	 * clear) and nothing already written is duplicated, because write_all
@@ -249,9 +301,14 @@ void ivm_profile_writer_destroy(struct ivm_profile_writer *w)
 		return;
 	if (w->fd >= 0) {
 		/* Best effort: what is buffered is worth keeping. */
-		ivm_error_destroy(ivm_profile_writer_flush(w));
+		if (w->wrote)
+			ivm_error_destroy(ivm_profile_writer_flush(w));
 		close(w->fd);
 	}
+	/* Nothing but a header, or the rename failed: leave no debris. */
+	if (w->tmp_path)
+		unlink(w->tmp_path);
+	free(w->tmp_path);
 	ivm_buf_free(&w->buf);
 	ivm_buf_free(&w->rec);
 	free(w->path);

@@ -72,8 +72,13 @@ struct ivm_stat {
 struct ivm_profile_writer;
 
 /*
- * Create (truncate) path and write the file header.  Data is buffered and
- * reaches the file at ivm_profile_writer_flush() or when the buffer fills.
+ * Create path and write the file header.  Data is buffered and reaches the
+ * file at ivm_profile_writer_flush() or when the buffer fills.  A regular
+ * file is first written under a temporary name next to path (path.XXXXXX)
+ * and takes path's place at the first flush after a record was written:
+ * a writer destroyed with nothing written removes it, so a run that fails
+ * during setup leaves whatever was at path before untouched.  Other files
+ * (a FIFO, /dev/stdout) are written directly.
  */
 struct ivm_error *ivm_profile_writer_create(const char *path,
 					    struct ivm_profile_writer **ret);

@@ -11,7 +11,10 @@
 
 #include "clock.h"
 #include "kvm_events.h"
+#include "kmodules.h"
+#include "ksym_hits.h"
 #include "profiler.h"
+#include "vcpu_watch.h"
 #include "trace_session.h"
 
 const char *ivm_idle_source_name(enum ivm_idle_source source)
@@ -46,6 +49,7 @@ struct vcpu_poll {
 	 * helper (a holder), so each task is looked up once per switch. */
 	uint64_t last_current;
 	bool last_is_helper;
+	bool was_idle;		/* idle at the previous observation */
 };
 
 struct profiler {
@@ -63,6 +67,9 @@ struct profiler {
 	bool warned_degraded;
 	struct ivm_kvm_events *kvm_events;	/* idle source kvm */
 	struct ivm_trace_session *trace;
+	struct ivm_vcpu_watch *watch;
+	struct ivm_vcpu_watch_view *views;
+	struct ivm_ksym_hits *ksym_hits;	/* no vmlinux: names to keep */
 };
 
 /* Halted per the vCPU thread's state letter (after "comm) "). */
@@ -148,11 +155,13 @@ static struct ivm_error *poll_halted(struct profiler *p)
 			p->vcpus[i].halted = g->vcpus[i].halted;
 		return NULL;
 	}
-	for (i = 0; i < g->nr_vcpus; i++) {
-		err = thread_halted(&p->vcpus[i], &p->vcpus[i].halted);
-		if (err)
-			return err;
-	}
+	/*
+	 * Thread source: read lazily per vCPU in poll_once.  Each /proc stat
+	 * read costs about 10 us, five times the guest read that tells the
+	 * same (the vCPU's current task is its idle task), so it is only
+	 * read where it adds something: at a transition, and when the guest
+	 * read failed.
+	 */
 	return NULL;
 }
 
@@ -260,6 +269,9 @@ static struct ivm_error *capture(struct profiler *p,
 	err = ivm_profile_write_sample(p->writer, &p->cap.sample);
 	if (!err)
 		p->res->kept[req->kind]++;
+	if (!err && p->ksym_hits)
+		err = ivm_ksym_hits_add(p->ksym_hits, p->cap.sample.kernel_pcs,
+					p->cap.sample.nr_kernel);
 out:
 	if (stopped) {
 		cerr = ivm_qmp_cont(g->qmp);
@@ -294,67 +306,47 @@ static bool is_helper_task(struct profiler *p, struct vcpu_poll *vp,
 	return vp->last_is_helper;
 }
 
-/*
- * Context switches of vp's idle task (nvcsw + nivcsw).  Polled for every
- * vCPU at the poll rate, so one read when the two counters are neighbours
- * (they are: both unsigned long, declared together), two otherwise.
- */
-static bool read_idle_switches(struct profiler *p, const struct vcpu_poll *vp,
-			       uint64_t *ret)
-{
-	const struct ivm_kernel_layout *layout = p->guest->layout;
-	struct ivm_error *err;
-	uint64_t sw[2];
-
-	if (!vp->idle_task || !p->nvcsw_off || !p->nivcsw_off)
-		return false;
-	if (p->nivcsw_off == p->nvcsw_off + 8) {
-		err = ivm_kernel_read(layout, vp->idle_task + p->nvcsw_off, sw,
-				      sizeof(sw));
-	} else {
-		err = ivm_kernel_read(layout, vp->idle_task + p->nvcsw_off,
-				      &sw[0], 8);
-		if (!err)
-			err = ivm_kernel_read(layout,
-					      vp->idle_task + p->nivcsw_off,
-					      &sw[1], 8);
-	}
-	if (err) {
-		ivm_error_destroy(err);
-		return false;
-	}
-	*ret = sw[0] + sw[1];
-	return true;
-}
-
 static void poll_once(struct profiler *p, uint64_t now)
 {
 	struct ivm_guest *g = p->guest;
 	struct ivm_error *err;
 	size_t i;
 
+	uint64_t failed = 0;
+
 	p->res->polls++;
 	err = poll_halted(p);
+	if (!err)
+		err = ivm_vcpu_watch_read(p->watch, now, p->views, &failed);
 	if (err) {
 		p->res->poll_errors++;
 		read_failed(p, err);
 		return;
 	}
+	p->res->poll_errors += failed;
 	for (i = 0; i < g->nr_vcpus && !p->gone; i++) {
 		struct ivm_guest_vcpu *v = &g->vcpus[i];
 		struct vcpu_poll *vp = &p->vcpus[i];
+		const struct ivm_vcpu_watch_view *view = &p->views[i];
 		struct ivm_vcpu_obs obs = { .time_ns = now,
 					    .halted = vp->halted };
 		struct ivm_capture_req req;
 
 		if (v->cpu < 0)
 			continue;
-		err = ivm_kernel_current_task(g->layout, (unsigned int)v->cpu,
-					      NULL, &obs.current);
-		if (err) {
-			p->res->poll_errors++;
-			read_failed(p, err);
-		} else {
+		if (p->cfg->idle_source == IVM_IDLE_SOURCE_THREAD &&
+		    (!view->current_ok ||
+		     (view->current == vp->idle_task) != vp->was_idle)) {
+			err = thread_halted(vp, &vp->halted);
+			if (err) {
+				p->res->poll_errors++;
+				read_failed(p, err);
+				continue;
+			}
+			obs.halted = vp->halted;
+		}
+		if (view->current_ok) {
+			obs.current = view->current;
 			obs.current_known = true;
 			obs.current_is_idle = obs.current == vp->idle_task;
 			if (!obs.current_is_idle && is_helper_task(p, vp,
@@ -371,8 +363,9 @@ static void poll_once(struct profiler *p, uint64_t now)
 				p->res->helper_busy++;
 			}
 		}
-		if (read_idle_switches(p, vp, &obs.idle_switches))
-			obs.idle_switches_known = true;
+		vp->was_idle = obs.current_known && obs.current_is_idle;
+		obs.idle_switches = view->idle_switches;
+		obs.idle_switches_known = view->idle_switches_ok;
 		if (!ivm_dispatch_observe(p->dispatch, (uint32_t)i, &obs, &req))
 			continue;
 		err = capture(p, &req);
@@ -389,6 +382,35 @@ static void poll_once(struct profiler *p, uint64_t now)
 			ivm_error_destroy(err);
 		}
 	}
+}
+
+/*
+ * No vmlinux: the kernel symbols samples hit so far and not yet written,
+ * as "ksym" metadata ("ADDR SIZE TYPE NAME", link-time addresses like a
+ * System.map), so the file names its kernel frames on its own.
+ */
+static struct ivm_error *write_new_ksyms(struct profiler *p)
+{
+	const struct ivm_ksym *const *syms;
+	struct ivm_error *err = NULL;
+	size_t nr, i;
+
+	if (!p->ksym_hits)
+		return NULL;
+	syms = ivm_ksym_hits_take_new(p->ksym_hits, &nr);
+	for (i = 0; i < nr && !err; i++) {
+		char line[256], *c;
+
+		snprintf(line, sizeof(line), "0x%" PRIx64 " 0x%" PRIx64 " %c %s",
+			 syms[i]->addr, syms[i]->size,
+			 syms[i]->type ? syms[i]->type : 't', syms[i]->name);
+		/* Guest bytes: one line, printable. */
+		for (c = line; *c; c++)
+			if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+				*c = '?';
+		err = ivm_profile_write_meta(p->writer, "ksym", line);
+	}
+	return err;
 }
 
 static void fill_stats(const struct profiler *p, struct ivm_stat *st,
@@ -450,6 +472,56 @@ static void status_line(const struct profiler *p, uint64_t now, bool final)
 		d->lost_busy + d->lost_missed, final ? "\n" : "");
 }
 
+/*
+ * The guest's modules, one "module" metadata item each, so a report made
+ * elsewhere can symbolize addresses in module code.  Not fatal: a guest
+ * whose module list cannot be read is profiled all the same, and the
+ * file says why its module frames will stay raw.
+ */
+static struct ivm_error *write_modules(struct profiler *p)
+{
+	struct ivm_kmodules *mods;
+	struct ivm_error *err;
+	size_t i;
+
+	err = ivm_kmodules_read(p->guest->layout, p->guest->btf, &mods);
+	if (err) {
+		struct ivm_error *werr = ivm_profile_write_meta(
+			p->writer, "modules_error", ivm_error_string(err));
+
+		ivm_error_destroy(err);
+		return werr;
+	}
+	for (i = 0; i < mods->nr && !err; i++) {
+		char *line = ivm_kmodule_format(&mods->mods[i]);
+		char **secs = NULL;
+		size_t nr = 0, k;
+
+		if (line)
+			secs = ivm_kmodule_format_sections(&mods->mods[i], &nr);
+		if (!line || !secs) {
+			free(line);
+			err = &ivm_enomem;
+			break;
+		}
+		err = ivm_profile_write_meta(p->writer, "module", line);
+		for (k = 0; k < nr; k++) {
+			if (!err)
+				err = ivm_profile_write_meta(p->writer,
+							     "module_sections",
+							     secs[k]);
+			free(secs[k]);
+		}
+		free(secs);
+		free(line);
+	}
+	if (!err && mods->truncated)
+		err = ivm_profile_write_meta(p->writer, "modules_error",
+					     ivm_error_string(mods->error));
+	ivm_kmodules_destroy(mods);
+	return err;
+}
+
 static struct ivm_error *write_meta(struct profiler *p)
 {
 	struct ivm_guest *g = p->guest;
@@ -458,6 +530,7 @@ static struct ivm_error *write_meta(struct profiler *p)
 	struct ivm_error *err;
 	time_t now = time(NULL);
 	struct tm tm;
+	size_t i;
 
 #define META(k, v)							\
 	do {								\
@@ -484,8 +557,43 @@ static struct ivm_error *write_meta(struct profiler *p)
 	gmtime_r(&now, &tm);
 	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	META("start", buf);
+	/* A report of the file defaults to the same symbols. */
+	if (c->symdir)
+		META("symdir", c->symdir);
+	for (i = 0; i < c->nr_binaries; i++) {
+		char *path = realpath(c->binaries[i], NULL);
+
+		err = ivm_profile_write_meta(p->writer, "binary",
+					     path ? path : c->binaries[i]);
+		free(path);
+		if (err)
+			return err;
+	}
 #undef META
-	return NULL;
+	return write_modules(p);
+}
+
+static struct ivm_error *setup_watch(struct profiler *p)
+{
+	struct ivm_guest *g = p->guest;
+	struct ivm_vcpu_watch_target *targets;
+	struct ivm_error *err;
+	size_t i;
+
+	p->views = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*p->views));
+	targets = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*targets));
+	if (!p->views || !targets) {
+		free(targets);
+		return &ivm_enomem;
+	}
+	for (i = 0; i < g->nr_vcpus; i++) {
+		targets[i].cpu = g->vcpus[i].cpu;
+		targets[i].idle_task = p->vcpus[i].idle_task;
+	}
+	err = ivm_vcpu_watch_create(g->layout, g->gmem, targets, g->nr_vcpus,
+				    p->nvcsw_off, p->nivcsw_off, &p->watch);
+	free(targets);
+	return err;
 }
 
 static struct ivm_error *setup(struct profiler *p)
@@ -515,6 +623,11 @@ static struct ivm_error *setup(struct profiler *p)
 	for (i = 0; i < p->cfg->nr_binaries; i++) {
 		err = ivm_capture_engine_add_binary(p->engine,
 						    p->cfg->binaries[i]);
+		if (err)
+			return err;
+	}
+	if (p->cfg->symdir) {
+		err = ivm_capture_engine_set_symdir(p->engine, p->cfg->symdir);
 		if (err)
 			return err;
 	}
@@ -561,7 +674,17 @@ static struct ivm_error *setup(struct profiler *p)
 		if (vp->stat_fd < 0)
 			return ivm_error_os(errno, "opening %s", path);
 	}
-	return write_meta(p);
+	err = setup_watch(p);
+	if (!err && !g->vmlinux)
+		err = ivm_ksym_hits_create(g->ksyms,
+					   ivm_kernel_layout_slide(g->layout),
+					   &p->ksym_hits);
+	if (!err)
+		err = write_meta(p);
+	/* Setup is over: the file takes its name now (see profile_file.h). */
+	if (!err)
+		err = ivm_profile_writer_flush(p->writer);
+	return err;
 }
 
 static void teardown(struct profiler *p)
@@ -573,6 +696,9 @@ static void teardown(struct profiler *p)
 			if (p->vcpus[i].stat_fd >= 0)
 				close(p->vcpus[i].stat_fd);
 	free(p->vcpus);
+	free(p->views);
+	ivm_vcpu_watch_destroy(p->watch);
+	ivm_ksym_hits_destroy(p->ksym_hits);
 	ivm_trace_session_destroy(p->trace);
 	ivm_kvm_events_destroy(p->kvm_events);
 	ivm_capture_engine_destroy(p->engine);
@@ -627,7 +753,10 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 				end_with(&p, "the guest shut down");
 			}
 			fill_stats(&p, stats, &nr_stats);
-			err = ivm_profile_write_stats(writer, stats, nr_stats);
+			err = write_new_ksyms(&p);
+			if (!err)
+				err = ivm_profile_write_stats(writer, stats,
+							      nr_stats);
 			if (!err)
 				err = ivm_profile_writer_flush(writer);
 			if (err)
@@ -652,6 +781,11 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	if (config->status_line)
 		status_line(&p, ivm_mono_ns(), true);
 	fill_stats(&p, stats, &nr_stats);
+	ferr = write_new_ksyms(&p);
+	if (ferr) {
+		ivm_error_destroy(ferr);	/* the samples matter more */
+		ferr = NULL;
+	}
 	ferr = ivm_profile_writer_finish(writer, ivm_mono_ns(), stats, nr_stats);
 	teardown(&p);
 	if (err) {

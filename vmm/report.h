@@ -59,6 +59,9 @@ struct ivm_report_options {
 	size_t nr_binaries;
 	const char *system_map;	/* kernel fallback when vmlinux is unusable */
 	const char *symdir;	/* .build-id/xx/rest.debug tree, or NULL */
+	const char *module_dir;	/* DIR/lib/modules/RELEASE/.../NAME.ko */
+	const uint64_t *addresses;	/* --address: resolve these instead */
+	size_t nr_addresses;
 	enum ivm_report_format format;	/* ivm_report_file: unless folded */
 	const char *output;	/* ivm_report_file: write here, not to out */
 	const char *title;	/* SVG title; NULL: a default */

@@ -22,15 +22,19 @@ expect_error "missing socket" "/nonexistent/qmp.sock" \
 	"$idlevm" info --qmp /nonexistent/qmp.sock
 expect_error "vmlinux not ELF" "/etc/passwd" \
 	"$idlevm" info --domain "$IVM_DOMAIN" --vmlinux /etc/passwd
-expect_error "no debuginfo for the guest kernel" "no debuginfo for guest kernel $IVM_KVER" \
-	env IDLEVM_DEBUG_DIRS=/nonexistent "$idlevm" info --domain "$IVM_DOMAIN"
+# (No debuginfo at all is not an error: t_48 reads the guest's own tables.)
 mkdir -p "$IVM_RUNDIR/debug"
 ln -sf "$IVM_VMLINUX" "$IVM_RUNDIR/debug/vmlinux-$IVM_KVER"
 out=$(IDLEVM_DEBUG_DIRS=/nonexistent:$IVM_RUNDIR/debug "$idlevm" info --domain "$IVM_DOMAIN" 2>&1) ||
 	fail "IDLEVM_DEBUG_DIRS not searched: $out"
 echo "$out" | grep -q "^vmlinux: *$IVM_RUNDIR/debug/vmlinux-$IVM_KVER" || fail "wrong vmlinux: $out"
+# A run that fails in its setup leaves an older profile where it was, and
+# no temporary file next to it.
+echo "an older profile" >"$IVM_RUNDIR/kvm.prof"
 expect_error "kvm tracepoints on a TCG guest" "hardware KVM" \
 	"$idlevm" profile --domain "$IVM_DOMAIN" --idle-source kvm -D 1 -o "$IVM_RUNDIR/kvm.prof"
+assert_eq "$(cat "$IVM_RUNDIR/kvm.prof")" "an older profile" "profile after a failed setup"
+assert_eq "$(ls "$IVM_RUNDIR" | grep -c '^kvm\.prof\.')" 0 "temporary files left"
 expect_error "profile of a core" "live guest" \
 	"$idlevm" profile --core /etc/passwd
 expect_error "core not ELF" "/etc/passwd" \

@@ -893,3 +893,113 @@ Test(kernel_layout, vmcoreinfo_offset)
 	cr_assert_not_null(err);
 	ivm_error_destroy(err);
 }
+
+/* ---- vcpu_watch over the same synthetic guest --------------------------- */
+
+#include "vcpu_watch.h"
+
+Test(vcpu_watch, one_batch_for_all_vcpus)
+{
+	struct ivm_vcpu_watch_target targets[2] = {
+		{ .cpu = 0, .idle_task = KVA(L_INIT_TASK) },	/* image: walk */
+		{ .cpu = 1, .idle_task = task_va(IDLE1) },	/* direct map */
+	};
+	struct ivm_vcpu_watch_view v[2];
+	struct ivm_vcpu_watch *w;
+	struct ivm_kernel_layout *l;
+	struct fixture f;
+	uint64_t failed = 0;
+
+	fixture_init(&f);
+	l = create_ok(&f);
+	cr_assert_null(ivm_vcpu_watch_create(l, f.gmem, targets, 2,
+					     f.off.task_nvcsw,
+					     f.off.task_nivcsw, &w));
+	cr_assert_null(ivm_vcpu_watch_read(w, 1, v, &failed));
+	cr_expect_eq(failed, 0);
+	cr_expect(v[0].current_ok && v[1].current_ok);
+	cr_expect_eq(v[0].current, task_va(T51));
+	cr_expect_eq(v[1].current, task_va(IDLE1));
+	/* set_task: nvcsw = pid * 10, nivcsw = pid * 10 + 1, idle pid 0. */
+	cr_expect(v[0].idle_switches_ok && v[1].idle_switches_ok);
+	cr_expect_eq(v[0].idle_switches, 1);
+	cr_expect_eq(v[1].idle_switches, 1);
+
+	/* The guest moves on; the next poll sees it, still in one batch. */
+	w64(&f, DM(PA_PCPU1) + PCPU_CURRENT_TASK, task_va(T52));
+	w64(&f, KVA(L_INIT_TASK) + f.off.task_nvcsw, 41);
+	cr_assert_null(ivm_vcpu_watch_read(w, 2, v, &failed));
+	cr_expect_eq(v[1].current, task_va(T52));
+	cr_expect_eq(v[0].idle_switches, 42);
+	cr_expect_eq(ivm_vcpu_watch_stats(w)->batches, 2);
+	cr_expect_eq(ivm_vcpu_watch_stats(w)->fallbacks, 0);
+	cr_expect_eq(ivm_vcpu_watch_stats(w)->translations, 1);
+
+	/* A garbage current is not passed on, the other vCPU still is. */
+	w64(&f, DM(PA_PCPU0) + PCPU_CURRENT_TASK, 0x1234);
+	cr_assert_null(ivm_vcpu_watch_read(w, 3, v, &failed));
+	cr_expect_not(v[0].current_ok);
+	cr_expect(v[1].current_ok);
+	cr_expect_eq(failed, 1);
+
+	/* Translations are redone after IVM_VCPU_WATCH_RETRANSLATE_NS. */
+	cr_assert_null(ivm_vcpu_watch_read(w, 3 + IVM_VCPU_WATCH_RETRANSLATE_NS,
+					   v, NULL));
+	cr_expect_eq(ivm_vcpu_watch_stats(w)->translations, 2);
+	ivm_vcpu_watch_destroy(w);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
+Test(vcpu_watch, unreadable_word_falls_back_alone)
+{
+	/* An idle task whose counters lie past the end of guest RAM. */
+	struct ivm_vcpu_watch_target targets[2] = {
+		{ .cpu = 0, .idle_task = DM(A_SIZE + 0x1000) },
+		{ .cpu = 1, .idle_task = task_va(IDLE1) },
+	};
+	struct ivm_vcpu_watch_view v[2];
+	struct ivm_vcpu_watch *w;
+	struct ivm_kernel_layout *l;
+	struct fixture f;
+	uint64_t failed = 0;
+
+	fixture_init(&f);
+	l = create_ok(&f);
+	cr_assert_null(ivm_vcpu_watch_create(l, f.gmem, targets, 2,
+					     f.off.task_nvcsw,
+					     f.off.task_nivcsw, &w));
+	cr_assert_null(ivm_vcpu_watch_read(w, 1, v, &failed));
+	cr_expect_not(v[0].idle_switches_ok);
+	cr_expect(v[0].current_ok);
+	cr_expect(v[1].current_ok && v[1].idle_switches_ok);
+	cr_expect_eq(failed, 2);
+	cr_expect_eq(ivm_vcpu_watch_stats(w)->fallbacks, 1);
+	ivm_vcpu_watch_destroy(w);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
+Test(vcpu_watch, unwatched_vcpu_and_no_counters)
+{
+	struct ivm_vcpu_watch_target targets[2] = {
+		{ .cpu = -1, .idle_task = 0 },
+		{ .cpu = 1, .idle_task = task_va(IDLE1) },
+	};
+	struct ivm_vcpu_watch_view v[2];
+	struct ivm_vcpu_watch *w;
+	struct ivm_kernel_layout *l;
+	struct fixture f;
+
+	fixture_init(&f);
+	l = create_ok(&f);
+	cr_assert_null(ivm_vcpu_watch_create(l, f.gmem, targets, 2,
+					     IVM_KOFF_NONE, IVM_KOFF_NONE, &w));
+	cr_assert_null(ivm_vcpu_watch_read(w, 1, v, NULL));
+	cr_expect_not(v[0].current_ok);
+	cr_expect(v[1].current_ok);
+	cr_expect_not(v[1].idle_switches_ok);
+	ivm_vcpu_watch_destroy(w);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}

@@ -230,6 +230,46 @@ Test(kunwind, return_address_looked_up_minus_one)
 	cr_assert_eq(st.flags, IVM_STACK_END_HINT);
 }
 
+/*
+ * A module's code, with its own ORC table (runtime ips, as read from the
+ * guest): leaf returns into the module function, whose frame is 16 bytes,
+ * and that returns to the top.
+ */
+Test(kunwind, module_orc_table)
+{
+	const uint64_t mod = 0xffffffffc0100000ull, sec = mod + 0x8000;
+	uint8_t ipb[4 * 3], orcb[6 * 3];
+	struct ivm_orc_table *mt = NULL;
+	struct ivm_kunwind_orc_range r;
+	uint64_t s = TASK_LO + 0x3000;
+
+	put_entry(ipb, orcb, 0, sec, mod, 0, 0, 0, 0, 0, 1);
+	put_entry(ipb, orcb, 1, sec, mod + 0x100, 16, 0, 5, 0, 0, 0);
+	put_entry(ipb, orcb, 2, sec, mod + 0x200, 0, 0, 0, 0, 0, 0);
+	cr_assert_null(ivm_orc_load_buffer(ipb, sizeof(ipb), sec, orcb,
+					   sizeof(orcb), IVM_ORC_FORMAT_V1,
+					   &mt));
+	put64(mem, s + 16, mod + 0x150);	/* leaf returns into the module */
+	put64(mem, s + 24 + 8, RT(F_TOP) + 3);	/* the module's return */
+
+	/* Without the module's table: a frame-pointer guess that fails. */
+	unwind_from(RT(F_LEAF) + 0x10, s, 0, true);
+	cr_assert_eq(st.nr, 2);
+	cr_assert(st.flags & IVM_STACK_TRUNCATED_BAD_ORC);
+
+	r = (struct ivm_kunwind_orc_range){ mod, mod + 0x200, mt };
+	cfg.extra_orc = &r;
+	cfg.nr_extra_orc = 1;
+	unwind_from(RT(F_LEAF) + 0x10, s, 0, true);
+	cr_assert_eq(st.nr, 3);
+	expect_frame(1, mod + 0x150, s + 24, K);
+	expect_frame(2, RT(F_TOP) + 3, s + 40, K);
+	cr_assert_eq(st.flags, IVM_STACK_END_HINT);
+	cfg.extra_orc = NULL;
+	cfg.nr_extra_orc = 0;
+	ivm_orc_destroy(mt);
+}
+
 static void put_pt_regs(uint64_t at, uint64_t ip, uint64_t cs, uint64_t sp,
 			uint64_t bp)
 {

@@ -1,0 +1,31 @@
+# A profile of a guest whose vmlinux the host does not have: idlevm reads
+# kallsyms, BTF and ORC from guest memory, and the profile carries the
+# kernel symbols its samples hit, so the report names kernel frames with
+# no debuginfo anywhere; the lockstorm blocking paths come out as with a
+# vmlinux.  The module list is recorded too.
+case $IVM_WORKLOAD in
+lockstorm*) ;;
+*) echo "skip: needs lockstorm, guest runs $IVM_WORKLOAD"; exit 0 ;;
+esac
+. tests/e2e/lib_profile.sh
+
+prof=$IVM_RUNDIR/t49.prof
+out=$(IDLEVM_DEBUG_DIRS=/nonexistent "$idlevm" profile --domain "$IVM_DOMAIN" \
+	-D "${IVM_PROFILE_SECONDS:-8}" -o "$prof" --no-report 2>&1) ||
+	fail "idlevm profile without a vmlinux failed: $out"
+echo "$out"
+echo "$out" | grep -q "using the guest's kallsyms, BTF and ORC" ||
+	fail "no word that the guest's own symbols are used"
+
+text=$(IDLEVM_DEBUG_DIRS=/nonexistent "$idlevm" report "$prof" 2>&1) ||
+	fail "idlevm report failed: $text"
+echo "$text" | head -n 30
+echo "$text" | grep -q "kernel symbols: the profile's own" ||
+	fail "the report did not use the symbols the profile carries"
+n=$(echo "$text" | sed -n 's/^  kernel symbols carried: \([0-9]*\).*/\1/p')
+[ "${n:-0}" -ge 5 ] || fail "only ${n:-0} kernel symbols carried"
+echo "$text" | grep -q "^  modules: [1-9]" || fail "no module list recorded"
+
+folded=$(IDLEVM_DEBUG_DIRS=/nonexistent "$idlevm" report -f folded -K to_idle "$prof" 2>/dev/null) ||
+	fail "idlevm report -f folded failed"
+check_lockstorm_paths "$folded" "no vmlinux" || fail "lockstorm paths without a vmlinux"
