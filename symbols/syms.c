@@ -317,8 +317,11 @@ static void scan_ko_dir(struct ivm_syms *s, const char *dir, int depth,
 static const char *find_ko(struct ivm_syms *s, const char *name)
 {
 	struct ko_file key, *k;
-	char *norm = strdup(name);
+	char *norm;
 
+	if (!s->nr_kos)
+		return NULL;
+	norm = strdup(name);
 	if (!norm)
 		return NULL;
 	normalize_name(norm);
