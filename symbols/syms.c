@@ -682,6 +682,22 @@ const struct ivm_sym_location *ivm_syms_kernel(struct ivm_syms *s,
 	return module_location(s, addr);
 }
 
+const struct ivm_sym_location *ivm_syms_user_in(struct ivm_syms *s,
+						const char *build_id,
+						uint64_t addr)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr_binaries; i++) {
+		const char *hex = ivm_symfile_build_id_hex(s->binaries[i]);
+
+		if (hex && *hex && !strcasecmp(hex, build_id))
+			return ivm_symfile_in_text(s->binaries[i], addr) ?
+			       ivm_symfile_lookup(s->binaries[i], addr) : NULL;
+	}
+	return NULL;
+}
+
 const struct ivm_sym_location *ivm_syms_user(struct ivm_syms *s,
 					     uint64_t addr)
 {

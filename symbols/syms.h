@@ -91,6 +91,17 @@ const struct ivm_sym_location *ivm_syms_kernel(struct ivm_syms *s,
 const struct ivm_sym_location *ivm_syms_user(struct ivm_syms *s,
 					     uint64_t addr);
 
+/*
+ * A user address (link-time, for a PIE) in the binary whose build-id is
+ * build_id (hex) only: NULL when no binary given has it or addr is not in
+ * its text.  With several executables loaded at the same addresses (two
+ * PIEs, two fixed-address programs) this is the only lookup that cannot
+ * name a frame after the wrong one.
+ */
+const struct ivm_sym_location *ivm_syms_user_in(struct ivm_syms *s,
+						const char *build_id,
+						uint64_t addr);
+
 /* The kernel symbol source in use (NULL: none), for the report header. */
 const char *ivm_syms_kernel_source(const struct ivm_syms *s);
 

@@ -100,7 +100,7 @@ static const struct ivm_sample *user_exe(struct report_symbols *rs,
 	const char *id = NULL, *bias_s = NULL;
 	unsigned long long bias;
 	char *end;
-	size_t i;
+	size_t i = 0, k;
 
 	for (i = 0; i < s->nr_labels; i++) {
 		if (!strcmp(s->labels[i].key, "user_build_id"))
@@ -108,24 +108,36 @@ static const struct ivm_sample *user_exe(struct report_symbols *rs,
 		else if (!strcmp(s->labels[i].key, "user_bias"))
 			bias_s = s->labels[i].value;
 	}
-	if (id && strspn(id, "0123456789abcdef") == strlen(id) &&
-	    strlen(id) >= 4 && rs->nr_build_ids < MAX_BINARIES) {
-		for (i = 0; i < rs->nr_build_ids; i++)
-			if (!strcmp(rs->build_ids[i], id))
-				break;
-		if (i == rs->nr_build_ids &&
-		    (rs->build_ids[i] = strdup(id)))
-			rs->nr_build_ids++;
+	/* Which executable: i becomes its build-id's index, or none. */
+	if (id && (strspn(id, "0123456789abcdef") != strlen(id) ||
+		   strlen(id) < 4))
+		id = NULL;
+	for (i = 0; id && i < rs->nr_build_ids; i++)
+		if (!strcmp(rs->build_ids[i], id))
+			break;
+	if (id && i == rs->nr_build_ids && i < MAX_BINARIES &&
+	    (rs->build_ids[i] = strdup(id)))
+		rs->nr_build_ids++;
+	if (!id || i >= rs->nr_build_ids)
+		i = (size_t)-1;
+	bias = 0;
+	if (bias_s) {
+		bias = strtoull(bias_s, &end, 16);
+		if (*end)
+			bias = 0;
 	}
-	if (!bias_s)
-		return s;
-	bias = strtoull(bias_s, &end, 16);
-	if (*end || !bias)
+	if (!bias && i == (size_t)-1)
 		return s;
 	*copy = *s;
-	for (i = 0; i < s->nr_user; i++)
-		pcs[i] = s->user_pcs[i] - bias < IVM_REPORT_PIE_SPAN ?
-			 s->user_pcs[i] - bias : s->user_pcs[i];
+	for (k = 0; k < s->nr_user; k++) {
+		uint64_t pc = s->user_pcs[k];
+
+		if (bias && pc - bias < IVM_REPORT_PIE_SPAN)
+			pc -= bias;
+		if (i != (size_t)-1 && !IVM_REPORT_USER_TAG(pc))
+			pc |= (uint64_t)(i + 1) << IVM_REPORT_USER_TAG_SHIFT;
+		pcs[k] = pc;
+	}
 	copy->user_pcs = pcs;
 	return copy;
 }
@@ -144,8 +156,23 @@ static unsigned int symbolize(void *ctx, enum ivm_node_type type, uint64_t pc,
 
 	if (!rs->syms || !pc)
 		return 0;
-	loc = type == IVM_NODE_KERNEL ? ivm_syms_kernel(rs->syms, pc - 1) :
-					ivm_syms_user(rs->syms, pc - 1);
+	if (type == IVM_NODE_KERNEL) {
+		loc = ivm_syms_kernel(rs->syms, pc - 1);
+	} else if (IVM_REPORT_USER_TAG(pc) &&
+		   IVM_REPORT_USER_TAG(pc) <= rs->nr_build_ids) {
+		/*
+		 * Its executable is known by build-id: only that binary may
+		 * name it (another one at the same addresses would name it
+		 * wrong); without it the frame stays raw.
+		 */
+		loc = ivm_syms_user_in(rs->syms,
+				       rs->build_ids[IVM_REPORT_USER_TAG(pc) - 1],
+				       IVM_REPORT_USER_PC(pc) - 1);
+		if (!loc)
+			return 0;
+	} else {
+		loc = ivm_syms_user(rs->syms, IVM_REPORT_USER_PC(pc) - 1);
+	}
 	if (loc->source == IVM_SYM_SOURCE_NONE)
 		return 0;
 	for (i = 0; i < loc->nr_frames && i < max; i++)

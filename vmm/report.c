@@ -28,7 +28,9 @@ const char *ivm_report_frame_name(const struct ivm_report_frame *f,
 	if (f->function)
 		snprintf(buf, len, "%s%s", f->function, k);
 	else
-		snprintf(buf, len, "0x%" PRIx64 "%s", f->pc, k);
+		snprintf(buf, len, "0x%" PRIx64 "%s",
+			 f->type == IVM_NODE_USER ? IVM_REPORT_USER_PC(f->pc) :
+						    f->pc, k);
 	return buf;
 }
 

@@ -30,6 +30,17 @@ struct ivm_report_frame {
 	uint64_t pc;
 };
 
+/*
+ * User pcs in a report's call tree may carry in bits 48-63 which
+ * executable they belong to (cmd_report.c: 1 + the index of its build-id),
+ * so that two executables at the same addresses (two PIEs linked at 0) are
+ * never merged or named after one another.  Canonical user addresses never
+ * set those bits; IVM_REPORT_USER_PC gives the address itself.
+ */
+#define IVM_REPORT_USER_TAG_SHIFT	48
+#define IVM_REPORT_USER_PC(pc)	((uint64_t)(pc) & ((UINT64_C(1) << IVM_REPORT_USER_TAG_SHIFT) - 1))
+#define IVM_REPORT_USER_TAG(pc)	((uint64_t)(pc) >> IVM_REPORT_USER_TAG_SHIFT)
+
 struct ivm_symbolizer {
 	/*
 	 * Fill at most max frames for pc (a user or kernel frame, per type),

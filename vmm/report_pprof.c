@@ -285,7 +285,8 @@ static uint32_t location_id(struct pprof *pp,
 	id = ++pp->nr_locations;
 	intern_set(&pp->location_ix, slot, key, id);
 	pb_uint(&pp->sub, LOCATION_ID, id);
-	pb_uint(&pp->sub, LOCATION_ADDRESS, frames[0].pc);
+	pb_uint(&pp->sub, LOCATION_ADDRESS, frames[0].type == IVM_NODE_USER ?
+		IVM_REPORT_USER_PC(frames[0].pc) : frames[0].pc);
 	for (i = 0; i < n && i < IVM_REPORT_MAX_INLINE; i++) {
 		pb_uint(&pp->sub2, LINE_FUNCTION_ID, fids[i]);
 		pb_uint(&pp->sub2, LINE_LINE, frames[i].line);

@@ -705,3 +705,115 @@ Test(uunwind_exe_cache, report_places_a_pie_by_its_labels)
 	cr_assert(!strstr(out, "ivm_test_pie_marker"), "%s", out);
 	free(out);
 }
+
+/*
+ * Two fixed-address executables share their addresses (lockstorm and spin
+ * both start at 0x401000): a sample is named only from the binary whose
+ * build-id it carries, whatever the order the binaries are given in.
+ */
+static char *guest_bin(const char *name)
+{
+	const char *dir = getenv("IVM_GUEST_DIR");
+	char *path;
+
+	cr_assert(asprintf(&path, "%s/%s", dir ? dir : "build/guest", name) > 0);
+	return path;
+}
+
+static uint64_t symbol_addr(const char *bin, const char *sym)
+{
+	char cmd[4400], line[256];
+	unsigned long long addr = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "nm -- '%s'", bin);
+	p = popen(cmd, "r");
+	cr_assert(p);
+	while (fgets(line, sizeof(line), p)) {
+		char name[200], type;
+		unsigned long long a;
+
+		if (sscanf(line, "%llx %c %199s", &a, &type, name) == 3 &&
+		    !strcmp(name, sym))
+			addr = a;
+	}
+	pclose(p);
+	cr_assert(addr, "no %s in %s", sym, bin);
+	return addr;
+}
+
+static void build_id_of(const char *bin, char *hex)
+{
+	struct ivm_ubinary *b;
+
+	const uint8_t *id;
+	size_t len;
+
+	cr_assert_null(ivm_ubinary_open(bin, &b));
+	cr_assert(ivm_ubinary_build_id(b, &id, &len));
+	ivm_build_id_hex(id, len, hex);
+	ivm_ubinary_destroy(b);
+}
+
+Test(uunwind_exe_cache, report_keeps_executables_at_the_same_addresses_apart)
+{
+	char *ls = guest_bin("lockstorm-fp"), *spin = guest_bin("spin");
+	char ls_id[2 * IVM_UBINARY_MAX_BUILD_ID + 1];
+	char spin_id[2 * IVM_UBINARY_MAX_BUILD_ID + 1];
+	uint64_t pc = symbol_addr(ls, "worker_main") + 1;
+	struct ivm_label l1 = { "user_build_id", ls_id };
+	struct ivm_label l2 = { "user_build_id", spin_id };
+	uint64_t u[1] = { pc };
+	struct ivm_sample s1 = {
+		.kind = IVM_SAMPLE_TO_IDLE, .pid = 1, .tid = 1, .comm = "ls",
+		.nr_user = 1, .user_pcs = u, .nr_labels = 1, .labels = &l1,
+	}, s2 = s1;
+	struct ivm_profile_writer *w;
+	char prof[4200];
+	int order;
+
+	if (access(ls, R_OK) || access(spin, R_OK))
+		cr_skip_test("no guest binaries built");
+	build_id_of(ls, ls_id);
+	build_id_of(spin, spin_id);
+	s2.pid = s2.tid = 2;
+	strcpy(s2.comm, "spin");
+	s2.labels = &l2;
+	snprintf(prof, sizeof(prof), "%s/two.prof", tmpdir);
+	cr_assert_null(ivm_profile_writer_create(prof, &w));
+	cr_assert_null(ivm_profile_write_sample(w, &s1));
+	cr_assert_null(ivm_profile_write_sample(w, &s2));
+	cr_assert_null(ivm_profile_writer_finish(w, 1, NULL, 0));
+
+	for (order = 0; order < 2; order++) {
+		const char *bins[2] = { order ? spin : ls, order ? ls : spin };
+		struct ivm_report_options opts = {
+			.kind = -1, .top = 10, .format = IVM_REPORT_FOLDED,
+			.binaries = bins, .nr_binaries = 2,
+		};
+		char *out = NULL, *line, *save = NULL;
+		size_t len = 0;
+		int seen = 0;
+
+		opts.out = open_memstream(&out, &len);
+		cr_assert_eq(ivm_report_file(prof, true, &opts,
+					     IVM_CALLTREE_BY_PROCESS), 0);
+		fclose(opts.out);
+		for (line = strtok_r(out, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			if (strstr(line, "pid 1") || strstr(line, "ls")) {
+				cr_assert(strstr(line, "worker_main"), "%s", line);
+				seen |= 1;
+			}
+			if (strstr(line, "spin")) {
+				cr_assert(!strstr(line, "worker_main"),
+					  "spin named from lockstorm: %s", line);
+				seen |= 2;
+			}
+		}
+		cr_assert_eq(seen, 3, "order %d: %s", order, out);
+		free(out);
+	}
+	free(ls);
+	free(spin);
+}
