@@ -404,11 +404,11 @@ static void load_symbols(struct report_symbols *rs,
 	struct ivm_sym_error *err;
 	char map_path[64];
 	int map_fd = -1;
-
-	if (cfg.vmlinux && !*cfg.vmlinux)
-		cfg.vmlinux = NULL;
 	size_t i;
 
+	/* A profile taken without a vmlinux names none. */
+	if (cfg.vmlinux && !*cfg.vmlinux)
+		cfg.vmlinux = NULL;
 	/* The profile's own symbol directory, unless told another. */
 	if (!cfg.symdir)
 		cfg.symdir = meta_value(meta, "symdir");
@@ -532,7 +532,10 @@ static void print_meta(FILE *out, const struct meta_lines *m)
 		else if (!strncmp(m->lines[i], "module_sections: ", 17))
 			continue;
 		else
-			fprintf(out, "  %s\n", m->lines[i]);
+			/* An empty value ("vmlinux: " without one) as "-". */
+			fprintf(out, "  %s%s\n", m->lines[i],
+				m->lines[i][strlen(m->lines[i]) - 1] == ' ' ?
+				"-" : "");
 	}
 	if (nr_ksyms)
 		fprintf(out, "  kernel symbols carried: %zu (from the guest's kallsyms)\n",
