@@ -15,7 +15,11 @@ lockstorm*) ;;
 *) echo "skip: needs lockstorm, guest runs $IVM_WORKLOAD"; exit 0 ;;
 esac
 
-rounds=${IVM_PIN_KILL_ROUNDS:-16}
+# Kills land inside a pin only some of the time (a pinned capture lasts a
+# few ms; faster captures make it rarer): go on until a few did, or give up
+# after max_rounds.
+want=${IVM_PIN_KILL_WANT:-3}
+max_rounds=${IVM_PIN_KILL_ROUNDS:-48}
 prof=$IVM_RUNDIR/t85.prof
 masks='p=$(pidof lockstorm) || exit 1
 for s in /proc/$p/task/*/status; do
@@ -33,7 +37,9 @@ restored_log() {
 }
 base=$(restored_log | wc -l)
 killed_pinned=0
-for i in $(seq 1 "$rounds"); do
+i=0
+while [ "$i" -lt "$max_rounds" ] && [ "$killed_pinned" -lt "$want" ]; do
+	i=$((i + 1))
 	"$idlevm" profile --domain "$IVM_DOMAIN" --capture pin \
 		--pin-policy always -D 60 -o "$prof" --no-report \
 		>"$IVM_RUNDIR/t85.out" 2>&1 &
@@ -69,7 +75,7 @@ rm -f "$prof" "$IVM_RUNDIR/t85.out"
 # Every restore the helper logged while this test ran: its bound in ms.
 times=$(restored_log | tail -n "$killed_pinned" |
 	sed -n 's/.*, \([0-9.]*\) ms after the last request.*/\1/p')
-echo "rounds $rounds, killed with pins in place $killed_pinned;" \
+echo "rounds $i, killed with pins in place $killed_pinned;" \
 	"restore bounds (ms): $(echo $times)"
 [ "$killed_pinned" -ge 2 ] || fail "only $killed_pinned kill(s) landed while a pin was in place"
 echo "$times" | awk '$1 > 100 { print "restore bound " $1 " ms over 100 ms"; bad = 1 } END { exit bad }' ||
