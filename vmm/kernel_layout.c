@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "hexnum.h"
 #include "kernel_layout.h"
 #include "x86_64_paging.h"
 
@@ -939,19 +940,10 @@ struct task_walk {
 	size_t seen_mask;
 };
 
-static size_t hash_addr(uint64_t a)
-{
-	/* task_structs are slab-aligned: mix the high bits down. */
-	a ^= a >> 33;
-	a *= 0xff51afd7ed558ccdull;
-	a ^= a >> 33;
-	return (size_t)a;
-}
-
 /* Insert task; false if it was already there. */
 static bool seen_insert(struct task_walk *w, uint64_t task)
 {
-	size_t i = hash_addr(task) & w->seen_mask;
+	size_t i = ivm_hash_addr(task) & w->seen_mask;
 
 	/* The set has twice the room of max tasks, so this ends. */
 	while (w->seen[i]) {
@@ -965,7 +957,7 @@ static bool seen_insert(struct task_walk *w, uint64_t task)
 
 static bool seen_contains(const struct task_walk *w, uint64_t task)
 {
-	size_t i = hash_addr(task) & w->seen_mask;
+	size_t i = ivm_hash_addr(task) & w->seen_mask;
 
 	while (w->seen[i]) {
 		if (w->seen[i] == task)

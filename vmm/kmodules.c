@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "hexnum.h"
 #include "kmodules.h"
 
 /* MODULE_STATE_UNFORMED: still being loaded; its fields are not set. */
@@ -446,27 +447,20 @@ void ivm_kmodule_release(struct ivm_kmodule *m)
 	m->nr_sections = 0;
 }
 
-/* Parse "0x..." of exactly n bytes; false if not all hex. */
+/*
+ * "0x" and lowercase hex digits, exactly n bytes: the one form
+ * ivm_kmodule_format writes.
+ */
 static bool parse_hex(const char *s, size_t n, uint64_t *ret)
 {
-	uint64_t v = 0;
 	size_t i;
 
-	if (n < 3 || n > 18 || s[0] != '0' || s[1] != 'x')
+	if (n < 3 || s[0] != '0' || s[1] != 'x')
 		return false;
-	for (i = 2; i < n; i++) {
-		int c = s[i], d;
-
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else
+	for (i = 2; i < n; i++)
+		if (s[i] >= 'A' && s[i] <= 'F')
 			return false;
-		v = v << 4 | (uint64_t)d;
-	}
-	*ret = v;
-	return true;
+	return ivm_parse_hex64(s + 2, n - 2, ret);
 }
 
 /* The next space-delimited field of *p: start and length. */

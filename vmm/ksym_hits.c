@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <stdlib.h>
 
+#include "hexnum.h"
 #include "ksym_hits.h"
 
 struct ivm_ksym_hits {
@@ -45,12 +46,7 @@ void ivm_ksym_hits_destroy(struct ivm_ksym_hits *h)
 
 static size_t slot(const struct ivm_ksym *sym, size_t cap)
 {
-	uint64_t x = (uint64_t)(uintptr_t)sym;
-
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return (size_t)x & (cap - 1);
+	return ivm_hash_addr((uint64_t)(uintptr_t)sym) & (cap - 1);
 }
 
 /* Insert; true if it was not there yet. */

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hexnum.h"
 #include "ksyms.h"
 
 struct ivm_ksyms {
@@ -131,30 +132,6 @@ struct ivm_error *ivm_ksyms_adopt(struct ivm_ksym *syms, size_t nr,
 
 /* ---- System.map ----------------------------------------------------- */
 
-static bool parse_hex64(const char *s, size_t len, uint64_t *ret)
-{
-	uint64_t v = 0;
-	size_t i;
-
-	if (len == 0 || len > 16)
-		return false;
-	for (i = 0; i < len; i++) {
-		int d;
-
-		if (s[i] >= '0' && s[i] <= '9')
-			d = s[i] - '0';
-		else if (s[i] >= 'a' && s[i] <= 'f')
-			d = s[i] - 'a' + 10;
-		else if (s[i] >= 'A' && s[i] <= 'F')
-			d = s[i] - 'A' + 10;
-		else
-			return false;
-		v = v << 4 | (uint64_t)d;
-	}
-	*ret = v;
-	return true;
-}
-
 static bool name_char_ok(char c)
 {
 	/* Kernel symbol names are printable ASCII without blanks. */
@@ -171,7 +148,7 @@ static bool parse_line(char *line, size_t len, struct ivm_ksym *ret)
 
 	while (i < len && line[i] != ' ')
 		i++;
-	if (!parse_hex64(line, i, &ret->addr))
+	if (!ivm_parse_hex64(line, i, &ret->addr))
 		return false;
 	/* " X " */
 	if (len - i < 4 || line[i] != ' ' || line[i + 2] != ' ' ||

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hexnum.h"
 #include "qemu_discovery.h"
 
 #define MAX_CPU_INDEX (1 << 20)
@@ -35,35 +36,6 @@ static void quote(const char *p, size_t n, char out[QUOTE_MAX + 1])
 	for (i = 0; i < n && p[i] != '\n' && p[i] != '\r'; i++)
 		out[i] = (p[i] >= 0x20 && p[i] < 0x7f) ? p[i] : '?';
 	out[i] = '\0';
-}
-
-/* 1..16 hex digits at *pos (no terminator check); advances *pos. */
-static bool hex_at(const char *p, size_t end, size_t *pos, uint64_t *ret)
-{
-	size_t i = *pos, digits = 0;
-	uint64_t v = 0;
-
-	for (; i < end; i++) {
-		char c = p[i];
-		unsigned int d;
-
-		if (c >= '0' && c <= '9')
-			d = (unsigned int)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			d = (unsigned int)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			d = (unsigned int)(c - 'A' + 10);
-		else
-			break;
-		if (++digits > 16)
-			return false;
-		v = (v << 4) | d;
-	}
-	if (!digits)
-		return false;
-	*pos = i;
-	*ret = v;
-	return true;
 }
 
 static bool literal_at(const char *p, size_t end, size_t *pos, const char *lit)
@@ -303,10 +275,10 @@ static bool parse_range(const char *p, size_t start, size_t end, bool *is_ram,
 	*is_ram = false;
 	while (i < end && p[i] == ' ')
 		i++;
-	if (!hex_at(p, end, &i, &first) || !literal_at(p, end, &i, "-"))
+	if (!ivm_hex_span(p, end, &i, &first) || !literal_at(p, end, &i, "-"))
 		return false;
 	*bad = true;
-	if (!hex_at(p, end, &i, &last) || last < first ||
+	if (!ivm_hex_span(p, end, &i, &last) || last < first ||
 	    (first == 0 && last == UINT64_MAX))
 		return true;
 	if (!literal_at(p, end, &i, " (prio "))
@@ -345,7 +317,7 @@ static bool parse_range(const char *p, size_t start, size_t end, bool *is_ram,
 		if (p[j - 1] != '@' || j - 1 == name_start ||
 		    p[j - 2] != ' ')
 			continue;
-		if (hex_at(p, name_end, &k, &offset) && k == name_end) {
+		if (ivm_hex_span(p, name_end, &k, &offset) && k == name_end) {
 			name_end = j - 2;
 			break;
 		}
@@ -495,7 +467,7 @@ struct ivm_error *ivm_qemu_parse_gpa2hva(const char *text, uint64_t gpa,
 					"gpa2hva 0x%" PRIx64 ": unexpected answer \"%s\"",
 					gpa, q);
 	}
-	if (!hex_at(text, end, &i, &echo) || echo != gpa ||
+	if (!ivm_hex_span(text, end, &i, &echo) || echo != gpa ||
 	    !literal_at(text, end, &i, " ("))
 		goto bad;
 	name_start = i;
@@ -509,7 +481,7 @@ struct ivm_error *ivm_qemu_parse_gpa2hva(const char *text, uint64_t gpa,
 	if (k == name_start)
 		goto bad;
 	i = k - 1 + strlen(") is 0x");
-	if (!hex_at(text, end, &i, &hva) || i != end)
+	if (!ivm_hex_span(text, end, &i, &hva) || i != end)
 		goto bad;
 	if (name && strlen(name) < 63 &&
 	    (k - 1 - name_start != strlen(name) ||

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hexnum.h"
 #include "qemu_registers.h"
 
 /* A vCPU index above this is not one QEMU would print. */
@@ -112,17 +113,6 @@ static bool is_word(char c)
 	       (c >= 'a' && c <= 'z') || c == '#' || c == '_';
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Quote hostile text for a message: printable ASCII only, bounded. */
 static void quote(const char *p, size_t n, char out[QUOTE_MAX + 1])
 {
@@ -141,17 +131,10 @@ static void quote(const char *p, size_t n, char out[QUOTE_MAX + 1])
  */
 static bool parse_hex(const char *p, size_t end, size_t *pos, uint64_t *ret)
 {
-	size_t i = *pos, digits = 0;
-	uint64_t v = 0;
-	int d;
+	size_t i = *pos;
+	uint64_t v;
 
-	while (i < end && (d = hex_digit(p[i])) >= 0) {
-		if (++digits > 16)
-			return false;
-		v = (v << 4) | (uint64_t)d;
-		i++;
-	}
-	if (!digits || (i < end && !is_space(p[i])))
+	if (!ivm_hex_span(p, end, &i, &v) || (i < end && !is_space(p[i])))
 		return false;
 	*pos = i;
 	*ret = v;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hexnum.h"
 #include "kernel_layout.h"
 #include "vmcoreinfo.h"
 
@@ -149,32 +150,6 @@ const char *ivm_vmcoreinfo_get(const struct ivm_vmcoreinfo *vi,
 	return NULL;
 }
 
-static bool parse_hex(const char *s, uint64_t *ret)
-{
-	uint64_t v = 0;
-	size_t i;
-
-	for (i = 0; s[i]; i++) {
-		int d;
-
-		if (i == 16)
-			return false;
-		if (s[i] >= '0' && s[i] <= '9')
-			d = s[i] - '0';
-		else if (s[i] >= 'a' && s[i] <= 'f')
-			d = s[i] - 'a' + 10;
-		else if (s[i] >= 'A' && s[i] <= 'F')
-			d = s[i] - 'A' + 10;
-		else
-			return false;
-		v = v << 4 | (uint64_t)d;
-	}
-	if (i == 0)
-		return false;
-	*ret = v;
-	return true;
-}
-
 static bool parse_dec(const char *s, int64_t *ret)
 {
 	bool neg = *s == '-';
@@ -219,7 +194,7 @@ struct ivm_error *ivm_vmcoreinfo_symbol(const struct ivm_vmcoreinfo *vi,
 	err = lookup(vi, key, &value);
 	if (err)
 		return err;
-	if (!parse_hex(value, ret))
+	if (!ivm_parse_hex64(value, strlen(value), ret))
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"vmcoreinfo %s is not an address: '%s'",
 					key, value);
@@ -255,7 +230,7 @@ struct ivm_error *ivm_vmcoreinfo_kerneloffset(const struct ivm_vmcoreinfo *vi,
 	err = lookup(vi, "KERNELOFFSET", &value);
 	if (err)
 		return err;
-	if (!parse_hex(value, ret))
+	if (!ivm_parse_hex64(value, strlen(value), ret))
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"vmcoreinfo KERNELOFFSET is not hex: '%s'",
 					value);
