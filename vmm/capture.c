@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "capture.h"
-#include "kmodules.h"
 #include "kunwind.h"
 #include "uunwind.h"
 #include "uunwind_dwarf.h"
@@ -121,11 +120,11 @@ static void cpu_stacks_init(struct ivm_capture_engine *e)
 static void module_orc_init(struct ivm_capture_engine *e)
 {
 	enum ivm_orc_format fmt = ivm_orc_format_for_release(e->guest->release);
-	struct ivm_kmodules *mods;
+	const struct ivm_kmodules *mods;
 	struct ivm_error *err;
 	size_t i;
 
-	err = ivm_kmodules_read(e->guest->layout, e->guest->btf, &mods);
+	err = ivm_guest_modules(e->guest, &mods);
 	if (err) {
 		ivm_error_destroy(err);
 		return;
@@ -151,7 +150,6 @@ static void module_orc_init(struct ivm_capture_engine *e)
 	}
 	e->kcfg.extra_orc = e->module_orc;
 	e->kcfg.nr_extra_orc = e->nr_module_orc;
-	ivm_kmodules_destroy(mods);
 }
 
 /*

@@ -11,7 +11,6 @@
 
 #include "commands.h"
 #include "guest.h"
-#include "kmodules.h"
 
 static void modules_usage(FILE *out)
 {
@@ -34,7 +33,7 @@ int ivm_cmd_modules(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ivm_guest_options opts = { 0 };
-	struct ivm_kmodules *mods;
+	const struct ivm_kmodules *mods;
 	struct ivm_guest *g;
 	struct ivm_error *err;
 	bool sections = false;
@@ -71,7 +70,7 @@ int ivm_cmd_modules(int argc, char **argv)
 	err = ivm_guest_open(&opts, &g);
 	if (err)
 		return ivm_error_report(err);
-	err = ivm_kmodules_read(g->layout, g->btf, &mods);
+	err = ivm_guest_modules(g, &mods);
 	if (err) {
 		ivm_guest_close(g);
 		return ivm_error_report(err);
@@ -90,7 +89,6 @@ int ivm_cmd_modules(int argc, char **argv)
 			ivm_error_string(mods->error));
 		rc = 1;
 	}
-	ivm_kmodules_destroy(mods);
 	ivm_guest_close(g);
 	return rc;
 }

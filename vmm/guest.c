@@ -592,10 +592,26 @@ struct ivm_error *ivm_guest_open(const struct ivm_guest_options *opts,
 	return NULL;
 }
 
+struct ivm_error *ivm_guest_modules(struct ivm_guest *guest,
+				    const struct ivm_kmodules **ret)
+{
+	struct ivm_error *err;
+
+	if (!guest->modules) {
+		err = ivm_kmodules_read(guest->layout, guest->btf,
+					&guest->modules);
+		if (err)
+			return err;
+	}
+	*ret = guest->modules;
+	return NULL;
+}
+
 void ivm_guest_close(struct ivm_guest *g)
 {
 	if (!g)
 		return;
+	ivm_kmodules_destroy(g->modules);
 	ivm_kernel_layout_destroy(g->layout);
 	ivm_ksyms_destroy(g->ksyms);
 	ivm_btf_destroy(g->btf);

@@ -28,6 +28,7 @@
 #include "error.h"
 #include "gmem.h"
 #include "kernel_layout.h"
+#include "kmodules.h"
 #include "ksyms.h"
 #include "libvirt_domain.h"
 #include "orc.h"
@@ -93,6 +94,7 @@ struct ivm_guest {
 	struct ivm_ksyms *ksyms;
 	struct ivm_kernel_layout *layout;
 	char *name;			/* for messages: domain, socket or core */
+	struct ivm_kmodules *modules;	/* read once, see ivm_guest_modules */
 };
 
 struct ivm_error *ivm_guest_open(const struct ivm_guest_options *opts,
@@ -106,6 +108,16 @@ void ivm_guest_close(struct ivm_guest *guest);
  * gets what to add to a table ip for a run-time address (the KASLR slide
  * for a vmlinux table, 0 for one read from memory).  The caller owns *ret.
  */
+/*
+ * The guest kernel's modules (kmodules.h), read from its memory at the
+ * first call and kept: the capture engine (their ORC tables) and the
+ * profile file (their load addresses) both need them, as of the start.
+ * Owned by guest; errors as ivm_kmodules_read, and retried at the next
+ * call.
+ */
+struct ivm_error *ivm_guest_modules(struct ivm_guest *guest,
+				    const struct ivm_kmodules **ret);
+
 struct ivm_error *ivm_guest_load_orc(struct ivm_guest *guest,
 				     struct ivm_orc_table **ret,
 				     uint64_t *orc_slide);

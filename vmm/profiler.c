@@ -11,7 +11,6 @@
 
 #include "clock.h"
 #include "kvm_events.h"
-#include "kmodules.h"
 #include "ksym_hits.h"
 #include "profiler.h"
 #include "vcpu_watch.h"
@@ -480,11 +479,11 @@ static void status_line(const struct profiler *p, uint64_t now, bool final)
  */
 static struct ivm_error *write_modules(struct profiler *p)
 {
-	struct ivm_kmodules *mods;
+	const struct ivm_kmodules *mods;
 	struct ivm_error *err;
 	size_t i;
 
-	err = ivm_kmodules_read(p->guest->layout, p->guest->btf, &mods);
+	err = ivm_guest_modules(p->guest, &mods);
 	if (err) {
 		struct ivm_error *werr = ivm_profile_write_meta(
 			p->writer, "modules_error", ivm_error_string(err));
@@ -518,7 +517,6 @@ static struct ivm_error *write_modules(struct profiler *p)
 	if (!err && mods->truncated)
 		err = ivm_profile_write_meta(p->writer, "modules_error",
 					     ivm_error_string(mods->error));
-	ivm_kmodules_destroy(mods);
 	return err;
 }
 
