@@ -689,16 +689,20 @@ extra_range(const struct ivm_kunwind_config *cfg, uint64_t pc)
 	return NULL;
 }
 
-/* The ORC entry for runtime address pc: a module's table, or the kernel's. */
+/*
+ * The ORC entry for runtime address pc: the kernel's table, or for a pc
+ * outside the kernel image (which the kernel's table does not cover, so
+ * most frames never scan the modules) its module's.
+ */
 static bool find_orc(const struct ivm_kunwind_config *cfg, uint64_t pc,
 		     struct ivm_orc_entry *e)
 {
-	const struct ivm_kunwind_orc_range *r = extra_range(cfg, pc);
+	const struct ivm_kunwind_orc_range *r;
 
-	if (r)
-		return r->orc && ivm_orc_lookup(r->orc, pc, e, NULL);
-	return cfg->orc && ivm_orc_lookup(cfg->orc, pc - cfg->orc_slide, e,
-					  NULL);
+	if (cfg->orc && ivm_orc_lookup(cfg->orc, pc - cfg->orc_slide, e, NULL))
+		return true;
+	r = extra_range(cfg, pc);
+	return r && r->orc && ivm_orc_lookup(r->orc, pc, e, NULL);
 }
 
 static enum step step(struct kunwind *ku, uint32_t *frame_flags)
