@@ -18,6 +18,7 @@ int ivm_cmd_info(int argc, char **argv);
 int ivm_cmd_modules(int argc, char **argv);
 int ivm_cmd_profile(int argc, char **argv);
 int ivm_cmd_ps(int argc, char **argv);
+int ivm_cmd_regs(int argc, char **argv);
 int ivm_cmd_stack(int argc, char **argv);
 
 struct ivm_guest_options;

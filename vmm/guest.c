@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <json-c/json.h>
 
 #include "guest.h"
 #include "kallsyms_guest.h"
@@ -622,4 +623,21 @@ void ivm_guest_close(struct ivm_guest *g)
 	free(g->vmlinux);
 	free(g->name);
 	free(g);
+}
+
+struct ivm_error *ivm_guest_uses_kvm(struct ivm_guest *guest, bool *ret)
+{
+	struct json_object *reply, *enabled;
+	struct ivm_error *err;
+
+	*ret = false;
+	if (!guest->qmp)
+		return NULL;
+	err = ivm_qmp_execute(guest->qmp, "query-kvm", NULL, &reply);
+	if (err)
+		return err;
+	if (json_object_object_get_ex(reply, "enabled", &enabled))
+		*ret = json_object_get_boolean(enabled);
+	json_object_put(reply);
+	return NULL;
 }

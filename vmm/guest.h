@@ -126,6 +126,13 @@ struct ivm_error *ivm_guest_load_orc(struct ivm_guest *guest,
 struct ivm_error *ivm_guest_refresh_vcpus(struct ivm_guest *guest);
 
 /*
+ * Whether QEMU runs the guest on KVM (QMP query-kvm; false for a core).
+ * Under TCG the kvm tracepoints never fire and QEMU's memory holds the
+ * vCPUs' current registers (tcg_env.h); under KVM neither holds.
+ */
+struct ivm_error *ivm_guest_uses_kvm(struct ivm_guest *guest, bool *ret);
+
+/*
  * Find "Linux version RELEASE " in guest physical memory (the kernel's
  * banner; the first plausible release wins) and copy RELEASE (at most 64
  * bytes of [A-Za-z0-9._+~-]) to release.

@@ -18,6 +18,7 @@ static const struct ivm_command commands[] = {
 	{ "info", ivm_cmd_info, "show the guest kernel, vCPUs and their current tasks" },
 	{ "ps", ivm_cmd_ps, "list the guest's tasks, read from the host" },
 	{ "modules", ivm_cmd_modules, "list the guest kernel's modules and where they are loaded" },
+	{ "regs", ivm_cmd_regs, "show each vCPU's registers from QEMU's memory and its monitor" },
 	{ "stack", ivm_cmd_stack, "print a guest thread's kernel and user stack" },
 	{ "profile", ivm_cmd_profile, "sample a guest's idle transitions into a profile" },
 	{ "report", ivm_cmd_report, "print the call tree of a recorded profile" },

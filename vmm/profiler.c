@@ -119,23 +119,6 @@ static int on_kvm_record(void *ctx, const void *data, size_t size, int cpu,
 	return 0;
 }
 
-struct ivm_error *ivm_guest_uses_kvm(struct ivm_guest *guest, bool *ret)
-{
-	struct json_object *reply, *enabled;
-	struct ivm_error *err;
-
-	*ret = false;
-	if (!guest->qmp)
-		return NULL;
-	err = ivm_qmp_execute(guest->qmp, "query-kvm", NULL, &reply);
-	if (err)
-		return err;
-	if (json_object_object_get_ex(reply, "enabled", &enabled))
-		*ret = json_object_get_boolean(enabled);
-	json_object_put(reply);
-	return NULL;
-}
-
 static struct ivm_error *poll_halted(struct profiler *p)
 {
 	struct ivm_guest *g = p->guest;
@@ -216,7 +199,11 @@ static struct ivm_error *capture(struct profiler *p,
 		 * registers, then make sure it still is, or the registers
 		 * belong to someone else.
 		 */
-		err = ivm_qemu_registers(g->qmp, v->index, &cpu_regs);
+		if (p->cfg->tcg_env)
+			err = ivm_tcg_env_read(p->cfg->tcg_env, v->index,
+					       &cpu_regs);
+		else
+			err = ivm_qemu_registers(g->qmp, v->index, &cpu_regs);
 		if (!err)
 			err = ivm_kernel_current_task(g->layout,
 						      (unsigned int)v->cpu,

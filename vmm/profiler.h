@@ -33,6 +33,7 @@
 #include "dispatch.h"
 #include "guest.h"
 #include "profile_file.h"
+#include "tcg_env.h"
 
 enum ivm_idle_source {
 	IVM_IDLE_SOURCE_THREAD,
@@ -71,6 +72,11 @@ struct ivm_profiler_config {
 	const char *symdir;		/* executables by build-id, or NULL */
 	/* IVM_CAPTURE_MODE_PIN: the helper session (borrowed; required). */
 	struct ivm_pin_capture *pin;
+	/*
+	 * Where running vCPUs' registers come from: QEMU's TCG state
+	 * (borrowed), or NULL for the monitor's `info registers`.
+	 */
+	const struct ivm_tcg_env *tcg_env;
 };
 
 struct ivm_profiler_result {
@@ -89,11 +95,6 @@ struct ivm_profiler_result {
 
 const char *ivm_idle_source_name(enum ivm_idle_source source);
 
-/*
- * Whether QEMU runs guest on KVM (QMP query-kvm), for choosing the idle
- * source: the kvm tracepoints fire only then.
- */
-struct ivm_error *ivm_guest_uses_kvm(struct ivm_guest *guest, bool *ret);
 const char *ivm_capture_mode_name(enum ivm_capture_mode mode);
 
 /*

@@ -7,8 +7,11 @@
  *   bench_qmp --socket /path/qmp.sock [-n 200]
  *   bench_qmp --domain NAME [--connect URI] [-n 200]
  *
- * Prints median and 99th percentile of `query-status` and of
- * `info registers -a` (HMP through human-monitor-command).
+ * Prints median and 99th percentile of `query-status`, of
+ * `info registers -a` (HMP through human-monitor-command), of one vCPU's
+ * `info registers` (what an on-CPU sample cost before tcg_env.h) and, under
+ * TCG, of reading one vCPU's registers from QEMU's memory instead, with
+ * the time the one-off location took and the guest was paused for it.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -20,6 +23,7 @@
 #include "libvirt_domain.h"
 #include "qemu_discovery.h"
 #include "qmp.h"
+#include "tcg_env.h"
 
 static double now_us(void)
 {
@@ -156,6 +160,44 @@ int main(int argc, char **argv)
 		free(regs);
 	}
 	report("info registers -a (parsed)", t, n);
+	for (i = 0; i < n; i++) {
+		struct ivm_qemu_cpu_regs one;
+		double t0 = now_us();
+
+		err = ivm_qemu_registers(qmp, vcpus->vcpu[0].index, &one);
+		if (err)
+			return fail(err);
+		t[i] = now_us() - t0;
+	}
+	report("info registers, one vCPU", t, n);
+	{
+		struct ivm_tcg_env *env;
+		double t0 = now_us(), located;
+
+		err = ivm_tcg_env_locate(pid, qmp, &env);
+		located = now_us() - t0;
+		if (err) {
+			printf("registers from qemu memory: %s\n",
+			       ivm_error_string(err));
+			ivm_error_destroy(err);
+		} else {
+			printf("tcg state located in %.1f ms, guest paused %.2f ms\n",
+			       located / 1e3,
+			       (double)ivm_tcg_env_pause_ns(env) / 1e6);
+			for (i = 0; i < n; i++) {
+				struct ivm_qemu_cpu_regs one;
+
+				t0 = now_us();
+				err = ivm_tcg_env_read(env, vcpus->vcpu[0].index,
+						       &one);
+				if (err)
+					return fail(err);
+				t[i] = now_us() - t0;
+			}
+			report("registers from qemu memory", t, n);
+			ivm_tcg_env_destroy(env);
+		}
+	}
 	printf("vCPU 0 halted in %d of %d samples; lifecycle %s, %" PRIu64 " events lost\n",
 	       halted, n, ivm_qmp_lifecycle_name(ivm_qmp_lifecycle(qmp)),
 	       ivm_qmp_events_lost(qmp));

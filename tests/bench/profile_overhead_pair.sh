@@ -52,9 +52,16 @@ mean_ops() {
 }
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
+# samples_per_s FILE: kept samples per second from idlevm's closing line.
+samples_per_s() {
+	sed -n 's/.*stopped after \([0-9.]*\) s[^:]*: \([0-9]*\) to_idle, \([0-9]*\) from_idle, \([0-9]*\) on_cpu.*/\1 \2 \3 \4/p' "$1" |
+		awk '{ if ($1 > 0) printf "%.1f", ($2 + $3 + $4) / $1; else print 0 }'
+}
+
 : >"$A/ra"
 : >"$A/rb"
 : >"$A/cpu"
+: >"$A/sps"
 for r in $(seq 1 "$ROUNDS"); do
 	for on in A B; do
 		if [ "$on" = A ]; then target=$A; else target=$B; fi
@@ -78,13 +85,16 @@ for r in $(seq 1 "$ROUNDS"); do
 			'BEGIN { printf "%.1f", (b - a) / h / (e - s) * 100 }')
 		echo "$ratio" >>"$A/r$(echo "$on" | tr AB ab)"
 		echo "$cpu" >>"$A/cpu"
-		printf 'round %d, idlevm on %s: A %s ops/s, B %s ops/s, A/B %s; idlevm %s%% of a host core\n' \
-			"$r" "$on" "$oa" "$ob" "$ratio" "$cpu"
+		sps=$(samples_per_s "$target/profile.out")
+		[ -n "$sps" ] || { echo "idlevm profile failed:"; cat "$target/profile.out"; exit 1; }
+		echo "$sps" >>"$A/sps"
+		printf 'round %d, idlevm on %s: A %s ops/s, B %s ops/s, A/B %s; idlevm %s%% of a host core, %s samples/s\n' \
+			"$r" "$on" "$oa" "$ob" "$ratio" "$cpu" "$sps"
 	done
 done
 ra=$(median <"$A/ra")
 rb=$(median <"$A/rb")
-printf 'median A/B with idlevm on A %s, on B %s: slowdown of the watched guest %s%%; idlevm %s%% of a host core\n' \
+printf 'median A/B with idlevm on A %s, on B %s: slowdown of the watched guest %s%%; idlevm %s%% of a host core, %s samples/s\n' \
 	"$ra" "$rb" \
 	"$(awk -v a="$ra" -v b="$rb" 'BEGIN { printf "%.2f", (1 - sqrt(a / b)) * 100 }')" \
-	"$(median <"$A/cpu")"
+	"$(median <"$A/cpu")" "$(median <"$A/sps")"
