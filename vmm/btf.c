@@ -635,6 +635,12 @@ struct ivm_error *ivm_kernel_offsets_from_btf(const struct ivm_btf *btf,
 		err = size_check("task_struct", "cpu", cpu_size, 4);
 	if (err)
 		return err;
+	/*
+	 * on_cpu is 1 from the moment a task is picked until the next task
+	 * has finished switching in (finish_task), so it covers the window
+	 * where nvcsw has been bumped but thread.sp not yet saved.
+	 */
+	OPT("task_struct", "on_cpu", task_on_cpu, 4);
 	REQ("task_struct", "stack", task_stack, 8);
 	REQ("task_struct", "mm", task_mm, 8);
 	OPT("task_struct", "active_mm", task_active_mm, 8);

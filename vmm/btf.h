@@ -112,6 +112,7 @@ struct ivm_kernel_offsets {
 	uint32_t task_state_size;	/* 4 for __state, 8 for long state */
 	uint32_t task_flags;		/* PF_* */
 	uint32_t task_cpu;		/* thread_info.cpu (5.16+) or cpu */
+	uint32_t task_on_cpu;		/* optional (CONFIG_SMP) */
 	uint32_t task_stack;
 	uint32_t task_mm;
 	uint32_t task_active_mm;	/* optional */

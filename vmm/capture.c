@@ -528,9 +528,14 @@ struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
 
 	/*
 	 * A sleeping task's saved frame is only its stack while it sleeps;
-	 * a runnable one may be switched in at any moment.
+	 * a runnable one may be switched in at any moment.  One still on a
+	 * CPU has no saved frame yet, whatever its state says: a task going
+	 * to sleep sets its state and bumps nvcsw before it saves thread.sp,
+	 * so the counters alone would take its previous frame for current.
+	 * Holding its vCPU does not help there.
 	 */
-	if (!regs && cap->task.state == 0 && !runnable_ok) {
+	if (!regs && (cap->task.on_cpu ||
+		      (cap->task.state == 0 && !runnable_ok))) {
 		cap->outcome = IVM_CAPTURE_DISCARDED_RUNNABLE;
 		return NULL;
 	}
@@ -580,7 +585,7 @@ struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
 	}
 	if (after.nvcsw != cap->task.nvcsw || after.nivcsw != cap->task.nivcsw ||
 	    after.pid != cap->task.pid ||
-	    (!regs && after.state == 0 && !runnable_ok)) {
+	    (!regs && (after.on_cpu || (after.state == 0 && !runnable_ok)))) {
 		cap->outcome = IVM_CAPTURE_DISCARDED_RAN;
 		return NULL;
 	}

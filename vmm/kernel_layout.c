@@ -576,6 +576,7 @@ static void compute_task_span(struct ivm_kernel_layout *l)
 		{ o->task_comm, o->task_comm_size },
 		{ o->task_state, o->task_state_size },
 		{ o->task_flags, 4 }, { o->task_cpu, 4 },
+		{ o->task_on_cpu, 4 },
 		{ o->task_stack, 8 }, { o->task_mm, 8 },
 		{ o->task_active_mm, 8 }, { o->task_nvcsw, 8 },
 		{ o->task_nivcsw, 8 }, { o->task_signal, 8 },
@@ -873,6 +874,8 @@ struct ivm_error *ivm_kernel_read_task(const struct ivm_kernel_layout *layout,
 					       ivm_le32(AT(o->task_state));
 	ret->flags = ivm_le32(AT(o->task_flags));
 	ret->cpu = ivm_le32(AT(o->task_cpu));
+	if (o->task_on_cpu != IVM_KOFF_NONE)
+		ret->on_cpu = ivm_le32(AT(o->task_on_cpu)) != 0;
 	ret->stack = ivm_le64(AT(o->task_stack));
 	ret->mm = ivm_le64(AT(o->task_mm));
 	if (o->task_active_mm != IVM_KOFF_NONE)

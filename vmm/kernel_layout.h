@@ -204,6 +204,11 @@ struct ivm_guest_task {
 	uint64_t state;		/* __state / state */
 	uint32_t flags;		/* PF_* */
 	uint32_t cpu;		/* CPU it last ran on */
+	/*
+	 * Executing on a CPU, or still switching out (false when the kernel
+	 * has no on_cpu): thread_sp is its stack only while this is false.
+	 */
+	bool on_cpu;
 	uint64_t stack;		/* base of its kernel stack */
 	uint64_t thread_sp;	/* saved kernel sp when switched out */
 	uint64_t fsbase;	/* 0 if the kernel has no thread.fsbase */

@@ -143,6 +143,9 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 	btf__add_field(b, "thread_info", t_ti, 0, 0);
 	btf__add_field(b, "__state", t_uint, 24 * 8, 0);
 	btf__add_field(b, "stack", t_ptr, 32 * 8, 0);
+	/* Older synthetic kernels have no on_cpu (a !CONFIG_SMP build). */
+	if (!thread_group_only)
+		btf__add_field(b, "on_cpu", t_int, 40 * 8, 0);
 	btf__add_field(b, "flags", t_uint, 44 * 8, 0);
 	btf__add_field(b, "tasks", t_list, 0x80 * 8, 0);
 	btf__add_field(b, "mm", t_ptr, 0x90 * 8, 0);
@@ -836,6 +839,37 @@ Test(kernel_layout, comm_without_nul)
 	l = create_ok(&f);
 	cr_assert_null(ivm_kernel_read_task(l, task_va(P1), &t));
 	cr_expect_eq(strlen(t.comm), 16);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
+/*
+ * on_cpu says whether a task's saved switch frame is its stack; a kernel
+ * without the member reads as "not on a CPU", whatever the bytes there.
+ */
+Test(kernel_layout, on_cpu_read_when_the_kernel_has_it)
+{
+	struct fixture f;
+	struct ivm_kernel_layout *l;
+	struct ivm_guest_task t;
+
+	fixture_init(&f);
+	cr_assert_eq(f.off.task_on_cpu, 40);
+	w32(&f, task_va(P1) + 40, 1);
+	l = create_ok(&f);
+	cr_assert_null(ivm_kernel_read_task(l, task_va(P1), &t));
+	cr_expect(t.on_cpu);
+	cr_assert_null(ivm_kernel_read_task(l, task_va(T51), &t));
+	cr_expect_not(t.on_cpu);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+
+	fixture_init_with(&f, true);
+	cr_assert_eq(f.off.task_on_cpu, IVM_KOFF_NONE);
+	w32(&f, task_va(P1) + 40, 1);
+	l = create_ok(&f);
+	cr_assert_null(ivm_kernel_read_task(l, task_va(P1), &t));
+	cr_expect_not(t.on_cpu);
 	ivm_kernel_layout_destroy(l);
 	fixture_fini(&f);
 }
