@@ -698,6 +698,8 @@ struct ivm_error *ivm_kernel_offsets_from_btf(const struct ivm_btf *btf,
 	/* offset_opt also treats a missing struct as an absent member. */
 	OPT("pcpu_hot", "current_task", pcpu_hot_current_task, 8);
 	OPT("rq", "idle", rq_idle, 8);
+	OPT("rq", "nr_switches", rq_nr_switches, 8);
+	OPT("task_struct", "se.exec_start", task_se_exec_start, 8);
 	*ret = o;
 	return NULL;
 }

@@ -147,6 +147,9 @@ struct ivm_kernel_offsets {
 	uint32_t pcpu_hot_current_task;
 	/* struct rq: idle task of a runqueue (optional, fallback) */
 	uint32_t rq_idle;
+	uint32_t rq_nr_switches;	/* optional: context switches on the CPU */
+	/* optional: sched_entity.exec_start, stamped when a task stops */
+	uint32_t task_se_exec_start;
 };
 
 /*

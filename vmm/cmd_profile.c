@@ -375,6 +375,21 @@ int ivm_cmd_profile(int argc, char **argv)
 		res.outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE],
 		res.dispatch.lost_busy, res.dispatch.lost_missed,
 		res.dispatch.missed_idle);
+	fprintf(stderr,
+		"idlevm: targets read from their saved frame: %" PRIu64
+		" kept, %" PRIu64 " discarded\n",
+		res.blocked_outcomes[IVM_CAPTURE_KEPT],
+		res.blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
+		res.blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE]);
+	if (res.to_idle_resolved || res.to_idle_unresolved)
+		fprintf(stderr,
+			"idlevm: to-idle targets the poll could not be sure of: %" PRIu64
+			" found in guest memory (%" PRIu64
+			" not the task last seen, %" PRIu64
+			" in idle periods between two polls), %" PRIu64
+			" not found\n",
+			res.to_idle_resolved, res.to_idle_retargeted,
+			res.dispatch.unseen_to_idle, res.to_idle_unresolved);
 	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN)
 		fprintf(stderr,
 			"idlevm: pin: %" PRIu64 " pinned, %" PRIu64

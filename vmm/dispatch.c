@@ -14,6 +14,9 @@ struct vcpu_monitor {
 	uint64_t next_tick_ns;
 	bool idle_switches_seen;
 	uint64_t idle_switches;
+	/* CPU switch count when last_task was last seen running. */
+	bool running_switches_seen;
+	uint64_t running_switches;
 };
 
 struct ivm_dispatch {
@@ -56,6 +59,7 @@ static bool request(struct ivm_dispatch *d, struct vcpu_monitor *m,
 		return false;
 	}
 	m->in_flight = true;
+	req->resolve = false;
 	req->vcpu = vcpu;
 	req->kind = kind;
 	req->task = task;
@@ -70,7 +74,7 @@ bool ivm_dispatch_observe(struct ivm_dispatch *d, uint32_t vcpu,
 {
 	struct vcpu_monitor *m;
 	enum vcpu_state now;
-	bool made = false;
+	bool made = false, unseen_runs = false, certain;
 
 	if (vcpu >= d->nr_vcpus)
 		return false;
@@ -106,6 +110,9 @@ bool ivm_dispatch_observe(struct ivm_dispatch *d, uint32_t vcpu,
 
 			if (ended > seen)
 				d->stats.missed_idle += ended - seen;
+			/* Idle, then idle again: tasks ran unseen between. */
+			unseen_runs = m->state == STATE_IDLE &&
+				      now == STATE_IDLE;
 			/*
 			 * The first task after the sampled idle period ran
 			 * and left unseen: what we see now is not it.
@@ -121,28 +128,42 @@ bool ivm_dispatch_observe(struct ivm_dispatch *d, uint32_t vcpu,
 	}
 
 	if (now == STATE_IDLE) {
-		if (m->state == STATE_RUNNING) {
+		/*
+		 * The task last seen went to idle itself only if exactly one
+		 * switch happened on the CPU since it was seen running.
+		 */
+		certain = m->state == STATE_RUNNING && m->last_task &&
+			  obs->cpu_switches_known && m->running_switches_seen &&
+			  obs->cpu_switches - m->running_switches == 1;
+		if (m->state == STATE_RUNNING)
 			d->stats.idle_transitions++;
-			if (d->config.idle_every &&
-			    ++m->transitions >= d->config.idle_every) {
-				m->transitions = 0;
-				if (!m->last_task) {
-					d->stats.lost_no_target++;
-				} else {
-					made = request(d, m, vcpu,
-						       IVM_SAMPLE_TO_IDLE,
-						       m->last_task,
-						       obs->time_ns, req);
-					/*
-					 * The from-idle half belongs to this
-					 * sampled transition, even when the
-					 * to-idle half was lost to a busy
-					 * capture.
-					 */
-				}
-				m->deferred = true;
+		/* Without switch counts, unseen runs cannot be resolved. */
+		if (unseen_runs && obs->cpu_switches_known)
+			d->stats.unseen_to_idle++;
+		else
+			unseen_runs = false;
+		if ((m->state == STATE_RUNNING || unseen_runs) &&
+		    d->config.idle_every &&
+		    ++m->transitions >= d->config.idle_every) {
+			m->transitions = 0;
+			if (!m->last_task && !obs->cpu_switches_known) {
+				d->stats.lost_no_target++;
+			} else {
+				made = request(d, m, vcpu, IVM_SAMPLE_TO_IDLE,
+					       m->last_task, obs->time_ns,
+					       req);
+				if (made)
+					req->resolve = !certain &&
+						       obs->cpu_switches_known;
+				/*
+				 * The from-idle half belongs to this sampled
+				 * transition, even when the to-idle half was
+				 * lost to a busy capture.
+				 */
 			}
+			m->deferred = true;
 		}
+		m->running_switches_seen = false;
 		m->state = STATE_IDLE;
 		return made;
 	}
@@ -151,8 +172,11 @@ bool ivm_dispatch_observe(struct ivm_dispatch *d, uint32_t vcpu,
 	if (m->state == STATE_IDLE)
 		d->stats.wake_transitions++;
 	m->state = STATE_RUNNING;
-	if (obs->current_known && obs->current)
+	if (obs->current_known && obs->current) {
 		m->last_task = obs->current;
+		m->running_switches_seen = obs->cpu_switches_known;
+		m->running_switches = obs->cpu_switches;
+	}
 	if (m->deferred) {
 		m->deferred = false;
 		if (obs->current_known && obs->current)

@@ -24,6 +24,17 @@
  * monitor counts idle periods that came and went between two observations
  * (missed_idle) instead of hiding them.
  *
+ * Polling also hides who went to idle: a task that ran for less than a
+ * poll period between two idle periods, or after the task last seen, is
+ * never seen at all.  When the caller reports the CPU's count of context
+ * switches too, a to-idle request whose target is not certain (more than
+ * one switch since that task was seen, or idle periods that ended unseen)
+ * is marked `resolve`: the caller must find the task that really ran last
+ * on the CPU from guest memory (last_ran.h), the request's task being only
+ * the best guess (0 when there is none).  Such unseen transitions are
+ * sampled too (unseen_to_idle), so short-running threads are not
+ * under-counted.
+ *
  * This module does no I/O and keeps no clock of its own: time comes in the
  * observations, so it is fully testable.
  */
@@ -45,6 +56,8 @@ struct ivm_vcpu_obs {
 	bool current_is_idle;	/* current is this CPU's idle task */
 	bool idle_switches_known;
 	uint64_t idle_switches;	/* nvcsw + nivcsw of this CPU's idle task */
+	bool cpu_switches_known;
+	uint64_t cpu_switches;	/* context switches on this CPU (rq) */
 };
 
 struct ivm_capture_req {
@@ -52,6 +65,8 @@ struct ivm_capture_req {
 	enum ivm_sample_kind kind;
 	uint64_t task;		/* guest address of the target task_struct */
 	uint64_t time_ns;	/* of the observation that triggered it */
+	/* to-idle only: task is a guess (or 0); find who ran last. */
+	bool resolve;
 };
 
 struct ivm_dispatch_config {
@@ -64,6 +79,7 @@ struct ivm_dispatch_stats {
 	uint64_t idle_transitions;	/* running -> idle seen */
 	uint64_t wake_transitions;	/* idle -> running seen */
 	uint64_t missed_idle;		/* idle periods between observations */
+	uint64_t unseen_to_idle;	/* idle -> idle with runs in between */
 	uint64_t inconsistent;		/* halted, yet a non-idle current */
 	uint64_t requests[IVM_SAMPLE_NR_KINDS];
 	uint64_t lost_busy;		/* dropped: a capture was in flight */

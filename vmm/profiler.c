@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "kvm_events.h"
+#include "last_ran.h"
 #include "ksym_hits.h"
 #include "profiler.h"
 #include "vcpu_watch.h"
@@ -69,6 +70,8 @@ struct profiler {
 	struct ivm_vcpu_watch *watch;
 	struct ivm_vcpu_watch_view *views;
 	struct ivm_ksym_hits *ksym_hits;	/* no vmlinux: names to keep */
+	/* Who really went to idle, when polling cannot tell; or NULL. */
+	struct ivm_last_ran *last_ran;
 };
 
 /* Halted per the vCPU thread's state letter (after "comm) "). */
@@ -243,6 +246,8 @@ static struct ivm_error *capture(struct profiler *p,
 	if (stopped && regs)
 		p->cap.sample.stack_flags &= ~(uint32_t)IVM_STACK_INEXACT;
 	p->res->outcomes[p->cap.outcome]++;
+	if (!regs)
+		p->res->blocked_outcomes[p->cap.outcome]++;
 	if (p->cap.outcome != IVM_CAPTURE_KEPT)
 		goto out;
 	p->cap.sample.kind = req->kind;
@@ -290,6 +295,38 @@ static bool is_helper_task(struct profiler *p, struct vcpu_poll *vp,
 	vp->last_is_helper = t.tgid > 0 &&
 		(uint32_t)t.tgid == ivm_pin_capture_helper_pid(p->cfg->pin);
 	return vp->last_is_helper;
+}
+
+/*
+ * A to-idle target the poll could not be sure of: ask guest memory who ran
+ * last on the CPU.  Without an answer the dispatch monitor's guess stands,
+ * if it has one; req->task 0 means nothing to capture.
+ */
+static struct ivm_error *resolve_to_idle(struct profiler *p,
+					 const struct ivm_guest_vcpu *v,
+					 uint64_t now,
+					 struct ivm_capture_req *req)
+{
+	int32_t helper = 0;
+	struct ivm_error *err;
+	uint64_t task;
+
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin)
+		helper = (int32_t)ivm_pin_capture_helper_pid(p->cfg->pin);
+	err = ivm_last_ran_find(p->last_ran, (unsigned int)v->cpu, helper,
+				now, &task);
+	if (err && err->code == IVM_ERROR_GONE)
+		return err;
+	if (err) {
+		ivm_error_destroy(err);
+		p->res->to_idle_unresolved++;
+		return NULL;
+	}
+	p->res->to_idle_resolved++;
+	if (task != req->task)
+		p->res->to_idle_retargeted++;
+	req->task = task;
+	return NULL;
 }
 
 static void poll_once(struct profiler *p, uint64_t now)
@@ -352,9 +389,13 @@ static void poll_once(struct profiler *p, uint64_t now)
 		vp->was_idle = obs.current_known && obs.current_is_idle;
 		obs.idle_switches = view->idle_switches;
 		obs.idle_switches_known = view->idle_switches_ok;
+		obs.cpu_switches = view->cpu_switches;
+		obs.cpu_switches_known = view->cpu_switches_ok;
 		if (!ivm_dispatch_observe(p->dispatch, (uint32_t)i, &obs, &req))
 			continue;
-		err = capture(p, &req);
+		err = req.resolve ? resolve_to_idle(p, v, now, &req) : NULL;
+		if (!err && req.task)
+			err = capture(p, &req);
 		ivm_dispatch_capture_done(p->dispatch, (uint32_t)i);
 		if (err) {
 			p->res->capture_errors++;
@@ -415,6 +456,12 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 				     r->outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE] };
 	st[n++] = (struct ivm_stat){ "capture_failed",
 				     r->outcomes[IVM_CAPTURE_FAILED] };
+	st[n++] = (struct ivm_stat){ "blocked_kept",
+				     r->blocked_outcomes[IVM_CAPTURE_KEPT] };
+	st[n++] = (struct ivm_stat){
+		"blocked_discarded",
+		r->blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
+		r->blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE] };
 	st[n++] = (struct ivm_stat){ "filtered", r->filtered };
 	st[n++] = (struct ivm_stat){ "lost_busy", d->lost_busy };
 	st[n++] = (struct ivm_stat){ "lost_missed", d->lost_missed };
@@ -422,6 +469,12 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	st[n++] = (struct ivm_stat){ "missed_idle", d->missed_idle };
 	st[n++] = (struct ivm_stat){ "idle_transitions", d->idle_transitions };
 	st[n++] = (struct ivm_stat){ "inconsistent", d->inconsistent };
+	st[n++] = (struct ivm_stat){ "unseen_to_idle", d->unseen_to_idle };
+	st[n++] = (struct ivm_stat){ "to_idle_resolved", r->to_idle_resolved };
+	st[n++] = (struct ivm_stat){ "to_idle_retargeted",
+				     r->to_idle_retargeted };
+	st[n++] = (struct ivm_stat){ "to_idle_unresolved",
+				     r->to_idle_unresolved };
 	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
 		const struct ivm_pin_stats *ps =
 			ivm_pin_capture_stats(p->cfg->pin);
@@ -533,6 +586,8 @@ static struct ivm_error *write_meta(struct profiler *p)
 	META("vcpus", buf);
 	META("idle_source", ivm_idle_source_name(c->idle_source));
 	META("capture", ivm_capture_mode_name(c->capture_mode));
+	/* Where running vCPUs' registers came from (on-CPU, from-idle). */
+	META("registers", c->tcg_env ? "qemu memory" : "monitor");
 	snprintf(buf, sizeof(buf), "%g", c->frequency_hz);
 	META("frequency_hz", buf);
 	snprintf(buf, sizeof(buf), "%u", c->idle_every);
@@ -561,7 +616,10 @@ static struct ivm_error *write_meta(struct profiler *p)
 static struct ivm_error *setup_watch(struct profiler *p)
 {
 	struct ivm_guest *g = p->guest;
+	const struct ivm_kernel_offsets *off =
+		ivm_kernel_layout_offsets(g->layout);
 	struct ivm_vcpu_watch_target *targets;
+	uint64_t runqueues = 0;
 	struct ivm_error *err;
 	size_t i;
 
@@ -571,9 +629,27 @@ static struct ivm_error *setup_watch(struct profiler *p)
 		free(targets);
 		return &ivm_enomem;
 	}
+	/*
+	 * The CPUs' switch counts tell the dispatch monitor when the task it
+	 * saw last is not sure to be the one that went to idle; they are
+	 * only worth reading when last_ran can then find the right one.
+	 */
+	err = ivm_last_ran_create(g->layout, g->gmem, &p->last_ran);
+	if (err) {
+		ivm_error_destroy(err);
+		p->last_ran = NULL;
+	} else if (off->rq_nr_switches == IVM_KOFF_NONE ||
+		   ivm_kernel_symbol(g->layout, "runqueues", &runqueues)) {
+		ivm_last_ran_destroy(p->last_ran);
+		p->last_ran = NULL;
+	}
 	for (i = 0; i < g->nr_vcpus; i++) {
 		targets[i].cpu = g->vcpus[i].cpu;
 		targets[i].idle_task = p->vcpus[i].idle_task;
+		if (p->last_ran && g->vcpus[i].cpu >= 0)
+			targets[i].switches_va = runqueues + off->rq_nr_switches +
+				ivm_kernel_layout_per_cpu_offset(
+					g->layout, (unsigned int)g->vcpus[i].cpu);
 	}
 	err = ivm_vcpu_watch_create(g->layout, g->gmem, targets, g->nr_vcpus,
 				    p->nvcsw_off, p->nivcsw_off, &p->watch);
@@ -683,6 +759,7 @@ static void teardown(struct profiler *p)
 	free(p->vcpus);
 	free(p->views);
 	ivm_vcpu_watch_destroy(p->watch);
+	ivm_last_ran_destroy(p->last_ran);
 	ivm_ksym_hits_destroy(p->ksym_hits);
 	ivm_trace_session_destroy(p->trace);
 	ivm_kvm_events_destroy(p->kvm_events);
@@ -699,7 +776,7 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	struct profiler p = { .guest = guest, .cfg = config, .writer = writer,
 			      .res = result };
 	uint64_t interval, next, last_flush, now, end_ns = 0;
-	struct ivm_stat stats[32];
+	struct ivm_stat stats[48];
 	struct ivm_error *err, *ferr;
 	size_t nr_stats;
 

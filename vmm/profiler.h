@@ -82,6 +82,11 @@ struct ivm_profiler_config {
 struct ivm_profiler_result {
 	uint64_t kept[IVM_SAMPLE_NR_KINDS];
 	uint64_t outcomes[IVM_CAPTURE_NR_OUTCOMES];
+	/*
+	 * The same, for targets read from their saved frame (no live
+	 * registers): the only ones pinning can keep consistent.
+	 */
+	uint64_t blocked_outcomes[IVM_CAPTURE_NR_OUTCOMES];
 	uint64_t filtered;
 	uint64_t polls;
 	uint64_t poll_errors;
@@ -90,6 +95,10 @@ struct ivm_profiler_result {
 	struct ivm_dispatch_stats dispatch;
 	struct ivm_pin_stats pin;	/* IVM_CAPTURE_MODE_PIN */
 	uint64_t helper_busy;		/* polls that saw a helper holder */
+	/* to-idle targets found from guest memory (last_ran.h) */
+	uint64_t to_idle_resolved;
+	uint64_t to_idle_retargeted;	/* ... not the task the poll saw */
+	uint64_t to_idle_unresolved;	/* none found: the guess, or nothing */
 	char end_reason[128];		/* "duration", "interrupted", ... */
 };
 

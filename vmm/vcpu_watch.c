@@ -6,7 +6,7 @@
 #include "vcpu_watch.h"
 
 /* The words watched per vCPU, in this order. */
-enum { W_CURRENT, W_NVCSW, W_NIVCSW, WORDS_PER_VCPU };
+enum { W_CURRENT, W_NVCSW, W_NIVCSW, W_SWITCHES, WORDS_PER_VCPU };
 
 struct word {
 	bool wanted;		/* this word is watched at all */
@@ -66,6 +66,10 @@ struct ivm_error *ivm_vcpu_watch_create(const struct ivm_kernel_layout *layout,
 		if (targets[i].cpu < 0)
 			continue;
 		wd[W_CURRENT].wanted = true;
+		if (targets[i].switches_va) {
+			wd[W_SWITCHES].wanted = true;
+			wd[W_SWITCHES].va = targets[i].switches_va;
+		}
 		if (!counters || !idle)
 			continue;
 		/* A hostile layout cannot make these wrap: checked here. */
@@ -237,6 +241,10 @@ struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
 			v->idle_switches = ivm_le64(wd[W_NVCSW].value) +
 					   ivm_le64(wd[W_NIVCSW].value);
 			v->idle_switches_ok = true;
+		}
+		if (wd[W_SWITCHES].ok) {
+			v->cpu_switches = ivm_le64(wd[W_SWITCHES].value);
+			v->cpu_switches_ok = true;
 		}
 	}
 	return NULL;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * vcpu_watch: what the profiler reads of the guest on every poll — each
- * vCPU's `current` task and the switch counts of its idle task — in one
- * read for all vCPUs.
+ * vCPU's `current` task, the switch counts of its idle task and its run
+ * queue's count of context switches — in one read for all vCPUs.
  *
  * The poll runs about a thousand times a second while the guest runs, so
  * its cost is the profiler's overhead.  Through QEMU's private RAM every
@@ -38,6 +38,7 @@
 struct ivm_vcpu_watch_target {
 	int cpu;		/* guest CPU it runs as; -1: not watched */
 	uint64_t idle_task;	/* that CPU's idle task; 0: unknown */
+	uint64_t switches_va;	/* its rq->nr_switches; 0: not watched */
 };
 
 /* One poll's view of one vCPU. */
@@ -46,6 +47,8 @@ struct ivm_vcpu_watch_view {
 	uint64_t current;	/* a kernel address when current_ok */
 	bool idle_switches_ok;
 	uint64_t idle_switches;	/* nvcsw + nivcsw of its idle task */
+	bool cpu_switches_ok;
+	uint64_t cpu_switches;	/* context switches on its CPU so far */
 };
 
 struct ivm_vcpu_watch;

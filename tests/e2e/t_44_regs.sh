@@ -46,3 +46,6 @@ out=$("$idlevm" profile --domain "$IVM_DOMAIN" -D 2 -F 50 --no-report \
 echo "$out"
 echo "$out" | grep -q "registers from qemu memory" ||
 	fail "profile did not read registers from qemu memory: $out"
+# ... and the profile records it for whoever reads the report later.
+"$idlevm" report "$IVM_RUNDIR/t44.prof" | grep -q "^  registers: qemu memory$" ||
+	fail "the profile does not record its register source"

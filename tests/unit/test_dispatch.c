@@ -24,8 +24,14 @@ static void teardown(void)
 	ivm_dispatch_destroy(d);
 }
 
-/* Observe vcpu running task (0 = idle task), HLT when idle. */
-static bool see(uint32_t vcpu, uint64_t task, struct ivm_capture_req *req)
+/*
+ * Observe vcpu running task (0 = idle task), HLT when idle; with counted,
+ * also the CPU's context-switch count and its idle task's switch count
+ * (idle periods ended), as the profiler's poll reads them.
+ */
+static bool observe(uint32_t vcpu, uint64_t task, bool counted,
+		    uint64_t cpu_switches, uint64_t idle_switches,
+		    struct ivm_capture_req *req)
 {
 	struct ivm_vcpu_obs obs = {
 		.time_ns = now_ns += 1000000,
@@ -33,9 +39,24 @@ static bool see(uint32_t vcpu, uint64_t task, struct ivm_capture_req *req)
 		.current_known = true,
 		.current = task ? task : IDLE_TASK,
 		.current_is_idle = task == 0,
+		.idle_switches_known = counted,
+		.idle_switches = idle_switches,
+		.cpu_switches_known = counted,
+		.cpu_switches = cpu_switches,
 	};
 
 	return ivm_dispatch_observe(d, vcpu, &obs, req);
+}
+
+static bool see(uint32_t vcpu, uint64_t task, struct ivm_capture_req *req)
+{
+	return observe(vcpu, task, false, 0, 0, req);
+}
+
+static bool see_counted(uint32_t vcpu, uint64_t task, uint64_t cpu_switches,
+			uint64_t idle_switches, struct ivm_capture_req *req)
+{
+	return observe(vcpu, task, true, cpu_switches, idle_switches, req);
 }
 
 TestSuite(dispatch, .fini = teardown);
@@ -224,4 +245,92 @@ Test(dispatch, bad_arguments)
 	ivm_error_destroy(err);
 	setup(1, 0);
 	cr_assert_not(ivm_dispatch_observe(d, 7, &obs, &req));
+}
+
+/* One switch since A was seen: A itself went to idle, no doubt. */
+Test(dispatch, one_switch_to_idle_is_certain)
+{
+	struct ivm_capture_req req;
+
+	setup(1, 0);
+	cr_assert_not(see_counted(0, TASK_A, 10, 3, &req));
+	cr_assert(see_counted(0, 0, 11, 3, &req));
+	cr_expect_eq(req.kind, IVM_SAMPLE_TO_IDLE);
+	cr_expect_eq(req.task, TASK_A);
+	cr_expect_not(req.resolve);
+}
+
+/* A -> B -> idle with B unseen: A is only a guess. */
+Test(dispatch, more_switches_ask_who_ran_last)
+{
+	struct ivm_capture_req req;
+
+	setup(1, 0);
+	cr_assert_not(see_counted(0, TASK_A, 10, 3, &req));
+	cr_assert(see_counted(0, 0, 12, 3, &req));
+	cr_expect_eq(req.kind, IVM_SAMPLE_TO_IDLE);
+	cr_expect_eq(req.task, TASK_A);
+	cr_expect(req.resolve);
+	/* The count is from when A was last seen, not first. */
+	ivm_dispatch_capture_done(d, 0);
+	see_counted(0, TASK_B, 14, 4, &req);
+	ivm_dispatch_capture_done(d, 0);
+	cr_assert_not(see_counted(0, TASK_B, 20, 4, &req));
+	cr_assert(see_counted(0, 0, 21, 4, &req));
+	cr_expect_eq(req.task, TASK_B);
+	cr_expect_not(req.resolve);
+}
+
+/*
+ * Idle, then idle again with an idle period ended in between: a task ran
+ * and went to idle unseen.  That transition is sampled, to be resolved.
+ */
+Test(dispatch, idle_periods_between_polls_are_sampled)
+{
+	struct ivm_capture_req req;
+
+	setup(1, 0);
+	see_counted(0, TASK_A, 10, 3, &req);
+	cr_assert(see_counted(0, 0, 11, 3, &req));
+	ivm_dispatch_capture_done(d, 0);
+	cr_assert_not(see_counted(0, 0, 11, 3, &req));	/* nothing new */
+	cr_assert(see_counted(0, 0, 13, 4, &req));	/* ran unseen */
+	cr_expect_eq(req.kind, IVM_SAMPLE_TO_IDLE);
+	cr_expect(req.resolve);
+	cr_expect_eq(ivm_dispatch_stats(d)->unseen_to_idle, 1);
+	cr_expect_eq(ivm_dispatch_stats(d)->missed_idle, 0);
+	ivm_dispatch_capture_done(d, 0);
+	/* Three more periods came and went: one sample, two missed. */
+	cr_assert(see_counted(0, 0, 19, 7, &req));
+	cr_expect_eq(ivm_dispatch_stats(d)->unseen_to_idle, 2);
+	cr_expect_eq(ivm_dispatch_stats(d)->missed_idle, 2);
+	ivm_dispatch_capture_done(d, 0);
+	/* The from-idle half of that sampled period: the next task seen. */
+	cr_assert(see_counted(0, TASK_B, 20, 8, &req));
+	cr_expect_eq(req.kind, IVM_SAMPLE_FROM_IDLE);
+	cr_expect_eq(req.task, TASK_B);
+}
+
+/* Without the CPU's switch count nothing can be resolved: as before. */
+Test(dispatch, unseen_periods_need_the_cpu_switch_count)
+{
+	struct ivm_capture_req req;
+	struct ivm_vcpu_obs obs = {
+		.halted = true, .current_known = true, .current = IDLE_TASK,
+		.current_is_idle = true, .idle_switches_known = true,
+	};
+
+	setup(1, 0);
+	see(0, TASK_A, &req);
+	cr_assert(see(0, 0, &req));
+	cr_expect_not(req.resolve);
+	ivm_dispatch_capture_done(d, 0);
+	obs.time_ns = now_ns += 1000000;
+	obs.idle_switches = 3;
+	cr_assert_not(ivm_dispatch_observe(d, 0, &obs, &req));
+	obs.time_ns = now_ns += 1000000;
+	obs.idle_switches = 4;
+	cr_assert_not(ivm_dispatch_observe(d, 0, &obs, &req));
+	cr_expect_eq(ivm_dispatch_stats(d)->unseen_to_idle, 0);
+	cr_expect_eq(ivm_dispatch_stats(d)->missed_idle, 0);
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernel_layout.h"
+#include "last_ran.h"
 
 #define START_MAP 0xffffffff80000000ull
 #define SLIDE 0x2a00000ull
@@ -116,7 +117,7 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 	};
 	struct btf *b = btf__new_empty();
 	int t_int, t_uint, t_ulong, t_char, t_ptr, t_list, t_ti, t_thread;
-	int t_comm;
+	int t_comm, t_se;
 	struct ivm_btf *btf;
 	struct ivm_error *err;
 	const void *raw;
@@ -139,6 +140,9 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 	btf__add_field(b, "sp", t_ulong, 0, 0);
 	btf__add_field(b, "fsbase", t_ulong, 64, 0);
 	t_comm = btf__add_array(b, t_int, t_char, 16);
+	t_se = btf__add_struct(b, "sched_entity", 16);
+	btf__add_field(b, "load", t_ulong, 0, 0);
+	btf__add_field(b, "exec_start", t_ulong, 64, 0);
 	btf__add_struct(b, "task_struct", 0x300);
 	btf__add_field(b, "thread_info", t_ti, 0, 0);
 	btf__add_field(b, "__state", t_uint, 24 * 8, 0);
@@ -159,6 +163,9 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 	btf__add_field(b, "nivcsw", t_ulong, 0xd8 * 8, 0);
 	btf__add_field(b, "comm", t_comm, 0xe0 * 8, 0);
 	btf__add_field(b, "signal", t_ptr, 0xf0 * 8, 0);
+	/* ... and no se.exec_start, so no last_ran. */
+	if (!thread_group_only)
+		btf__add_field(b, "se", t_se, 0x100 * 8, 0);
 	btf__add_field(b, "thread", t_thread, 0x200 * 8, 0);
 	btf__add_struct(b, "signal_struct", 0x40);
 	if (!thread_group_only)
@@ -870,6 +877,73 @@ Test(kernel_layout, on_cpu_read_when_the_kernel_has_it)
 	l = create_ok(&f);
 	cr_assert_null(ivm_kernel_read_task(l, task_va(P1), &t));
 	cr_expect_not(t.on_cpu);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
+/*
+ * Who ran last on an idle CPU: the greatest se.exec_start among the tasks
+ * of that CPU, never an idle task, one still on a CPU, or the helper's.
+ * CPU 1 holds init (pid 1) and sleeper-t2 (52); CPU 0 sleeper (50) and
+ * sleeper-t1 (51).
+ */
+Test(kernel_layout, last_ran_on_a_cpu)
+{
+	struct ivm_kernel_layout *l;
+	struct ivm_last_ran *lr;
+	struct fixture f;
+	uint64_t task, t = 0;
+	struct ivm_error *err;
+
+	fixture_init(&f);
+	cr_assert_eq(f.off.task_se_exec_start, 0x108);
+	w64(&f, task_va(P1) + 0x108, 500);
+	w64(&f, task_va(T52) + 0x108, 900);
+	w64(&f, task_va(P2) + 0x108, 2000);
+	w64(&f, task_va(T51) + 0x108, 100);
+	/* The idle tasks' stamps are the newest, and never the answer. */
+	w64(&f, task_va(IDLE1) + 0x108, 99999);
+	w64(&f, KVA(L_INIT_TASK) + 0x108, 99999);
+	l = create_ok(&f);
+	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
+	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
+	cr_expect_eq(task, task_va(T52));
+	cr_assert_null(ivm_last_ran_find(lr, 0, 0, t, &task));
+	cr_expect_eq(task, task_va(P2));
+
+	/* Still switching out, or running elsewhere: the next one. */
+	w32(&f, task_va(T52) + 40, 1);
+	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
+	cr_expect_eq(task, task_va(P1));
+	w32(&f, task_va(T52) + 40, 0);
+
+	/* Values are read anew at each lookup, the list kept: 52 moved. */
+	w32(&f, task_va(T52) + f.off.task_cpu, 0);
+	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
+	cr_expect_eq(task, task_va(P1));
+
+	/* CPU 0 now holds only process 50's threads, newest 50 itself. */
+	cr_assert_null(ivm_last_ran_find(lr, 0, 1, t, &task));
+	cr_expect_eq(task, task_va(P2));
+	/* As the helper's process, 50 is never named: nobody is left. */
+	err = ivm_last_ran_find(lr, 0, 50, t, &task);
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
+
+	/* No task on that CPU. */
+	err = ivm_last_ran_find(lr, 7, 0, t, &task);
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
+	ivm_last_ran_destroy(lr);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+
+	/* A kernel whose task_struct has no se.exec_start. */
+	fixture_init_with(&f, true);
+	l = create_ok(&f);
+	err = ivm_last_ran_create(l, f.gmem, &lr);
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
 	ivm_kernel_layout_destroy(l);
 	fixture_fini(&f);
 }
