@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "kernel_layout.h"
+#include "last_ran.h"
 
 #define SLIDE 0x2a00000ull
 #define POB 0xffff9a4000000000ull
@@ -84,7 +85,7 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 static void build_btf(void)
 {
 	struct btf *b = btf__new_empty();
-	int t_int, t_uint, t_ulong, t_char, t_ptr, t_list, t_ti, t_th, t_comm;
+	int t_int, t_uint, t_ulong, t_char, t_ptr, t_list, t_ti, t_th, t_comm, t_se;
 	const void *raw;
 	uint32_t size;
 	int i;
@@ -103,10 +104,13 @@ static void build_btf(void)
 	btf__add_field(b, "sp", t_ulong, 0, 0);
 	btf__add_field(b, "fsbase", t_ulong, 64, 0);
 	t_comm = btf__add_array(b, t_int, t_char, 16);
+	t_se = btf__add_struct(b, "sched_entity", 16);
+	btf__add_field(b, "exec_start", t_ulong, 64, 0);
 	btf__add_struct(b, "task_struct", 0x300);
 	btf__add_field(b, "thread_info", t_ti, 0, 0);
 	btf__add_field(b, "__state", t_uint, 24 * 8, 0);
 	btf__add_field(b, "stack", t_ptr, 32 * 8, 0);
+	btf__add_field(b, "on_cpu", t_int, 40 * 8, 0);
 	btf__add_field(b, "flags", t_uint, 44 * 8, 0);
 	btf__add_field(b, "tasks", t_list, 0x80 * 8, 0);
 	btf__add_field(b, "mm", t_ptr, 0x90 * 8, 0);
@@ -117,6 +121,7 @@ static void build_btf(void)
 	btf__add_field(b, "nivcsw", t_ulong, 0xd8 * 8, 0);
 	btf__add_field(b, "comm", t_comm, 0xe0 * 8, 0);
 	btf__add_field(b, "signal", t_ptr, 0xf0 * 8, 0);
+	btf__add_field(b, "se", t_se, 0x100 * 8, 0);
 	btf__add_field(b, "thread", t_th, 0x200 * 8, 0);
 	btf__add_struct(b, "signal_struct", 0x40);
 	btf__add_field(b, "thread_head", t_list, 0x10 * 8, 0);
@@ -234,6 +239,44 @@ static uint8_t *slot(unsigned int s)
 	return mem_b + K_INIT_TASK + off.task_tasks;
 }
 
+/*
+ * Whatever cpu, on_cpu and exec_start say, who ran last is a non-idle
+ * task of the walk (the same walk: memory does not change in between), or
+ * nobody.  The CPU numbers asked include ones no task claims.
+ */
+static void last_ran_check(const struct ivm_kernel_layout *layout,
+			   struct ivm_gmem *gmem)
+{
+	struct ivm_guest_task_list *list;
+	struct ivm_last_ran *lr;
+	unsigned int cpu;
+	size_t i;
+
+	/* The same cap as last_ran's own walk. */
+	if (ivm_kernel_task_list(layout, 0, &list))
+		return;
+	if (ivm_last_ran_create(layout, gmem, &lr))
+		abort();	/* the BTF has se.exec_start */
+	for (cpu = 0; cpu < 4; cpu++) {
+		struct ivm_error *err;
+		uint64_t task;
+
+		err = ivm_last_ran_find(lr, cpu, cpu == 3 ? 50 : 0, 0, &task);
+		if (err) {
+			ivm_error_destroy(err);
+			continue;
+		}
+		for (i = 0; i < list->nr; i++)
+			if (list->tasks[i].addr == task &&
+			    !list->tasks[i].is_idle)
+				break;
+		if (i == list->nr)
+			abort();
+	}
+	ivm_last_ran_destroy(lr);
+	ivm_guest_task_list_destroy(list);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ivm_kernel_layout_config config = { 0 };
@@ -294,6 +337,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			err = ivm_kernel_read_task(layout, cur, &task_mem);
 		ivm_error_destroy(err);
 	}
+	last_ran_check(layout, gmem);
 	err = ivm_kernel_task_list(layout, 64, &list);
 	if (!err) {
 		for (i = 0; i < list->nr; i++) {
