@@ -149,9 +149,14 @@ bool ivm_dispatch_observe(struct ivm_dispatch *d, uint32_t vcpu,
 			if (!m->last_task && !obs->cpu_switches_known) {
 				d->stats.lost_no_target++;
 			} else {
+				/*
+				 * After unseen runs, the task last seen is no
+				 * guess at all: without an answer, no sample.
+				 */
 				made = request(d, m, vcpu, IVM_SAMPLE_TO_IDLE,
-					       m->last_task, obs->time_ns,
-					       req);
+					       m->state == STATE_RUNNING ?
+					       m->last_task : 0,
+					       obs->time_ns, req);
 				if (made)
 					req->resolve = !certain &&
 						       obs->cpu_switches_known;

@@ -31,7 +31,7 @@
  * one switch since that task was seen, or idle periods that ended unseen)
  * is marked `resolve`: the caller must find the task that really ran last
  * on the CPU from guest memory (last_ran.h), the request's task being only
- * the best guess (0 when there is none).  Such unseen transitions are
+ * the best guess (0 when there is none, as after unseen runs).  Such unseen transitions are
  * sampled too (unseen_to_idle), so short-running threads are not
  * under-counted.
  *

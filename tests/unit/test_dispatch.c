@@ -297,6 +297,7 @@ Test(dispatch, idle_periods_between_polls_are_sampled)
 	cr_assert(see_counted(0, 0, 13, 4, &req));	/* ran unseen */
 	cr_expect_eq(req.kind, IVM_SAMPLE_TO_IDLE);
 	cr_expect(req.resolve);
+	cr_expect_eq(req.task, 0, "A is no guess after unseen runs");
 	cr_expect_eq(ivm_dispatch_stats(d)->unseen_to_idle, 1);
 	cr_expect_eq(ivm_dispatch_stats(d)->missed_idle, 0);
 	ivm_dispatch_capture_done(d, 0);
