@@ -64,21 +64,30 @@ int ivm_guest_command_args(int argc, char **argv,
 	return -1;
 }
 
-/* The current task of every vCPU (0 where unknown) into cur. */
-static void read_currents(struct ivm_guest *g, uint64_t *cur)
+/*
+ * The current task of every vCPU (0 where unknown) into cur, and its CPU's
+ * context-switch count (0 where unknown) into switches.
+ */
+static void read_currents(struct ivm_guest *g, uint64_t *cur,
+			  uint64_t *switches)
 {
 	struct ivm_error *err;
 	size_t i;
 
 	for (i = 0; i < g->nr_vcpus; i++) {
+		unsigned int cpu = (unsigned int)g->vcpus[i].cpu;
+
 		cur[i] = 0;
+		switches[i] = 0;
 		if (g->vcpus[i].cpu < 0)
 			continue;
-		err = ivm_kernel_current_task(g->layout,
-					      (unsigned int)g->vcpus[i].cpu,
-					      NULL, &cur[i]);
+		err = ivm_kernel_current_task(g->layout, cpu, NULL, &cur[i]);
 		if (err)
 			cur[i] = 0;
+		ivm_error_destroy(err);
+		err = ivm_kernel_cpu_switches(g->layout, cpu, &switches[i]);
+		if (err)
+			switches[i] = 0;
 		ivm_error_destroy(err);
 	}
 }
@@ -86,35 +95,64 @@ static void read_currents(struct ivm_guest *g, uint64_t *cur)
 /*
  * HLT state and `current` come from two reads milliseconds apart (the
  * registers through the monitor, current from guest memory), and a busy
- * guest switches tasks in between.  Take a snapshot where current did not
- * change around the register read, so halted and current belong together;
- * give up after a few tries and say so.  Returns false if it never held.
+ * guest switches tasks in between.  Each vCPU's line is taken from a try
+ * where nothing switched on its CPU around the register read, so its state
+ * and task belong together.  The same `current` on both sides is not
+ * enough: a task that blocks, lets the CPU halt and is woken again looks
+ * unchanged, so the CPU's switch count must not have moved either (where
+ * the kernel lets us read it).  vCPUs are judged one by one: with several
+ * busy CPUs a try where none of them switched is rare.  After a few tries,
+ * give up on the rest: they are marked in unsettled[] (their line is from
+ * the last try).  Returns how many there are.
  */
-static bool consistent_snapshot(struct ivm_guest *g, uint64_t *cur,
-				struct ivm_error **errp)
+static size_t consistent_snapshot(struct ivm_guest *g, uint64_t *cur,
+				  bool *unsettled, struct ivm_error **errp)
 {
-	uint64_t *before = calloc(g->nr_vcpus, sizeof(*before));
-	bool same = false;
+	size_t n = g->nr_vcpus, left = n, i;
+	uint64_t *words = calloc(4 * n, sizeof(*words));
+	struct ivm_guest_vcpu *kept = calloc(n, sizeof(*kept));
+	bool *done = calloc(n, sizeof(*done));
+	uint64_t *before, *after, *sw_before, *sw_after;
 	int tries;
-	size_t i;
 
 	*errp = NULL;
-	if (!before) {
+	if (!words || !kept || !done) {
 		*errp = &ivm_enomem;
-		return false;
+		goto out;
 	}
-	for (tries = 0; tries < 40 && !same; tries++) {
-		read_currents(g, before);
+	before = words;
+	after = words + n;
+	sw_before = words + 2 * n;
+	sw_after = words + 3 * n;
+	for (tries = 0; tries < 40 && left; tries++) {
+		read_currents(g, before, sw_before);
 		*errp = ivm_guest_refresh_vcpus(g);
 		if (*errp)
-			break;
-		read_currents(g, cur);
-		same = true;
-		for (i = 0; i < g->nr_vcpus; i++)
-			same &= before[i] == cur[i];
+			goto out;
+		read_currents(g, after, sw_after);
+		for (i = 0; i < n; i++) {
+			if (done[i])
+				continue;
+			cur[i] = after[i];
+			if (before[i] != after[i] || sw_before[i] != sw_after[i])
+				continue;
+			kept[i] = g->vcpus[i];
+			cur[i] = after[i];
+			done[i] = true;
+			left--;
+		}
 	}
-	free(before);
-	return same;
+	for (i = 0; i < n; i++) {
+		if (done[i])
+			g->vcpus[i] = kept[i];
+		else if (unsettled)
+			unsettled[i] = true;
+	}
+out:
+	free(words);
+	free(kept);
+	free(done);
+	return left;
 }
 
 static void print_current(struct ivm_guest *g, struct ivm_guest_vcpu *v,
@@ -141,10 +179,10 @@ int ivm_cmd_info(int argc, char **argv)
 {
 	struct ivm_guest_options opts = { 0 };
 	uint64_t *cur;
+	bool *unsettled;
 	struct ivm_guest *g;
 	struct ivm_error *err = NULL;
-	bool consistent = true;
-	size_t i;
+	size_t nr_unsettled = 0, i;
 	int rc;
 
 	rc = ivm_guest_command_args(argc, argv, &opts, info_usage);
@@ -153,17 +191,17 @@ int ivm_cmd_info(int argc, char **argv)
 	err = ivm_guest_open(&opts, &g);
 	if (err)
 		return ivm_error_report(err);
-	cur = calloc(g->nr_vcpus, sizeof(*cur));
-	if (!cur) {
-		ivm_guest_close(g);
-		return ivm_error_report(&ivm_enomem);
-	}
-	if (g->qmp)
-		consistent = consistent_snapshot(g, cur, &err);
+	cur = calloc(2 * (size_t)g->nr_vcpus, sizeof(*cur));
+	unsettled = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*unsettled));
+	if (!cur || !unsettled)
+		err = &ivm_enomem;
+	else if (g->qmp)
+		nr_unsettled = consistent_snapshot(g, cur, unsettled, &err);
 	else
-		read_currents(g, cur);
+		read_currents(g, cur, cur + g->nr_vcpus);
 	if (err) {
 		free(cur);
+		free(unsettled);
 		ivm_guest_close(g);
 		return ivm_error_report(err);
 	}
@@ -191,11 +229,12 @@ int ivm_cmd_info(int argc, char **argv)
 		       v->cpu, g->qmp ? (v->halted ? "halted" : "running") :
 		       "-", v->cpl);
 		print_current(g, v, cur[i]);
-		printf("\n");
+		printf("%s\n", unsettled[i] ? " *" : "");
 	}
-	if (!consistent)
-		printf("\n(the guest switched tasks during every read: states and tasks may be from different moments)\n");
+	if (nr_unsettled)
+		printf("\n* the guest switched tasks on this CPU during every read: its state and task may be from different moments\n");
 	free(cur);
+	free(unsettled);
 	ivm_guest_close(g);
 	return 0;
 }

@@ -428,6 +428,36 @@ static uint64_t per_cpu_addr(const struct ivm_kernel_layout *l,
 	return sym_runtime + l->per_cpu_offset[cpu];
 }
 
+struct ivm_error *ivm_kernel_cpu_switches_va(
+	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret)
+{
+	uint64_t runqueues;
+
+	if (cpu >= layout->nr_cpus)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"guest CPU %u: the kernel has %u", cpu,
+					layout->nr_cpus);
+	if (layout->off.rq_nr_switches == IVM_KOFF_NONE ||
+	    !symbol_opt(layout, "runqueues", &runqueues))
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"this kernel's run queues have no known nr_switches");
+	*ret = per_cpu_addr(layout, runqueues + layout->off.rq_nr_switches,
+			    cpu);
+	return NULL;
+}
+
+struct ivm_error *ivm_kernel_cpu_switches(const struct ivm_kernel_layout *layout,
+					  unsigned int cpu, uint64_t *ret)
+{
+	struct ivm_error *err;
+	uint64_t va = 0;
+
+	err = ivm_kernel_cpu_switches_va(layout, cpu, &va);
+	if (err)
+		return err;
+	return kread_u64(layout, va, ret);
+}
+
 static struct ivm_error *find_per_cpu(struct ivm_kernel_layout *l)
 {
 	struct ivm_error *err;

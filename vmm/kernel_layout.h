@@ -194,6 +194,19 @@ struct ivm_error *ivm_kernel_current_task(
 uint64_t ivm_kernel_current_pa(const struct ivm_kernel_layout *layout,
 			       unsigned int cpu);
 
+/*
+ * Address of guest CPU cpu's count of context switches (rq->nr_switches),
+ * and that count read now.  Two reads of `current` that agree prove
+ * nothing on their own (A, idle, A again); the same count around them
+ * does.  IVM_ERROR_NOT_FOUND when the kernel's BTF lacks the field or
+ * the symbol table lacks runqueues; IVM_ERROR_INVALID for a CPU beyond
+ * nr_cpu_ids.
+ */
+struct ivm_error *ivm_kernel_cpu_switches_va(
+	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret);
+struct ivm_error *ivm_kernel_cpu_switches(const struct ivm_kernel_layout *layout,
+					  unsigned int cpu, uint64_t *ret);
+
 /* What idlevm reads of a guest task_struct. */
 struct ivm_guest_task {
 	uint64_t addr;		/* task_struct address */

@@ -616,10 +616,8 @@ static struct ivm_error *write_meta(struct profiler *p)
 static struct ivm_error *setup_watch(struct profiler *p)
 {
 	struct ivm_guest *g = p->guest;
-	const struct ivm_kernel_offsets *off =
-		ivm_kernel_layout_offsets(g->layout);
 	struct ivm_vcpu_watch_target *targets;
-	uint64_t runqueues = 0;
+	uint64_t va;
 	struct ivm_error *err;
 	size_t i;
 
@@ -638,18 +636,20 @@ static struct ivm_error *setup_watch(struct profiler *p)
 	if (err) {
 		ivm_error_destroy(err);
 		p->last_ran = NULL;
-	} else if (off->rq_nr_switches == IVM_KOFF_NONE ||
-		   ivm_kernel_symbol(g->layout, "runqueues", &runqueues)) {
+	} else if ((err = ivm_kernel_cpu_switches_va(g->layout, 0, &va))) {
+		ivm_error_destroy(err);
 		ivm_last_ran_destroy(p->last_ran);
 		p->last_ran = NULL;
 	}
 	for (i = 0; i < g->nr_vcpus; i++) {
 		targets[i].cpu = g->vcpus[i].cpu;
 		targets[i].idle_task = p->vcpus[i].idle_task;
-		if (p->last_ran && g->vcpus[i].cpu >= 0)
-			targets[i].switches_va = runqueues + off->rq_nr_switches +
-				ivm_kernel_layout_per_cpu_offset(
-					g->layout, (unsigned int)g->vcpus[i].cpu);
+		if (!p->last_ran || g->vcpus[i].cpu < 0)
+			continue;
+		err = ivm_kernel_cpu_switches_va(g->layout,
+						 (unsigned int)g->vcpus[i].cpu,
+						 &targets[i].switches_va);
+		ivm_error_destroy(err);	/* 0 stays: not watched */
 	}
 	err = ivm_vcpu_watch_create(g->layout, g->gmem, targets, g->nr_vcpus,
 				    p->nvcsw_off, p->nivcsw_off, &p->watch);

@@ -17,17 +17,15 @@ assert_eq "$(echo "$out" | sed -n 's/^kaslr offset: *//p')" "$want" "KASLR offse
 
 # Each vCPU line: a halted vCPU must be running its idle task (HLT is only
 # executed by the idle loop).  idlevm takes HLT and current from reads
-# milliseconds apart and retries until current held still around them; a
-# run where it never did says so, and only the other runs are judged.
-# Most runs must manage it.
-bad=0 lines=0 consistent=0
+# milliseconds apart and, per vCPU, retries until neither current nor the
+# CPU's switch count moved around them (a task that blocks and is woken
+# again in between leaves current unchanged); a vCPU where that never
+# happened is marked with a trailing '*' and not judged.  Most lines must
+# be settled.
+bad=0 lines=0 settled=0
 for run in 1 2 3 4 5 6 7 8 9 10; do
 	[ "$run" = 1 ] || out=$("$idlevm" info --domain "$IVM_DOMAIN" 2>&1) ||
 		fail "idlevm info failed: $out"
-	case $out in
-	*"switched tasks during every read"*) continue ;;
-	esac
-	consistent=$((consistent + 1))
 	while read -r vcpu thread cpu state cpl current; do
 		case $vcpu in [0-9]*) ;; *) continue ;; esac
 		lines=$((lines + 1))
@@ -35,7 +33,9 @@ for run in 1 2 3 4 5 6 7 8 9 10; do
 		[ "$cpu" -ge 0 ] || fail "vCPU $vcpu has no guest CPU: $out"
 		case $current in
 		"?"*) fail "vCPU $vcpu: no current task: $current" ;;
+		*" *") continue ;;
 		esac
+		settled=$((settled + 1))
 		if [ "$state" = halted ]; then
 			case $current in
 			*"(idle)"*) ;;
@@ -44,7 +44,7 @@ for run in 1 2 3 4 5 6 7 8 9 10; do
 		fi
 	done <<<"$(echo "$out" | sed -n '/^VCPU/,$p')"
 done
-echo "$consistent of 10 runs consistent, $bad halted vCPUs not idle"
-[ "$consistent" -ge 6 ] || fail "only $consistent of 10 snapshots were consistent"
-[ "$lines" = $((consistent * IVM_VCPUS)) ] || fail "expected $((consistent * IVM_VCPUS)) vCPU lines, got $lines"
-[ "$bad" -le 1 ] || fail "$bad halted vCPUs were not running their idle task"
+echo "$settled of $lines vCPU lines settled, $bad halted vCPUs not idle"
+[ "$lines" = $((10 * IVM_VCPUS)) ] || fail "expected $((10 * IVM_VCPUS)) vCPU lines, got $lines"
+[ $((settled * 10)) -ge $((lines * 6)) ] || fail "only $settled of $lines vCPU lines were settled"
+[ "$bad" = 0 ] || fail "$bad halted vCPUs were not running their idle task"

@@ -55,9 +55,16 @@ tids=$(guest_sh "for t in /proc/$pid/task/*; do c=\$(cat \$t/comm 2>/dev/null); 
 checked=0 kframes=""
 for tid in $tids; do
 	stack_before=$(guest_sh "cat /proc/$tid/stack")
-	ours=$("$idlevm" stack --domain "$IVM_DOMAIN" --tid "$tid" \
-		--binary "$IVM_BUILD/guest/lockstorm-fp" 2>"$tmp/err") ||
-		fail "idlevm stack --tid $tid without a vmlinux: $(cat "$tmp/err")"
+	# A worker between blocking paths runs and is preempted: idlevm may
+	# find no moment it held still (it says so and exits 1).  That is a
+	# thread that moved, like the check below, not a failure.
+	if ! ours=$("$idlevm" stack --domain "$IVM_DOMAIN" --tid "$tid" \
+		--binary "$IVM_BUILD/guest/lockstorm-fp" 2>"$tmp/err"); then
+		case $ours in
+		*"no consistent stack"*) echo "$ours"; continue ;;
+		esac
+		fail "idlevm stack --tid $tid without a vmlinux: $ours $(cat "$tmp/err")"
+	fi
 	stack_after=$(guest_sh "cat /proc/$tid/stack")
 	[ "$stack_before" = "$stack_after" ] || continue	# it moved
 	check_note "$tmp/err" "stack"

@@ -38,6 +38,8 @@
 #define PCPU_CURRENT_TASK 0x100ull
 #define PCPU_IDLE_THREADS 0x200ull
 #define PCPU_APICID 0x300ull
+#define PCPU_RUNQUEUES 0x400ull
+#define RQ_NR_SWITCHES 0x48ull
 
 /* Physical addresses in region A. */
 #define PA_VCPU_PML4 0x6000ull	/* 8 KiB aligned, as under KPTI */
@@ -172,6 +174,13 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 		btf__add_field(b, "thread_head", t_list, 0x10 * 8, 0);
 	btf__add_struct(b, "mm_struct", 0x80);
 	btf__add_field(b, "pgd", t_ptr, 0x48 * 8, 0);
+	/* ... nor run queues with a switch count. */
+	if (!thread_group_only) {
+		btf__add_struct(b, "rq", 0x100);
+		btf__add_field(b, "nr_running", t_uint, 0, 0);
+		btf__add_field(b, "nr_switches", t_ulong,
+			       RQ_NR_SWITCHES * 8, 0);
+	}
 	if (g_pcpu_hot) {
 		btf__add_struct(b, "pcpu_hot", 64);
 		btf__add_field(b, "preempt_count", t_int, 0, 0);
@@ -207,11 +216,11 @@ static struct ivm_ksyms *build_ksyms(void)
 		     "%016llx D init_top_pgt\n%016llx D __per_cpu_offset\n"
 		     "%016llx D nr_cpu_ids\n%016llx D page_offset_base\n"
 		     "%016llx D phys_base\n%016llx D max_pfn\n"
-		     "%016llx D x86_cpu_to_apicid\n",
+		     "%016llx D x86_cpu_to_apicid\n%016llx D runqueues\n",
 		     PCPU_CURRENT_TASK, PCPU_IDLE_THREADS, L_BANNER,
 		     L_INIT_TASK, L_INIT_TOP_PGT, L_PER_CPU_OFFSET,
 		     L_NR_CPU_IDS, L_PAGE_OFFSET_BASE, L_PHYS_BASE, L_MAX_PFN,
-		     PCPU_APICID);
+		     PCPU_APICID, PCPU_RUNQUEUES);
 	if (g_minimal_symbols)
 		n = snprintf(text, sizeof(text),
 			     "%016llx D current_task\n%016llx D linux_banner\n"
@@ -887,6 +896,41 @@ Test(kernel_layout, on_cpu_read_when_the_kernel_has_it)
  * CPU 1 holds init (pid 1) and sleeper-t2 (52); CPU 0 sleeper (50) and
  * sleeper-t1 (51).
  */
+Test(kernel_layout, cpu_switches_per_cpu)
+{
+	struct ivm_kernel_layout *l;
+	struct fixture f;
+	struct ivm_error *err;
+	uint64_t va, n;
+
+	fixture_init(&f);
+	cr_assert_eq(f.off.rq_nr_switches, RQ_NR_SWITCHES);
+	w64(&f, DM(PA_PCPU0) + PCPU_RUNQUEUES + RQ_NR_SWITCHES, 1234);
+	w64(&f, DM(PA_PCPU1) + PCPU_RUNQUEUES + RQ_NR_SWITCHES, 98765);
+	l = create_ok(&f);
+	cr_assert_null(ivm_kernel_cpu_switches_va(l, 1, &va));
+	cr_expect_eq(va, DM(PA_PCPU1) + PCPU_RUNQUEUES + RQ_NR_SWITCHES);
+	cr_assert_null(ivm_kernel_cpu_switches(l, 0, &n));
+	cr_expect_eq(n, 1234);
+	cr_assert_null(ivm_kernel_cpu_switches(l, 1, &n));
+	cr_expect_eq(n, 98765);
+	/* Beyond nr_cpu_ids (2 here). */
+	err = ivm_kernel_cpu_switches(l, 2, &n);
+	cr_expect(err && err->code == IVM_ERROR_INVALID);
+	ivm_error_destroy(err);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+
+	/* A kernel whose BTF has no rq.nr_switches. */
+	fixture_init_with(&f, true);
+	l = create_ok(&f);
+	err = ivm_kernel_cpu_switches(l, 0, &n);
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
 Test(kernel_layout, last_ran_on_a_cpu)
 {
 	struct ivm_kernel_layout *l;
