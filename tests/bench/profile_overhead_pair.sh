@@ -17,6 +17,14 @@
 # watches (QMP, guest memory reads, pinning); its own host CPU (also
 # printed) costs the guest only on a host without a spare core, as this
 # 2-core one is with two busy guests.
+#
+# Where the host's cores drift apart (measured on one of these machines:
+# A/B swinging 0.72-1.49 from one window to the next with the guests free
+# to move), the twin guests only feel the same drift on the same core.
+# So with IVM_BENCH_PIN=1 (the default on a host with 2 or more cores)
+# both QEMUs, every thread, share host CPU 0 and idlevm runs on CPU 1;
+# IVM_BENCH_PIN=0 leaves all three to the host's scheduler, where idlevm's
+# own CPU time competes with the guests too.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -41,6 +49,17 @@ for d in "$A" "$B"; do
 	BUILD=$BUILD images/run-guest --workload spin --vcpus 1 --run-dir "$d" \
 		--wait >/dev/null
 done
+PIN=${IVM_BENCH_PIN:-$([ "$(nproc)" -ge 2 ] && echo 1 || echo 0)}
+PIN_IDLEVM=()
+if [ "$PIN" = 1 ]; then
+	for d in "$A" "$B"; do
+		taskset -a -p -c 0 "$(cat "$d/qemu.pid")" >/dev/null
+	done
+	PIN_IDLEVM=(taskset -c 1)
+	echo "guests on host CPU 0, idlevm on CPU 1 (IVM_BENCH_PIN=0: unpinned)"
+else
+	echo "guests and idlevm unpinned"
+fi
 
 lines() { wc -l <"$1/console.log"; }
 # mean_ops RUN FROM: mean of spin's ops_per_sec lines after line FROM,
@@ -67,7 +86,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		if [ "$on" = A ]; then target=$A; else target=$B; fi
 		fa=$(($(lines "$A") + 1))
 		fb=$(($(lines "$B") + 1))
-		"$IDLEVM" profile --qmp "$target/qmp.sock" -D "$SECONDS_PER" \
+		"${PIN_IDLEVM[@]}" "$IDLEVM" profile --qmp "$target/qmp.sock" -D "$SECONDS_PER" \
 			-o "$target/b.prof" --no-report ${IDLEVM_ARGS:-} \
 			>"$target/profile.out" 2>&1 &
 		pid=$!
