@@ -111,12 +111,11 @@ static size_t consistent_snapshot(struct ivm_guest *g, uint64_t *cur,
 	size_t n = g->nr_vcpus, left = n, i;
 	uint64_t *words = calloc(4 * n, sizeof(*words));
 	struct ivm_guest_vcpu *kept = calloc(n, sizeof(*kept));
-	bool *done = calloc(n, sizeof(*done));
 	uint64_t *before, *after, *sw_before, *sw_after;
 	int tries;
 
 	*errp = NULL;
-	if (!words || !kept || !done) {
+	if (!words || !kept) {
 		*errp = &ivm_enomem;
 		goto out;
 	}
@@ -124,6 +123,8 @@ static size_t consistent_snapshot(struct ivm_guest *g, uint64_t *cur,
 	after = words + n;
 	sw_before = words + 2 * n;
 	sw_after = words + 3 * n;
+	for (i = 0; i < n; i++)
+		unsettled[i] = true;
 	for (tries = 0; tries < 40 && left; tries++) {
 		read_currents(g, before, sw_before);
 		*errp = ivm_guest_refresh_vcpus(g);
@@ -131,27 +132,22 @@ static size_t consistent_snapshot(struct ivm_guest *g, uint64_t *cur,
 			goto out;
 		read_currents(g, after, sw_after);
 		for (i = 0; i < n; i++) {
-			if (done[i])
+			if (!unsettled[i])
 				continue;
 			cur[i] = after[i];
 			if (before[i] != after[i] || sw_before[i] != sw_after[i])
 				continue;
 			kept[i] = g->vcpus[i];
-			cur[i] = after[i];
-			done[i] = true;
+			unsettled[i] = false;
 			left--;
 		}
 	}
-	for (i = 0; i < n; i++) {
-		if (done[i])
+	for (i = 0; i < n; i++)
+		if (!unsettled[i])
 			g->vcpus[i] = kept[i];
-		else if (unsettled)
-			unsettled[i] = true;
-	}
 out:
 	free(words);
 	free(kept);
-	free(done);
 	return left;
 }
 

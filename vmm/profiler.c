@@ -617,9 +617,8 @@ static struct ivm_error *setup_watch(struct profiler *p)
 {
 	struct ivm_guest *g = p->guest;
 	struct ivm_vcpu_watch_target *targets;
-	uint64_t va;
 	struct ivm_error *err;
-	size_t i;
+	size_t i, watched = 0;
 
 	p->views = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*p->views));
 	targets = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*targets));
@@ -630,15 +629,13 @@ static struct ivm_error *setup_watch(struct profiler *p)
 	/*
 	 * The CPUs' switch counts tell the dispatch monitor when the task it
 	 * saw last is not sure to be the one that went to idle; they are
-	 * only worth reading when last_ran can then find the right one.
+	 * only worth reading when last_ran can then find the right one, and
+	 * last_ran is only kept when some are read: a to-idle request is
+	 * only marked `resolve` on a CPU whose count is watched.
 	 */
 	err = ivm_last_ran_create(g->layout, g->gmem, &p->last_ran);
 	if (err) {
 		ivm_error_destroy(err);
-		p->last_ran = NULL;
-	} else if ((err = ivm_kernel_cpu_switches_va(g->layout, 0, &va))) {
-		ivm_error_destroy(err);
-		ivm_last_ran_destroy(p->last_ran);
 		p->last_ran = NULL;
 	}
 	for (i = 0; i < g->nr_vcpus; i++) {
@@ -649,7 +646,12 @@ static struct ivm_error *setup_watch(struct profiler *p)
 		err = ivm_kernel_cpu_switches_va(g->layout,
 						 (unsigned int)g->vcpus[i].cpu,
 						 &targets[i].switches_va);
+		watched += !err;
 		ivm_error_destroy(err);	/* 0 stays: not watched */
+	}
+	if (!watched) {
+		ivm_last_ran_destroy(p->last_ran);
+		p->last_ran = NULL;
 	}
 	err = ivm_vcpu_watch_create(g->layout, g->gmem, targets, g->nr_vcpus,
 				    p->nvcsw_off, p->nivcsw_off, &p->watch);
