@@ -992,3 +992,21 @@ out:
 	close(fd);
 	return err;
 }
+
+bool ivm_kernel_fields_span(const struct ivm_kernel_field *f, size_t n,
+			    uint32_t *lo, uint32_t *hi)
+{
+	size_t i;
+
+	*lo = UINT32_MAX;
+	*hi = 0;
+	for (i = 0; i < n; i++) {
+		if (f[i].off == IVM_KOFF_NONE)
+			continue;
+		if (f[i].off < *lo)
+			*lo = f[i].off;
+		if (f[i].off + f[i].size > *hi)
+			*hi = f[i].off + f[i].size;
+	}
+	return *hi != 0;
+}

@@ -159,4 +159,18 @@ struct ivm_kernel_offsets {
 struct ivm_error *ivm_kernel_offsets_from_btf(const struct ivm_btf *btf,
 					      struct ivm_kernel_offsets *ret);
 
+/* One member as read: its offset (IVM_KOFF_NONE: absent) and size. */
+struct ivm_kernel_field {
+	uint32_t off, size;
+};
+
+/*
+ * The bytes [*lo, *hi) that cover every present field of f[0..n), for
+ * reading them all at once; *lo = UINT32_MAX, *hi = 0 and false when none
+ * is present.  Offsets from ivm_kernel_offsets_from_btf keep off + size
+ * below IVM_KOFF_NONE, so nothing wraps.
+ */
+bool ivm_kernel_fields_span(const struct ivm_kernel_field *f, size_t n,
+			    uint32_t *lo, uint32_t *hi);
+
 #endif /* IVM_BTF_H */

@@ -599,9 +599,7 @@ static void find_idle_tasks(struct ivm_kernel_layout *l)
 static void compute_task_span(struct ivm_kernel_layout *l)
 {
 	const struct ivm_kernel_offsets *o = &l->off;
-	struct {
-		uint32_t off, size;
-	} f[] = {
+	const struct ivm_kernel_field f[] = {
 		{ o->task_pid, 4 }, { o->task_tgid, 4 },
 		{ o->task_comm, o->task_comm_size },
 		{ o->task_state, o->task_state_size },
@@ -612,20 +610,9 @@ static void compute_task_span(struct ivm_kernel_layout *l)
 		{ o->task_nivcsw, 8 }, { o->task_signal, 8 },
 		{ o->task_thread_sp, 8 }, { o->task_thread_fsbase, 8 },
 	};
-	uint32_t lo = UINT32_MAX, hi = 0;
-	size_t i;
 
-	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
-		if (f[i].off == IVM_KOFF_NONE)
-			continue;
-		if (f[i].off < lo)
-			lo = f[i].off;
-		/* offsets_from_btf keeps off + size below IVM_KOFF_NONE. */
-		if (f[i].off + f[i].size > hi)
-			hi = f[i].off + f[i].size;
-	}
-	l->task_span_lo = lo;
-	l->task_span_hi = hi;
+	ivm_kernel_fields_span(f, sizeof(f) / sizeof(f[0]), &l->task_span_lo,
+			       &l->task_span_hi);
 }
 
 /* ---- create / destroy ------------------------------------------------- */

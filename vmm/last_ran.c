@@ -47,22 +47,17 @@ struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
 				      struct ivm_last_ran **ret)
 {
 	const struct ivm_kernel_offsets *o = ivm_kernel_layout_offsets(layout);
+	const struct ivm_kernel_field f[] = {
+		{ o->task_cpu, 4 }, { o->task_on_cpu, 4 },
+		{ o->task_se_exec_start, 8 },
+	};
 	uint32_t lo, hi;
 	struct ivm_last_ran *lr;
 
 	if (o->task_se_exec_start == IVM_KOFF_NONE)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"task_struct.se.exec_start not found");
-	lo = o->task_cpu < o->task_se_exec_start ? o->task_cpu :
-						      o->task_se_exec_start;
-	hi = o->task_se_exec_start + 8 > o->task_cpu + 4 ?
-	     o->task_se_exec_start + 8 : o->task_cpu + 4;
-	if (o->task_on_cpu != IVM_KOFF_NONE) {
-		if (o->task_on_cpu < lo)
-			lo = o->task_on_cpu;
-		if (o->task_on_cpu + 4 > hi)
-			hi = o->task_on_cpu + 4;
-	}
+	ivm_kernel_fields_span(f, sizeof(f) / sizeof(f[0]), &lo, &hi);
 	if (hi - lo > MAX_SPAN)
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"task_struct: cpu and se.exec_start %u bytes apart",
