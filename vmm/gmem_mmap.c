@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "gmem_internal.h"
+#include "proc_maps.h"
 
 struct mapping {
 	void *addr;
@@ -66,6 +67,35 @@ static const struct ivm_gmem_ops mmap_ops = {
 	.destroy = mmap_destroy,
 };
 
+struct mapping_search {
+	uint64_t hva, size;
+	struct ivm_error *err;
+	bool found;
+	uint64_t start, end, offset;
+};
+
+static bool holds_hva(const struct ivm_proc_map *m, void *arg)
+{
+	struct mapping_search *ms = arg;
+	uint64_t hva = ms->hva, size = ms->size;
+
+	if (hva < m->lo || hva >= m->hi)
+		return true;
+	ms->found = true;
+	if (hva + size > m->hi || hva + size < hva)
+		ms->err = ivm_error_create(IVM_ERROR_NOT_FOUND,
+					   "guest RAM at 0x%" PRIx64 " spans several mappings",
+					   hva);
+	else if (m->perms[3] != 's' || m->name[0] != '/')
+		ms->err = ivm_error_create(IVM_ERROR_NOT_FOUND,
+					   "guest RAM at 0x%" PRIx64 " is private memory (%s)",
+					   hva, m->name[0] ? m->name : "anonymous");
+	ms->start = m->lo;
+	ms->end = m->hi;
+	ms->offset = m->offset;
+	return false;
+}
+
 /*
  * Find the mapping of pid that holds [hva, hva + size): its start, end,
  * file offset and whether it is a shared file mapping.
@@ -74,44 +104,20 @@ static struct ivm_error *find_mapping(pid_t pid, uint64_t hva, uint64_t size,
 				      uint64_t *start, uint64_t *end,
 				      uint64_t *offset)
 {
-	char path[64], line[512];
-	struct ivm_error *err = NULL;
-	bool found = false;
-	FILE *f;
+	struct mapping_search ms = { .hva = hva, .size = size };
+	struct ivm_error *err;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return ivm_error_os(errno, "opening %s", path);
-	while (fgets(line, sizeof(line), f)) {
-		uint64_t s, e, off;
-		char perms[8], name[256] = "";
-
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64
-			   " %*s %*u %255[^\n]", &s, &e, perms, &off, name) < 4)
-			continue;
-		if (hva < s || hva >= e)
-			continue;
-		found = true;
-		if (hva + size > e || hva + size < hva)
-			err = ivm_error_create(IVM_ERROR_NOT_FOUND,
-					       "guest RAM at 0x%" PRIx64 " spans several mappings",
-					       hva);
-		else if (perms[3] != 's' || name[0] != '/')
-			err = ivm_error_create(IVM_ERROR_NOT_FOUND,
-					       "guest RAM at 0x%" PRIx64 " is private memory (%s)",
-					       hva, name[0] ? name : "anonymous");
-		*start = s;
-		*end = e;
-		*offset = off;
-		break;
-	}
-	fclose(f);
-	if (!found && !err)
-		err = ivm_error_create(IVM_ERROR_NOT_FOUND,
-				       "no mapping of qemu holds guest RAM at 0x%" PRIx64,
-				       hva);
-	return err;
+	err = ivm_proc_maps_each(pid, holds_hva, &ms);
+	if (err)
+		return err;
+	if (!ms.found)
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"no mapping of qemu holds guest RAM at 0x%" PRIx64,
+					hva);
+	*start = ms.start;
+	*end = ms.end;
+	*offset = ms.offset;
+	return ms.err;
 }
 
 struct ivm_error *ivm_gmem_mmap_create(pid_t pid,

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 
 #include "bytes.h"
 #include "clock.h"
+#include "proc_maps.h"
 #include "qemu_discovery.h"
 #include "tcg_env.h"
 
@@ -54,26 +56,30 @@ bool ivm_tcg_env_anchors(const uint8_t *buf, size_t len, uint64_t base,
 	return true;
 }
 
-/* QEMU's order of regs[]: RAX RCX RDX RBX RSP RBP RSI RDI R8..R15, then eip. */
-static void gpr_block(const struct ivm_x86_regs *r, uint64_t out[NR_GPRS + 1])
+/*
+ * QEMU's order of regs[]: RAX RCX RDX RBX RSP RBP RSI RDI R8..R15, then eip
+ * right after them; matching and decoding both go by this one table.
+ */
+static const size_t gpr_field[NR_GPRS + 1] = {
+	offsetof(struct ivm_x86_regs, rax), offsetof(struct ivm_x86_regs, rcx),
+	offsetof(struct ivm_x86_regs, rdx), offsetof(struct ivm_x86_regs, rbx),
+	offsetof(struct ivm_x86_regs, rsp), offsetof(struct ivm_x86_regs, rbp),
+	offsetof(struct ivm_x86_regs, rsi), offsetof(struct ivm_x86_regs, rdi),
+	offsetof(struct ivm_x86_regs, r8), offsetof(struct ivm_x86_regs, r9),
+	offsetof(struct ivm_x86_regs, r10), offsetof(struct ivm_x86_regs, r11),
+	offsetof(struct ivm_x86_regs, r12), offsetof(struct ivm_x86_regs, r13),
+	offsetof(struct ivm_x86_regs, r14), offsetof(struct ivm_x86_regs, r15),
+	offsetof(struct ivm_x86_regs, rip),
+};
+
+static uint64_t *gpr(struct ivm_x86_regs *r, size_t i)
 {
-	out[0] = r->rax;
-	out[1] = r->rcx;
-	out[2] = r->rdx;
-	out[3] = r->rbx;
-	out[4] = r->rsp;
-	out[5] = r->rbp;
-	out[6] = r->rsi;
-	out[7] = r->rdi;
-	out[8] = r->r8;
-	out[9] = r->r9;
-	out[10] = r->r10;
-	out[11] = r->r11;
-	out[12] = r->r12;
-	out[13] = r->r13;
-	out[14] = r->r14;
-	out[15] = r->r15;
-	out[16] = r->rip;
+	return (uint64_t *)((char *)r + gpr_field[i]);
+}
+
+static uint64_t gpr_of(const struct ivm_x86_regs *r, size_t i)
+{
+	return *(const uint64_t *)((const char *)r + gpr_field[i]);
 }
 
 static bool segs_match(const uint8_t *p, const struct ivm_x86_regs *r)
@@ -95,7 +101,7 @@ bool ivm_tcg_env_verify(const uint8_t *win, size_t len, uint64_t base,
 {
 	const uint32_t need = IVM_X86_REGS_GPRS | IVM_X86_REGS_SEGMENTS |
 			      IVM_X86_REGS_FS_GS_BASE | IVM_X86_REGS_CRS;
-	uint64_t gprs[NR_GPRS + 1], lo;
+	uint64_t lo;
 	size_t a, o, s;
 
 	if (!r->long_mode || (r->regs.valid & need) != need ||
@@ -108,7 +114,6 @@ bool ivm_tcg_env_verify(const uint8_t *win, size_t len, uint64_t base,
 	    ivm_le64(win + a + 24) != r->regs.cr3 ||
 	    ivm_le64(win + a + 32) != r->regs.cr4)
 		return false;
-	gpr_block(&r->regs, gprs);
 	/* regs[0] lies before the segments, which lie before cr[0]. */
 	lo = a > IVM_TCG_ENV_MAX_CR_OFF ? a - IVM_TCG_ENV_MAX_CR_OFF : 0;
 	lo = (lo + 7) & ~7ull;
@@ -116,7 +121,7 @@ bool ivm_tcg_env_verify(const uint8_t *win, size_t len, uint64_t base,
 		size_t i;
 
 		for (i = 0; i <= NR_GPRS; i++) {
-			if (ivm_le64(win + o + i * 8) != gprs[i])
+			if (ivm_le64(win + o + i * 8) != gpr_of(&r->regs, i))
 				break;
 		}
 		if (i <= NR_GPRS)
@@ -142,27 +147,13 @@ void ivm_tcg_env_decode(const uint8_t *span,
 {
 	struct ivm_x86_regs *r = &out->regs;
 	const uint8_t *seg = span + l->seg_off, *cr = span + l->cr_off;
+	size_t i;
 
 	memset(out, 0, sizeof(*out));
 	out->cpu_index = -1;
 	out->long_mode = true;
-	r->rax = ivm_le64(span + 0 * 8);
-	r->rcx = ivm_le64(span + 1 * 8);
-	r->rdx = ivm_le64(span + 2 * 8);
-	r->rbx = ivm_le64(span + 3 * 8);
-	r->rsp = ivm_le64(span + 4 * 8);
-	r->rbp = ivm_le64(span + 5 * 8);
-	r->rsi = ivm_le64(span + 6 * 8);
-	r->rdi = ivm_le64(span + 7 * 8);
-	r->r8 = ivm_le64(span + 8 * 8);
-	r->r9 = ivm_le64(span + 9 * 8);
-	r->r10 = ivm_le64(span + 10 * 8);
-	r->r11 = ivm_le64(span + 11 * 8);
-	r->r12 = ivm_le64(span + 12 * 8);
-	r->r13 = ivm_le64(span + 13 * 8);
-	r->r14 = ivm_le64(span + 14 * 8);
-	r->r15 = ivm_le64(span + 15 * 8);
-	r->rip = ivm_le64(span + EIP_OFF);
+	for (i = 0; i <= NR_GPRS; i++)		/* eip is regs[NR_GPRS] */
+		*gpr(r, i) = ivm_le64(span + i * 8);
 	/* The arithmetic flags live lazily in cc_*; IF, DF, AC... are here. */
 	r->rflags = ivm_le64(span + EFLAGS_OFF);
 	r->es = (uint16_t)ivm_le32(seg + 0 * SEG_SIZE);
@@ -270,6 +261,40 @@ static bool overlaps(const struct range *r, const struct ivm_qemu_ram *ram)
 	return false;
 }
 
+struct private_search {
+	const struct ivm_qemu_ram *ram;
+	struct range *out;
+	size_t nr, cap;
+	uint64_t total;
+	bool nomem;
+};
+
+static bool add_private(const struct ivm_proc_map *m, void *arg)
+{
+	struct private_search *ps = arg;
+	struct range r = { m->lo, m->hi };
+
+	if (strcmp(m->perms, "rw-p") || m->inode ||
+	    (m->name[0] && strcmp(m->name, "[heap]")))
+		return true;
+	if (overlaps(&r, ps->ram) || ps->total + (r.hi - r.lo) > MAX_SCAN_BYTES)
+		return true;
+	if (ps->nr == ps->cap) {
+		size_t cap = ps->cap ? ps->cap * 2 : 64;
+		struct range *grown = reallocarray(ps->out, cap, sizeof(*grown));
+
+		if (!grown) {
+			ps->nomem = true;
+			return false;
+		}
+		ps->out = grown;
+		ps->cap = cap;
+	}
+	ps->out[ps->nr++] = r;
+	ps->total += r.hi - r.lo;
+	return true;
+}
+
 /*
  * QEMU's private writable, non-executable memory with no file behind it
  * (the heap and malloc's mappings: where QOM objects live), minus guest RAM.
@@ -278,53 +303,23 @@ static struct ivm_error *private_ranges(pid_t pid,
 					const struct ivm_qemu_ram *ram,
 					struct range **ret, size_t *nr_ret)
 {
-	char path[64], line[512];
-	struct range *out = NULL;
-	size_t nr = 0, cap = 0;
-	uint64_t total = 0;
-	FILE *f;
+	struct private_search ps = { .ram = ram };
+	struct ivm_error *err;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ?
-		       ivm_error_create(IVM_ERROR_GONE,
-					"qemu process exited (pid %d)", (int)pid) :
-		       ivm_error_os(errno, "%s", path);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi, inode;
-		char perms[8], name[256] = "";
-		struct range r;
-		int n;
-
-		n = sscanf(line, "%llx-%llx %7s %*s %*s %llu %255s", &lo, &hi,
-			   perms, &inode, name);
-		if (n < 4 || hi <= lo || strcmp(perms, "rw-p") || inode ||
-		    (name[0] && strcmp(name, "[heap]")))
-			continue;
-		r.lo = lo;
-		r.hi = hi;
-		if (overlaps(&r, ram) || total + (hi - lo) > MAX_SCAN_BYTES)
-			continue;
-		if (nr == cap) {
-			struct range *grown;
-
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(out, cap * sizeof(*out));
-			if (!grown) {
-				fclose(f);
-				free(out);
-				return ivm_error_create(IVM_ERROR_NOMEM,
-							"out of memory");
-			}
-			out = grown;
-		}
-		out[nr++] = r;
-		total += hi - lo;
+	err = ivm_proc_maps_each(pid, add_private, &ps);
+	if (err && err->code == IVM_ERROR_OS && err->errnum == ENOENT) {
+		ivm_error_destroy(err);
+		err = ivm_error_create(IVM_ERROR_GONE,
+				       "qemu process exited (pid %d)", (int)pid);
 	}
-	fclose(f);
-	*ret = out;
-	*nr_ret = nr;
+	if (!err && ps.nomem)
+		err = &ivm_enomem;
+	if (err) {
+		free(ps.out);
+		return err;
+	}
+	*ret = ps.out;
+	*nr_ret = ps.nr;
 	return NULL;
 }
 
@@ -407,7 +402,7 @@ static struct ivm_error *find_anchors(pid_t pid, struct ivm_qmp *qmp,
 	buf = malloc(SCAN_CHUNK);
 	sc->anchors = calloc(MAX_ANCHORS, sizeof(*sc->anchors));
 	if (!buf || !sc->anchors) {
-		err = ivm_error_create(IVM_ERROR_NOMEM, "out of memory");
+		err = &ivm_enomem;
 		goto out;
 	}
 	for (i = 0; i < nr_ranges && !err && !sc->too_many; i++)
@@ -438,7 +433,7 @@ static struct ivm_error *match_paused(struct ivm_tcg_env *env,
 	size_t a, i;
 
 	if (!win || !hits) {
-		err = ivm_error_create(IVM_ERROR_NOMEM, "out of memory");
+		err = &ivm_enomem;
 		goto out;
 	}
 	for (i = 0; i < dump->nr; i++)
@@ -519,7 +514,7 @@ struct ivm_error *ivm_tcg_env_locate(pid_t pid, struct ivm_qmp *qmp,
 	if (!err) {
 		env = calloc(1, sizeof(*env) + dump->nr * sizeof(env->vcpu[0]));
 		if (!env)
-			err = ivm_error_create(IVM_ERROR_NOMEM, "out of memory");
+			err = &ivm_enomem;
 	}
 	if (!err) {
 		env->pid = pid;
