@@ -89,7 +89,9 @@ printf '\\n%s %s\\n' '@@IVM-'END-$tok \$?
 		esac
 		out+="$line"$'\n'
 	done
-	exec {wfd}>&- {rfd}<&- 2>/dev/null
+	# Braces: a bare `exec ... 2>/dev/null` would send the rest of the
+	# calling test's stderr (its `fail` messages) to /dev/null.
+	{ exec {wfd}>&- {rfd}<&-; } 2>/dev/null
 	kill "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 	if [ -z "$status" ]; then
