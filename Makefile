@@ -37,7 +37,7 @@ LIBS = $(PKG_LIBS) -lpthread -lz
 GUEST_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -static -pthread \
 	-Iguest-helper
 
-VMM_SRCS := $(filter-out vmm/main.c,$(wildcard vmm/*.c))
+VMM_SRCS := $(filter-out vmm/cmd/main.c,$(wildcard vmm/*/*.c))
 # The wire protocol codec is shared: the helper and the host use one parser.
 PROTO_SRCS := $(filter-out guest-helper/helper.c guest-helper/helper_%.c,\
 	$(wildcard guest-helper/*.c))
@@ -80,7 +80,7 @@ $(BUILD)/libivmsym.a: $(SYM_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/idlevm: $(BUILD)/obj/vmm/main.o $(BUILD)/libivm.a $(SYM_LIB)
+$(BUILD)/idlevm: $(BUILD)/obj/vmm/cmd/main.o $(BUILD)/libivm.a $(SYM_LIB)
 	$(CC) $(SAN_CFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/idlevm-helper: $(HELPER_SRCS) $(wildcard guest-helper/*.h)
@@ -165,6 +165,7 @@ e2e: all image
 	@BUILD=$(BUILD) tests/e2e/run
 
 check: deps
+	@scripts/check-layers
 	@$(MAKE) --no-print-directory -j2 all $(BUILD)/tests/unit-tests \
 		$(addsuffix -replay,$(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES)))
 	@# The image first: it fetches the guest kernel's vmlinux, which the

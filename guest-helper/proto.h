@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The idlevm helper wire protocol, shared by the guest daemon
- * (idlevm-helper) and the host tool (vmm/helper_client.c).
+ * (idlevm-helper) and the host tool (vmm/access/helper_client.c).
  *
  * Transport: a byte stream (the virtio-serial port org.idlevm.helper.0 in the
  * guest, a unix socket on the host).  The stream carries frames:

@@ -25,9 +25,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "capture.h"
-#include "guest.h"
+#include "base/clock.h"
+#include "profile/capture.h"
+#include "kernel/guest.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

@@ -6,7 +6,7 @@
  *              [--core PATH] [--iterations N] [--cr3 CR3 --va VA]
  *
  * With --qmp, the QEMU pid and the RAM regions come from the product's own
- * discovery (vmm/qemu_discovery.h) over that QMP socket.  Otherwise they are
+ * discovery (vmm/access/qemu_discovery.h) over that QMP socket.  Otherwise they are
  * given: `info mtree -f` for the guest RAM ranges and `gpa2hva GPA` for their
  * host addresses.  Measured, for the process backend and optionally for a core
  * of the same guest: 8-byte and 4 KiB reads at random offsets of the
@@ -25,10 +25,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "gmem.h"
-#include "qemu_discovery.h"
-#include "qmp.h"
-#include "x86_64_paging.h"
+#include "gmem/gmem.h"
+#include "access/qemu_discovery.h"
+#include "access/qmp.h"
+#include "gmem/x86_64_paging.h"
 
 #define MAX_REGIONS 16
 
@@ -208,7 +208,7 @@ static int bench(struct ivm_gmem *gmem, const char *label, size_t iterations,
 	return r;
 }
 
-/* Pid and regions through vmm/qemu_discovery.h, as idlevm finds them. */
+/* Pid and regions through vmm/access/qemu_discovery.h, as idlevm finds them. */
 static struct ivm_error *discover(const char *socket_path, pid_t *pid)
 {
 	struct ivm_qemu_vcpus *vcpus = NULL;

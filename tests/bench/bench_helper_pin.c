@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "helper_client.h"
+#include "access/helper_client.h"
 
 static uint64_t now_ns(void)
 {

@@ -29,11 +29,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "btf.h"
-#include "gmem.h"
-#include "ksyms.h"
-#include "kunwind.h"
-#include "orc.h"
+#include "kernel/btf.h"
+#include "gmem/gmem.h"
+#include "kernel/ksyms.h"
+#include "unwind/kunwind.h"
+#include "kernel/orc.h"
 
 #define THREAD_SIZE (16u << 10)
 #define IRQ_STACK_SIZE (16u << 10)

@@ -20,10 +20,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "libvirt_domain.h"
-#include "qemu_discovery.h"
-#include "qmp.h"
-#include "tcg_env.h"
+#include "access/libvirt_domain.h"
+#include "access/qemu_discovery.h"
+#include "access/qmp.h"
+#include "access/tcg_env.h"
 
 static double now_us(void)
 {

@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "profile_file.h"
+#include "profile/profile_file.h"
 #include "symfile.h"
 
 #define DEFAULT_VMLINUX "/var/cache/idlevm/6.1.0-56-cloud-amd64/vmlinux"

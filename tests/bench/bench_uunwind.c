@@ -30,9 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ksyms.h"
-#include "uunwind.h"
-#include "uunwind_dwarf.h"
+#include "kernel/ksyms.h"
+#include "unwind/uunwind.h"
+#include "unwind/uunwind_dwarf.h"
 
 #define SNAP_MAX (64u << 10)
 #define MAX_FRAMES 128

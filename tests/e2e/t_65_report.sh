@@ -59,7 +59,7 @@ echo "$wrong" | grep -q "0xffffffff[0-9a-f]*_\[k\]" || fail "no raw kernel frame
 	fail "pprof report failed"
 command -v protoc >/dev/null || fail "protoc missing (protobuf-compiler)"
 gunzip -c "$IVM_RUNDIR/t65.pb.gz" |
-	protoc --decode perftools.profiles.Profile -I vmm vmm/report_pprof.proto \
+	protoc --decode perftools.profiles.Profile -I vmm/report vmm/report/report_pprof.proto \
 	> "$IVM_RUNDIR/t65.pb.txt" || fail "protoc cannot decode the pprof file"
 pp=$(awk '/^sample \{/ { i = 0 } /^  value: / { v[i++] += $2 }
 	END { printf "%d %d %d", v[0], v[1], v[2] }' "$IVM_RUNDIR/t65.pb.txt")

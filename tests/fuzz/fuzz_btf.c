@@ -10,7 +10,7 @@
 
 #include <bpf/libbpf.h>
 
-#include "btf.h"
+#include "kernel/btf.h"
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {

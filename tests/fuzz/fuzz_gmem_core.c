@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gmem.h"
+#include "gmem/gmem.h"
 
 static struct ivm_error *touch_note(const struct ivm_elf_note *note, void *arg)
 {

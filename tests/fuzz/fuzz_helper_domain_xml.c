@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * Fuzz target: domain XML (as libvirt would hand it over, or worse) through
- * the channel-path lookup of vmm/libvirt_domain.c.
+ * the channel-path lookup of vmm/access/libvirt_domain.c.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "libvirt_domain.h"
+#include "access/libvirt_domain.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

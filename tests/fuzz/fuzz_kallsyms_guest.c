@@ -15,9 +15,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kallsyms_guest.h"
-#include "kernel_layout.h"
-#include "vmcoreinfo.h"
+#include "kernel/kallsyms_guest.h"
+#include "kernel/kernel_layout.h"
+#include "kernel/vmcoreinfo.h"
 
 #define BASE 0xffffffff82000000ull
 

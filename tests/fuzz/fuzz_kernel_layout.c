@@ -17,8 +17,8 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "kernel_layout.h"
-#include "last_ran.h"
+#include "kernel/kernel_layout.h"
+#include "kernel/last_ran.h"
 
 #define SLIDE 0x2a00000ull
 #define POB 0xffff9a4000000000ull

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kmodules.h"
+#include "kernel/kmodules.h"
 
 static void check_round_trip(const struct ivm_kmodule *m)
 {

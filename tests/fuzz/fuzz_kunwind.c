@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bytes.h"
-#include "kunwind.h"
+#include "base/bytes.h"
+#include "unwind/kunwind.h"
 
 #define TEXT 0x1000000ull
 #define STACK_A 0x10000ull

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gmem.h"
-#include "x86_64_paging.h"
+#include "gmem/gmem.h"
+#include "gmem/x86_64_paging.h"
 
 #define MAX_ADDRS 32
 #define HIGH_GPA (4ull << 30)

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calltree.h"
-#include "profile_file.h"
+#include "report/calltree.h"
+#include "profile/profile_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qemu_discovery.h"
-#include "qemu_registers.h"
+#include "access/qemu_discovery.h"
+#include "access/qemu_registers.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

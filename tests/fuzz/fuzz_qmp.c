@@ -12,8 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "qemu_discovery.h"
-#include "qmp.h"
+#include "access/qemu_discovery.h"
+#include "access/qmp.h"
 
 /* What one socketpair buffers without a reader, with room to spare. */
 #define MAX_INPUT (96 * 1024)

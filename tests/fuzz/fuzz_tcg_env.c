@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tcg_env.h"
+#include "access/tcg_env.h"
 
 #define HEADER (23 * 8 + 6 * 2)
 #define BASE 0x7f1200000000ull

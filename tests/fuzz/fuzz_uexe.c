@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "uunwind_exe.h"
+#include "unwind/uunwind_exe.h"
 
 #define FUZZ_BASE 0x555555554000ull
 

@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bytes.h"
-#include "uunwind_dwarf.h"
+#include "base/bytes.h"
+#include "unwind/uunwind_dwarf.h"
 
 #define STACK 0x7ffd00000000ull
 #define STACK_MAX 4096u

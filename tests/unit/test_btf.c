@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "btf.h"
+#include "kernel/btf.h"
 
 #define GUEST_VMLINUX "/var/cache/idlevm/6.1.0-56-cloud-amd64/vmlinux"
 #define HOST_BTF "/sys/kernel/btf/vmlinux"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <criterion/criterion.h>
 
-#include "dispatch.h"
+#include "profile/dispatch.h"
 
 #define IDLE_TASK	0xffff888000001000ull
 #define TASK_A		0xffff888000a00000ull

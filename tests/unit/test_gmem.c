@@ -13,7 +13,7 @@
 
 #include <criterion/criterion.h>
 
-#include "gmem.h"
+#include "gmem/gmem.h"
 
 /*
  * Three regions: [0, 64K) [64K, 96K) adjacent, then a hole, then

@@ -10,7 +10,7 @@
 
 #include <criterion/criterion.h>
 
-#include "gmem.h"
+#include "gmem/gmem.h"
 #include "test_gmem_core_build.h"
 
 #define LOW_SIZE 0x10000

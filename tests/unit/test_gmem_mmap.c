@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "gmem.h"
+#include "gmem/gmem.h"
 
 #define RAM_SIZE (256 * 1024)
 

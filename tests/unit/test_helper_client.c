@@ -15,7 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "helper_client.h"
+#include "access/helper_client.h"
 #include "proto.h"
 
 enum fake_script {

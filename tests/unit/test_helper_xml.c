@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "libvirt_domain.h"
+#include "access/libvirt_domain.h"
 
 #define NAME "org.idlevm.helper.0"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The guest kallsyms decoder (vmm/kallsyms_guest.h): synthetic tables in
+ * The guest kallsyms decoder (vmm/kernel/kallsyms_guest.h): synthetic tables in
  * both offset forms, hostile tables (truncated at every byte, huge counts,
  * bad tokens, endless names), and the real tables of the Debian 6.1 guest
  * vmlinux read out of its data sections, compared with its System.map.
@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kallsyms_guest.h"
-#include "kernel_layout.h"
+#include "kernel/kallsyms_guest.h"
+#include "kernel/kernel_layout.h"
 
 #define GUEST_DIR "/var/cache/idlevm/6.1.0-56-cloud-amd64"
 

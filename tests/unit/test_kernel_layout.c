@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel_layout.h"
-#include "last_ran.h"
+#include "kernel/kernel_layout.h"
+#include "kernel/last_ran.h"
 
 #define START_MAP 0xffffffff80000000ull
 #define SLIDE 0x2a00000ull
@@ -1048,7 +1048,7 @@ Test(kernel_layout, vmcoreinfo_offset)
 
 /* ---- vcpu_watch over the same synthetic guest --------------------------- */
 
-#include "vcpu_watch.h"
+#include "profile/vcpu_watch.h"
 
 Test(vcpu_watch, one_batch_for_all_vcpus)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kmodules.h"
+#include "kernel/kmodules.h"
 
 static void free_lines(char **lines, size_t nr)
 {

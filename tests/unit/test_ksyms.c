@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ksyms.h"
+#include "kernel/ksyms.h"
 
 #define GUEST_DIR "/var/cache/idlevm/6.1.0-56-cloud-amd64"
 

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ksyms.h"
-#include "kunwind.h"
+#include "kernel/ksyms.h"
+#include "unwind/kunwind.h"
 #include "test_kunwind_real.h"
 #include "test_paging_synth.h"
 

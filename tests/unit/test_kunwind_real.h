@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#include "x86_64_regs.h"
+#include "base/x86_64_regs.h"
 
 #define REAL_SLIDE 0xae00000ull
 

@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kvm_events.h"
-#include "trace_session.h"
+#include "profile/kvm_events.h"
+#include "profile/trace_session.h"
 
 static char *read_text(const char *name)
 {

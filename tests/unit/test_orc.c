@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "orc.h"
+#include "kernel/orc.h"
 
 #define VMLINUX "/var/cache/idlevm/6.1.0-56-cloud-amd64/vmlinux"
 #define SYSTEM_MAP "/var/cache/idlevm/6.1.0-56-cloud-amd64/System.map"

@@ -2,9 +2,9 @@
 /* x86-64 page walks over synthetic guest RAM built in host buffers. */
 #include <criterion/criterion.h>
 
-#include "gmem.h"
+#include "gmem/gmem.h"
 #include "test_paging_synth.h"
-#include "x86_64_paging.h"
+#include "gmem/x86_64_paging.h"
 
 #define RAM_SIZE (8ull << 20)
 /*

@@ -8,10 +8,10 @@
  */
 #include <criterion/criterion.h>
 
-#include "gmem.h"
-#include "kunwind.h"
+#include "gmem/gmem.h"
+#include "unwind/kunwind.h"
 #include "test_paging_synth.h"
-#include "x86_64_paging.h"
+#include "gmem/x86_64_paging.h"
 
 #define RAM_SIZE (8ull << 20)
 /* A small region high up whose end is not page aligned. */

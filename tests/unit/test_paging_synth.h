@@ -14,7 +14,7 @@
 
 #include <criterion/criterion.h>
 
-#include "x86_64_paging.h"
+#include "gmem/x86_64_paging.h"
 
 #define SYNTH_P 0x1ull
 #define SYNTH_RW 0x2ull

@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "proc_maps.h"
+#include "base/proc_maps.h"
 
 struct holder {
 	uint64_t addr;

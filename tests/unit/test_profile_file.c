@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "calltree.h"
-#include "profile_file.h"
+#include "report/calltree.h"
+#include "profile/profile_file.h"
 
 static char path[] = "/tmp/ivm-unit-profile.XXXXXX";
 

@@ -9,8 +9,8 @@
 
 #include <criterion/criterion.h>
 
-#include "qemu_discovery.h"
-#include "qemu_registers.h"
+#include "access/qemu_discovery.h"
+#include "access/qemu_registers.h"
 #include "test_qmp_fake.h"
 
 static struct ivm_qemu_registers *parse_ok(const char *text)

@@ -13,8 +13,8 @@
 
 #include <criterion/criterion.h>
 
-#include "qemu_discovery.h"
-#include "qmp.h"
+#include "access/qemu_discovery.h"
+#include "access/qmp.h"
 #include "test_qmp_fake.h"
 
 static int64_t mono_ms(void)

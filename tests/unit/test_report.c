@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Report writers: text and folded with inline frames and file:line, pprof
- * (decoded by protoc against vmm/report_pprof.proto, totals checked), the
+ * (decoded by protoc against vmm/report/report_pprof.proto, totals checked), the
  * SVG flame graph, and `idlevm report` over a profile whose kernel
  * addresses are the real vmlinux's, slid.
  */
@@ -12,12 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "calltree.h"
-#include "commands.h"
-#include "profile_file.h"
-#include "report.h"
-#include "report_pprof.h"
-#include "report_svg.h"
+#include "report/calltree.h"
+#include "cmd/commands.h"
+#include "profile/profile_file.h"
+#include "report/report.h"
+#include "report/report_pprof.h"
+#include "report/report_svg.h"
 
 /*
  * A symbolizer that knows three pcs: 0x1000 is "inner" inlined into
@@ -167,7 +167,7 @@ static void protoc_totals(const char *pb_gz, uint64_t totals[3],
 
 	snprintf(cmd, sizeof(cmd),
 		 "gunzip -c %s | protoc --decode perftools.profiles.Profile "
-		 "-I vmm vmm/report_pprof.proto", pb_gz);
+		 "-I vmm/report vmm/report/report_pprof.proto", pb_gz);
 	p = popen(cmd, "r");
 	cr_assert(p);
 	*nr_locations_with_inline = 0;

@@ -11,8 +11,8 @@
 
 #include <criterion/criterion.h>
 
-#include "qemu_registers.h"
-#include "tcg_env.h"
+#include "access/qemu_registers.h"
+#include "access/tcg_env.h"
 #include "test_qmp_fake.h"
 
 #define BUF_SIZE 16384

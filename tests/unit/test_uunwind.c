@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "uunwind.h"
+#include "unwind/uunwind.h"
 
 #define STACK_LO 0x7ffff000ull	/* base of the fake stack page */
 #define STACK_WORDS 512

@@ -31,9 +31,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "ksyms.h"
-#include "uunwind.h"
-#include "uunwind_dwarf.h"
+#include "kernel/ksyms.h"
+#include "unwind/uunwind.h"
+#include "unwind/uunwind_dwarf.h"
 
 /* A real frame of its own: not inlined, cloned, or left by a tail call. */
 #define REAL_FRAME __attribute__((noipa, optimize("omit-frame-pointer")))

@@ -35,10 +35,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ksyms.h"
-#include "uunwind.h"
-#include "uunwind_dwarf.h"
-#include "uunwind_exe.h"
+#include "kernel/ksyms.h"
+#include "unwind/uunwind.h"
+#include "unwind/uunwind_dwarf.h"
+#include "unwind/uunwind_exe.h"
 
 #define MAX_FRAMES 64
 

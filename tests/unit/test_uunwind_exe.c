@@ -27,7 +27,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "uunwind_exe.h"
+#include "unwind/uunwind_exe.h"
 
 /* ---- our own process ------------------------------------------------------ */
 
@@ -634,9 +634,9 @@ Test(uunwind_exe_cache, replacement_is_bounded)
 
 /* ---- the report: a PIE's user pcs by its labels and the profile's symdir -- */
 
-#include "commands.h"
-#include "profile_file.h"
-#include "report.h"
+#include "cmd/commands.h"
+#include "profile/profile_file.h"
+#include "report/report.h"
 
 __attribute__((noinline, used)) void ivm_test_pie_marker(void)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * VMCOREINFO (vmm/vmcoreinfo.h): parsing a real-looking page and hostile
+ * VMCOREINFO (vmm/kernel/vmcoreinfo.h): parsing a real-looking page and hostile
  * ones, the checks a found page must pass, and the scan of guest RAM that
  * finds it among decoys.
  */
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kallsyms_guest.h"
-#include "vmcoreinfo.h"
+#include "kernel/kallsyms_guest.h"
+#include "kernel/vmcoreinfo.h"
 
 /* The head and tail of a 6.1 guest's page, as the kernel writes it. */
 static const char real[] =

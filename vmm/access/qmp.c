@@ -1,0 +1,1535 @@
+// SPDX-License-Identifier: MIT
+/*
+ * QMP client over a QEMU monitor socket or libvirt's monitor passthrough.
+ *
+ * QEMU frames every QMP message as one line: JSON never needs a raw newline
+ * (strings escape it), and QEMU ends each message with "\r\n".  So the socket
+ * transport splits the stream on '\n' before it parses anything, which lets
+ * it bound a message's size without trusting the JSON, and resynchronize
+ * after an oversized or malformed message instead of dropping the link.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libvirt/libvirt.h>
+#include <libvirt/libvirt-qemu.h>
+#include <libvirt/virterror.h>
+
+#include "access/libvirt_domain.h"
+#include "access/qmp.h"
+
+/* The greeting is small; a peer that sends more without a newline is not QEMU. */
+#define QMP_GREETING_MAX (64u << 10)
+/* json-c's default nesting limit is 32; QMP replies are shallow. */
+#define QMP_JSON_DEPTH 64
+/* Longest event name we keep (QEMU's are under 40 characters). */
+#define QMP_EVENT_NAME_MAX 128
+#define QMP_READ_CHUNK (64u << 10)
+/* Under libvirt without events, poll virDomainGetState at most this often. */
+#define QMP_STATE_POLL_MS 100
+
+enum qmp_transport {
+	QMP_SOCKET,
+	QMP_LIBVIRT,
+};
+
+/*
+ * What libvirt's event loop thread shares with the client: the event queue
+ * and the lifecycle state.  Reference counted, because libvirt may still run
+ * a callback while the client deregisters it; the last reference frees it.
+ */
+struct qmp_shared {
+	pthread_mutex_t lock;
+	int refs;				/* lock */
+	struct ivm_qmp_event *events[IVM_QMP_MAX_EVENTS]; /* ring, lock */
+	size_t head, count;			/* lock */
+	uint64_t lost;				/* lock */
+	ivm_qmp_event_fn *fn;			/* lock */
+	void *fn_arg;				/* lock */
+	_Atomic int lifecycle;
+	_Atomic uint64_t resets;
+};
+
+struct ivm_qmp {
+	enum qmp_transport transport;
+	char *name;
+	int timeout_ms;
+	size_t max_reply;
+	int major, minor, micro;
+	struct qmp_shared *shared;
+
+	/* socket transport */
+	int fd;
+	pid_t peer_pid;
+	char *buf;		/* bytes received, not yet consumed */
+	size_t len, cap;
+	size_t scanned;		/* buf[0..scanned) holds no '\n' */
+	bool discarding;	/* skipping the rest of an oversized message */
+	bool eof;
+	int64_t next_id;
+	uint64_t stray;		/* replies nobody waited for */
+	struct json_tokener *tok;
+
+	/* libvirt transport */
+	virConnectPtr conn;
+	virDomainPtr dom;
+	char *uri;
+	unsigned char uuid[VIR_UUID_BUFLEN];
+	int lifecycle_cb, reboot_cb;	/* -1: not registered */
+	int64_t last_state_poll_ms;
+};
+
+static atomic_bool libvirt_event_loop_running;
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- events and lifecycle ----------------------------------------------- */
+
+void ivm_qmp_event_destroy(struct ivm_qmp_event *event)
+{
+	if (!event)
+		return;
+	free(event->name);
+	json_object_put(event->data);
+	free(event);
+}
+
+static struct qmp_shared *shared_create(void)
+{
+	struct qmp_shared *shared = calloc(1, sizeof(*shared));
+
+	if (!shared)
+		return NULL;
+	pthread_mutex_init(&shared->lock, NULL);
+	shared->refs = 1;
+	atomic_init(&shared->lifecycle, IVM_QMP_UNKNOWN);
+	atomic_init(&shared->resets, 0);
+	return shared;
+}
+
+static void shared_put(void *opaque)
+{
+	struct qmp_shared *shared = opaque;
+	size_t i;
+	int refs;
+
+	if (!shared)
+		return;
+	pthread_mutex_lock(&shared->lock);
+	refs = --shared->refs;
+	pthread_mutex_unlock(&shared->lock);
+	if (refs)
+		return;
+	for (i = 0; i < shared->count; i++)
+		ivm_qmp_event_destroy(shared->events[(shared->head + i) %
+						     IVM_QMP_MAX_EVENTS]);
+	pthread_mutex_destroy(&shared->lock);
+	free(shared);
+}
+
+static void shared_get(struct qmp_shared *shared)
+{
+	pthread_mutex_lock(&shared->lock);
+	shared->refs++;
+	pthread_mutex_unlock(&shared->lock);
+}
+
+static void set_lifecycle(struct qmp_shared *shared,
+			  enum ivm_qmp_lifecycle state)
+{
+	/* GONE is final: a late event must not resurrect a dead monitor. */
+	int old = atomic_load(&shared->lifecycle);
+
+	while (old != IVM_QMP_GONE &&
+	       !atomic_compare_exchange_weak(&shared->lifecycle, &old,
+					     (int)state))
+		;
+}
+
+/* Take ownership of event: update the lifecycle, call back, then queue it. */
+static void deliver_event(struct qmp_shared *shared,
+			  struct ivm_qmp_event *event)
+{
+	if (!strcmp(event->name, "STOP"))
+		set_lifecycle(shared, IVM_QMP_PAUSED);
+	else if (!strcmp(event->name, "RESUME"))
+		set_lifecycle(shared, IVM_QMP_RUNNING);
+	else if (!strcmp(event->name, "SHUTDOWN"))
+		set_lifecycle(shared, IVM_QMP_SHUTDOWN);
+	else if (!strcmp(event->name, "RESET"))
+		atomic_fetch_add(&shared->resets, 1);
+
+	pthread_mutex_lock(&shared->lock);
+	if (shared->fn)
+		shared->fn(shared->fn_arg, event);
+	if (shared->count == IVM_QMP_MAX_EVENTS) {
+		ivm_qmp_event_destroy(shared->events[shared->head]);
+		shared->head = (shared->head + 1) % IVM_QMP_MAX_EVENTS;
+		shared->count--;
+		shared->lost++;
+	}
+	shared->events[(shared->head + shared->count) % IVM_QMP_MAX_EVENTS] =
+		event;
+	shared->count++;
+	pthread_mutex_unlock(&shared->lock);
+}
+
+static struct ivm_qmp_event *pop_event(struct qmp_shared *shared)
+{
+	struct ivm_qmp_event *event = NULL;
+
+	pthread_mutex_lock(&shared->lock);
+	if (shared->count) {
+		event = shared->events[shared->head];
+		shared->head = (shared->head + 1) % IVM_QMP_MAX_EVENTS;
+		shared->count--;
+	}
+	pthread_mutex_unlock(&shared->lock);
+	return event;
+}
+
+static struct ivm_qmp_event *event_create(const char *name,
+					  struct json_object *data)
+{
+	struct ivm_qmp_event *event = calloc(1, sizeof(*event));
+
+	if (!event)
+		return NULL;
+	event->name = strdup(name);
+	if (!event->name) {
+		free(event);
+		return NULL;
+	}
+	event->data = data ? json_object_get(data) : NULL;
+	return event;
+}
+
+const char *ivm_qmp_lifecycle_name(enum ivm_qmp_lifecycle state)
+{
+	switch (state) {
+	case IVM_QMP_UNKNOWN:
+		return "unknown";
+	case IVM_QMP_RUNNING:
+		return "running";
+	case IVM_QMP_PAUSED:
+		return "paused";
+	case IVM_QMP_SHUTDOWN:
+		return "shutdown";
+	case IVM_QMP_GONE:
+		return "gone";
+	}
+	return "invalid";
+}
+
+/* ---- replies (both transports) -------------------------------------------- */
+
+static struct json_object *member(struct json_object *obj, const char *key,
+				  enum json_type type)
+{
+	struct json_object *val;
+
+	if (!json_object_object_get_ex(obj, key, &val) ||
+	    !json_object_is_type(val, type))
+		return NULL;
+	return val;
+}
+
+/* Turn a reply object into the "return" member or an error. */
+static struct ivm_error *reply_result(struct ivm_qmp *qmp, const char *cmd,
+				      struct json_object *reply,
+				      struct json_object **ret)
+{
+	struct json_object *error, *value;
+
+	error = member(reply, "error", json_type_object);
+	if (error) {
+		struct json_object *cls, *desc;
+
+		cls = member(error, "class", json_type_string);
+		desc = member(error, "desc", json_type_string);
+		return ivm_error_qmp(cls ? json_object_get_string(cls) : NULL,
+				     desc ? json_object_get_string(desc) : NULL);
+	}
+	if (!json_object_object_get_ex(reply, "return", &value))
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%s: reply to '%s' has neither return nor error",
+					qmp->name, cmd);
+	if (ret)
+		*ret = json_object_get(value);
+	return NULL;
+}
+
+static struct json_object *command_object(const char *cmd,
+					  struct json_object *args, int64_t id)
+{
+	struct json_object *obj = json_object_new_object();
+
+	if (!obj)
+		return NULL;
+	if (json_object_object_add(obj, "execute",
+				   json_object_new_string(cmd)) < 0)
+		goto fail;
+	if (args && json_object_object_add(obj, "arguments",
+					   json_object_get(args)) < 0)
+		goto fail;
+	if (id && json_object_object_add(obj, "id",
+					 json_object_new_int64(id)) < 0)
+		goto fail;
+	return obj;
+fail:
+	json_object_put(obj);
+	return NULL;
+}
+
+/* ---- socket transport --------------------------------------------------- */
+
+/* Parse one line (without its '\n') into a JSON object. */
+static struct ivm_error *parse_line(struct ivm_qmp *qmp, const char *line,
+				    size_t len, struct json_object **ret)
+{
+	struct json_object *obj;
+	size_t end;
+
+	json_tokener_reset(qmp->tok);
+	obj = json_tokener_parse_ex(qmp->tok, line, (int)len);
+	if (!obj || json_tokener_get_error(qmp->tok) != json_tokener_success) {
+		json_object_put(obj);
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%s: invalid JSON from qemu", qmp->name);
+	}
+	for (end = json_tokener_get_parse_end(qmp->tok); end < len; end++) {
+		if (!strchr(" \t\r", line[end])) {
+			json_object_put(obj);
+			return ivm_error_create(IVM_ERROR_PROTOCOL,
+						"%s: trailing bytes after a JSON message",
+						qmp->name);
+		}
+	}
+	if (!json_object_is_type(obj, json_type_object)) {
+		json_object_put(obj);
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%s: QMP message is not a JSON object",
+					qmp->name);
+	}
+	*ret = obj;
+	return NULL;
+}
+
+static bool blank(const char *p, size_t len)
+{
+	while (len--) {
+		if (!strchr(" \t\r", *p++))
+			return false;
+	}
+	return true;
+}
+
+/* Take the first complete line out of the buffer, if there is one. */
+static struct ivm_error *take_line(struct ivm_qmp *qmp, bool *found,
+				   struct json_object **ret)
+{
+	struct ivm_error *err = NULL;
+	char *nl;
+	size_t n;
+
+	*found = false;
+	*ret = NULL;
+	while (!*found) {
+		/* buf is NULL until the first read. */
+		nl = qmp->len > qmp->scanned ?
+			     memchr(qmp->buf + qmp->scanned, '\n',
+				    qmp->len - qmp->scanned) : NULL;
+		if (!nl) {
+			qmp->scanned = qmp->len;
+			if (qmp->discarding)
+				qmp->len = qmp->scanned = 0;
+			return NULL;
+		}
+		n = (size_t)(nl - qmp->buf);
+		if (qmp->discarding) {
+			/* The tail of an oversized message: already reported. */
+			qmp->discarding = false;
+		} else if (n > qmp->max_reply) {
+			err = ivm_error_create(IVM_ERROR_PROTOCOL,
+					       "%s: qemu sent a message larger than %zu bytes",
+					       qmp->name, qmp->max_reply);
+			*found = true;
+		} else if (!blank(qmp->buf, n)) {
+			err = parse_line(qmp, qmp->buf, n, ret);
+			*found = true;
+		}
+		memmove(qmp->buf, nl + 1, qmp->len - n - 1);
+		qmp->len -= n + 1;
+		qmp->scanned = 0;
+	}
+	return err;
+}
+
+/*
+ * Read the next message.  deadline_ms < 0 means do not block: *ret is NULL
+ * when no complete message has arrived yet.
+ */
+static struct ivm_error *read_message(struct ivm_qmp *qmp, int64_t deadline_ms,
+				      struct json_object **ret)
+{
+	struct ivm_error *err;
+	bool found;
+
+	*ret = NULL;
+	for (;;) {
+		struct pollfd pfd = { .fd = qmp->fd, .events = POLLIN };
+		ssize_t r;
+		int wait_ms = 0;
+
+		err = take_line(qmp, &found, ret);
+		if (err || found)
+			return err;
+		if (qmp->len > qmp->max_reply) {
+			/*
+			 * No newline within the cap: drop what we hold and skip
+			 * to the end of this message; the caller learns now.
+			 */
+			qmp->discarding = true;
+			qmp->len = qmp->scanned = 0;
+			return ivm_error_create(IVM_ERROR_PROTOCOL,
+						"%s: qemu sent a message larger than %zu bytes",
+						qmp->name, qmp->max_reply);
+		}
+		if (qmp->eof) {
+			set_lifecycle(qmp->shared, IVM_QMP_GONE);
+			if (qmp->len && !qmp->discarding)
+				return ivm_error_create(IVM_ERROR_GONE,
+							"%s: qemu closed the monitor in the middle of a message",
+							qmp->name);
+			return ivm_error_create(IVM_ERROR_GONE,
+						"%s: qemu closed the monitor",
+						qmp->name);
+		}
+		if (deadline_ms >= 0) {
+			int64_t left = deadline_ms - now_ms();
+
+			if (left <= 0)
+				return ivm_error_create(IVM_ERROR_TIMEOUT,
+							"%s: no answer from qemu in time",
+							qmp->name);
+			wait_ms = left > 60000 ? 60000 : (int)left;
+		}
+		r = poll(&pfd, 1, wait_ms);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return ivm_error_os(errno, "%s: poll", qmp->name);
+		}
+		if (r == 0) {
+			if (deadline_ms < 0)
+				return NULL;
+			continue;
+		}
+		if (qmp->cap - qmp->len < QMP_READ_CHUNK) {
+			size_t ncap = qmp->cap ? qmp->cap : QMP_READ_CHUNK;
+			char *nbuf;
+
+			while (ncap - qmp->len < QMP_READ_CHUNK)
+				ncap *= 2;
+			nbuf = realloc(qmp->buf, ncap);
+			if (!nbuf)
+				return &ivm_enomem;
+			qmp->buf = nbuf;
+			qmp->cap = ncap;
+		}
+		r = recv(qmp->fd, qmp->buf + qmp->len, QMP_READ_CHUNK,
+			 MSG_DONTWAIT);
+		if (r < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			if (errno == ECONNRESET) {
+				qmp->eof = true;
+				continue;
+			}
+			return ivm_error_os(errno, "%s: reading the monitor",
+					    qmp->name);
+		}
+		if (r == 0)
+			qmp->eof = true;
+		qmp->len += (size_t)r;
+	}
+}
+
+static struct ivm_error *send_all(struct ivm_qmp *qmp, const char *p,
+				  size_t len, int64_t deadline_ms)
+{
+	while (len) {
+		struct pollfd pfd = { .fd = qmp->fd, .events = POLLOUT };
+		int64_t left;
+		ssize_t r;
+
+		r = send(qmp->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (r > 0) {
+			p += r;
+			len -= (size_t)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+			qmp->eof = true;
+			set_lifecycle(qmp->shared, IVM_QMP_GONE);
+			return ivm_error_create(IVM_ERROR_GONE,
+						"%s: qemu closed the monitor",
+						qmp->name);
+		}
+		if (r < 0 && errno != EAGAIN)
+			return ivm_error_os(errno, "%s: writing the monitor",
+					    qmp->name);
+		left = deadline_ms - now_ms();
+		if (left <= 0)
+			return ivm_error_create(IVM_ERROR_TIMEOUT,
+						"%s: qemu does not read its monitor",
+						qmp->name);
+		if (poll(&pfd, 1, left > 60000 ? 60000 : (int)left) < 0 &&
+		    errno != EINTR)
+			return ivm_error_os(errno, "%s: poll", qmp->name);
+	}
+	return NULL;
+}
+
+/* An event message, or NULL if it is malformed (then it is dropped). */
+static struct ivm_qmp_event *parse_event(struct json_object *msg)
+{
+	struct json_object *name, *data, *ts, *v;
+	struct ivm_qmp_event *event;
+
+	name = member(msg, "event", json_type_string);
+	if (!name || json_object_get_string_len(name) > QMP_EVENT_NAME_MAX ||
+	    strlen(json_object_get_string(name)) !=
+		    (size_t)json_object_get_string_len(name))
+		return NULL;
+	data = member(msg, "data", json_type_object);
+	event = event_create(json_object_get_string(name), data);
+	if (!event)
+		return NULL;
+	ts = member(msg, "timestamp", json_type_object);
+	if (ts) {
+		v = member(ts, "seconds", json_type_int);
+		event->seconds = v ? json_object_get_int64(v) : 0;
+		v = member(ts, "microseconds", json_type_int);
+		event->microseconds = v ? json_object_get_int64(v) : 0;
+	}
+	return event;
+}
+
+/*
+ * Handle one message while waiting for the reply with id want_id; returns
+ * true (and hands the message over) when it is that reply.
+ */
+static bool dispatch(struct ivm_qmp *qmp, struct json_object *msg,
+		     int64_t want_id)
+{
+	struct json_object *id;
+
+	if (json_object_object_get_ex(msg, "event", NULL)) {
+		struct ivm_qmp_event *event = parse_event(msg);
+
+		if (event)
+			deliver_event(qmp->shared, event);
+		json_object_put(msg);
+		return false;
+	}
+	if (json_object_object_get_ex(msg, "return", NULL) ||
+	    json_object_object_get_ex(msg, "error", NULL)) {
+		id = member(msg, "id", json_type_int);
+		if (id && json_object_get_int64(id) == want_id && want_id > 0)
+			return true;
+		/*
+		 * QEMU cannot echo the id of a command it could not parse, so
+		 * an error without id belongs to the command in flight.
+		 */
+		if (!json_object_object_get_ex(msg, "id", NULL) &&
+		    json_object_object_get_ex(msg, "error", NULL) &&
+		    want_id > 0)
+			return true;
+	}
+	qmp->stray++;
+	json_object_put(msg);
+	return false;
+}
+
+static struct ivm_error *socket_execute(struct ivm_qmp *qmp, const char *cmd,
+					struct json_object *args,
+					struct json_object **ret)
+{
+	struct json_object *obj, *msg;
+	struct ivm_error *err;
+	int64_t deadline, id;
+	const char *text;
+	size_t text_len;
+	char *line;
+
+	if (qmp->eof) {
+		set_lifecycle(qmp->shared, IVM_QMP_GONE);
+		return ivm_error_create(IVM_ERROR_GONE,
+					"%s: qemu closed the monitor", qmp->name);
+	}
+	deadline = now_ms() + qmp->timeout_ms;
+	id = ++qmp->next_id;
+	obj = command_object(cmd, args, id);
+	if (!obj)
+		return &ivm_enomem;
+	text = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN,
+						 &text_len);
+	line = text ? malloc(text_len + 2) : NULL;
+	if (!line) {
+		json_object_put(obj);
+		return &ivm_enomem;
+	}
+	memcpy(line, text, text_len);
+	line[text_len] = '\n';
+	json_object_put(obj);
+	err = send_all(qmp, line, text_len + 1, deadline);
+	free(line);
+	if (err)
+		return ivm_error_wrap(err, "sending '%s'", cmd);
+
+	for (;;) {
+		err = read_message(qmp, deadline, &msg);
+		if (err)
+			return ivm_error_wrap(err, "waiting for the reply to '%s'",
+					      cmd);
+		if (dispatch(qmp, msg, id))
+			break;
+	}
+	err = reply_result(qmp, cmd, msg, ret);
+	json_object_put(msg);
+	return err;
+}
+
+/* Read whatever has arrived without blocking, queueing events. */
+static struct ivm_error *socket_drain(struct ivm_qmp *qmp)
+{
+	struct json_object *msg;
+	struct ivm_error *err;
+
+	for (;;) {
+		err = read_message(qmp, -1, &msg);
+		if (err)
+			return err;
+		if (!msg)
+			return NULL;
+		dispatch(qmp, msg, 0);
+	}
+}
+
+static struct ivm_qmp *qmp_alloc(enum qmp_transport transport,
+				 const char *name)
+{
+	struct ivm_qmp *qmp = calloc(1, sizeof(*qmp));
+
+	if (!qmp)
+		return NULL;
+	qmp->transport = transport;
+	qmp->fd = -1;
+	qmp->lifecycle_cb = qmp->reboot_cb = -1;
+	qmp->timeout_ms = IVM_QMP_DEFAULT_TIMEOUT_MS;
+	qmp->max_reply = IVM_QMP_DEFAULT_MAX_REPLY;
+	qmp->name = strdup(name ? name : "qmp");
+	qmp->shared = shared_create();
+	if (!qmp->name || !qmp->shared) {
+		free(qmp->name);
+		shared_put(qmp->shared);
+		free(qmp);
+		return NULL;
+	}
+	return qmp;
+}
+
+static void greeting_version(struct ivm_qmp *qmp, struct json_object *greeting)
+{
+	struct json_object *version, *qemu, *v;
+
+	version = member(greeting, "version", json_type_object);
+	qemu = version ? member(version, "qemu", json_type_object) : NULL;
+	if (!qemu)
+		return;
+	v = member(qemu, "major", json_type_int);
+	qmp->major = v ? json_object_get_int(v) : 0;
+	v = member(qemu, "minor", json_type_int);
+	qmp->minor = v ? json_object_get_int(v) : 0;
+	v = member(qemu, "micro", json_type_int);
+	qmp->micro = v ? json_object_get_int(v) : 0;
+}
+
+static struct ivm_error *socket_handshake(struct ivm_qmp *qmp, int timeout_ms)
+{
+	struct json_object *msg = NULL, *greeting;
+	struct ivm_error *err;
+	size_t max_reply = qmp->max_reply;
+	int saved_timeout = qmp->timeout_ms;
+
+	qmp->max_reply = QMP_GREETING_MAX;
+	err = read_message(qmp, now_ms() + timeout_ms, &msg);
+	qmp->max_reply = max_reply;
+	if (err) {
+		const char *why;
+
+		switch (err->code) {
+		case IVM_ERROR_TIMEOUT:
+			why = "no greeting in time; or another client holds the monitor";
+			break;
+		case IVM_ERROR_GONE:
+			why = "closed before any greeting";
+			break;
+		case IVM_ERROR_PROTOCOL:
+			why = "the greeting is not QMP JSON";
+			break;
+		default:
+			return err;
+		}
+		ivm_error_destroy(err);
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%s: not a QMP socket (%s)", qmp->name,
+					why);
+	}
+	greeting = member(msg, "QMP", json_type_object);
+	if (!greeting) {
+		json_object_put(msg);
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%s: not a QMP socket (no QMP greeting)",
+					qmp->name);
+	}
+	greeting_version(qmp, greeting);
+	json_object_put(msg);
+
+	qmp->timeout_ms = timeout_ms;
+	err = socket_execute(qmp, "qmp_capabilities", NULL, NULL);
+	qmp->timeout_ms = saved_timeout;
+	if (err)
+		return ivm_error_wrap(err, "%s: negotiating QMP capabilities",
+				      qmp->name);
+	return NULL;
+}
+
+struct ivm_error *ivm_qmp_connect_fd(int fd, const char *name, int timeout_ms,
+				     struct ivm_qmp **ret)
+{
+	struct ivm_qmp *qmp;
+	struct ivm_error *err;
+	struct ucred cred;
+	socklen_t cred_len = sizeof(cred);
+
+	qmp = qmp_alloc(QMP_SOCKET, name);
+	if (!qmp) {
+		close(fd);
+		return &ivm_enomem;
+	}
+	qmp->fd = fd;
+	qmp->tok = json_tokener_new_ex(QMP_JSON_DEPTH);
+	if (!qmp->tok) {
+		ivm_qmp_destroy(qmp);
+		return &ivm_enomem;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) == 0 &&
+	    cred_len == sizeof(cred))
+		qmp->peer_pid = cred.pid;
+	err = socket_handshake(qmp, timeout_ms > 0 ? timeout_ms :
+						     IVM_QMP_DEFAULT_TIMEOUT_MS);
+	if (err) {
+		ivm_qmp_destroy(qmp);
+		return err;
+	}
+	*ret = qmp;
+	return NULL;
+}
+
+struct ivm_error *ivm_qmp_connect_socket(const char *path,
+					 struct ivm_qmp **ret)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s: socket path too long", path);
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return ivm_error_os(errno, "socket");
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		int errnum = errno;
+
+		close(fd);
+		return ivm_error_os(errnum, "%s: connect", path);
+	}
+	return ivm_qmp_connect_fd(fd, path, IVM_QMP_GREETING_TIMEOUT_MS, ret);
+}
+
+/* ---- libvirt transport -------------------------------------------------- */
+
+/*
+ * Commands passed through libvirt: queries only.  libvirt tracks the
+ * domain's state from the monitor; a stop, cont or dump behind its back
+ * desynchronizes it (and dump-guest-memory crashed libvirtd 9.0).
+ */
+static const char *const libvirt_qmp_allowed[] = {
+	"qom-get", "qom-list", "qmp_capabilities",
+};
+static const char *const libvirt_hmp_allowed[] = {
+	"info", "gpa2hva", "gva2gpa", "x", "xp",
+};
+
+static struct ivm_error *libvirt_refuse(struct ivm_qmp *qmp, const char *cmd)
+{
+	const char *hint = "only queries are passed through libvirt";
+
+	if (!strcmp(cmd, "stop") || !strcmp(cmd, "cont"))
+		hint = "use ivm_qmp_stop/ivm_qmp_cont (virDomainSuspend/virDomainResume)";
+	else if (!strcmp(cmd, "dump-guest-memory"))
+		hint = "use virDomainCoreDumpWithFormat; passing it through crashed libvirtd 9.0";
+	else if (!strcmp(cmd, "quit") || !strcmp(cmd, "system_reset") ||
+		 !strcmp(cmd, "system_powerdown"))
+		hint = "use virDomainDestroy/virDomainReset/virDomainShutdown";
+	return ivm_error_create(IVM_ERROR_INVALID,
+				"%s: refusing to pass '%s' through libvirt's monitor passthrough: libvirt manages this domain; %s",
+				qmp->name, cmd, hint);
+}
+
+static struct ivm_error *libvirt_check_allowed(struct ivm_qmp *qmp,
+					       const char *cmd,
+					       struct json_object *args)
+{
+	struct json_object *line;
+	const char *p;
+	size_t i, n;
+
+	if (!strncmp(cmd, "query-", 6))
+		return NULL;
+	for (i = 0; i < sizeof(libvirt_qmp_allowed) / sizeof(*libvirt_qmp_allowed); i++) {
+		if (!strcmp(cmd, libvirt_qmp_allowed[i]))
+			return NULL;
+	}
+	if (strcmp(cmd, "human-monitor-command"))
+		return libvirt_refuse(qmp, cmd);
+	line = args ? member(args, "command-line", json_type_string) : NULL;
+	if (!line)
+		return libvirt_refuse(qmp, cmd);
+	p = json_object_get_string(line);
+	p += strspn(p, " \t");
+	n = strcspn(p, " \t");
+	for (i = 0; i < sizeof(libvirt_hmp_allowed) / sizeof(*libvirt_hmp_allowed); i++) {
+		if (strlen(libvirt_hmp_allowed[i]) == n &&
+		    !strncmp(p, libvirt_hmp_allowed[i], n))
+			return NULL;
+	}
+	return ivm_error_create(IVM_ERROR_INVALID,
+				"%s: refusing to pass HMP '%.*s' through libvirt's monitor passthrough: only read-only commands are allowed",
+				qmp->name, (int)(n > 64 ? 64 : n), p);
+}
+
+static void lifecycle_from_libvirt_state(struct ivm_qmp *qmp, int state)
+{
+	switch (state) {
+	case VIR_DOMAIN_RUNNING:
+	case VIR_DOMAIN_BLOCKED:
+		set_lifecycle(qmp->shared, IVM_QMP_RUNNING);
+		break;
+	case VIR_DOMAIN_PAUSED:
+	case VIR_DOMAIN_PMSUSPENDED:
+	case VIR_DOMAIN_CRASHED:	/* QEMU still there, vCPUs stopped */
+		set_lifecycle(qmp->shared, IVM_QMP_PAUSED);
+		break;
+	case VIR_DOMAIN_SHUTDOWN:
+		set_lifecycle(qmp->shared, IVM_QMP_SHUTDOWN);
+		break;
+	case VIR_DOMAIN_SHUTOFF:
+		set_lifecycle(qmp->shared, IVM_QMP_GONE);
+		break;
+	default:
+		break;
+	}
+}
+
+static int libvirt_lifecycle_cb(virConnectPtr conn, virDomainPtr dom,
+				int event, int detail, void *opaque)
+{
+	struct qmp_shared *shared = opaque;
+	struct ivm_qmp_event *ev;
+	const char *name = NULL;
+	int state = -1;
+
+	switch (event) {
+	case VIR_DOMAIN_EVENT_SUSPENDED:
+		name = "STOP";
+		break;
+	case VIR_DOMAIN_EVENT_RESUMED:
+	case VIR_DOMAIN_EVENT_STARTED:
+		name = "RESUME";
+		break;
+	case VIR_DOMAIN_EVENT_SHUTDOWN:
+		name = "SHUTDOWN";
+		break;
+	case VIR_DOMAIN_EVENT_STOPPED:
+		/* QEMU has exited (not a QMP event: QEMU cannot say it). */
+		name = "DOMAIN_STOPPED";
+		state = IVM_QMP_GONE;
+		break;
+	case VIR_DOMAIN_EVENT_CRASHED:
+		name = "GUEST_PANICKED";
+		break;
+	default:
+		return 0;
+	}
+	ev = event_create(name, NULL);
+	if (ev) {
+		ev->data = json_object_new_object();
+		json_object_object_add(ev->data, "libvirt-event",
+				       json_object_new_int(event));
+		json_object_object_add(ev->data, "libvirt-detail",
+				       json_object_new_int(detail));
+		deliver_event(shared, ev);
+	}
+	if (state >= 0)
+		set_lifecycle(shared, state);
+	else if (event == VIR_DOMAIN_EVENT_CRASHED)
+		set_lifecycle(shared, IVM_QMP_PAUSED);
+	return 0;
+}
+
+static int libvirt_reboot_cb(virConnectPtr conn, virDomainPtr dom,
+			     void *opaque)
+{
+	struct ivm_qmp_event *ev = event_create("RESET", NULL);
+
+	if (ev)
+		deliver_event(opaque, ev);
+	return 0;
+}
+
+static void libvirt_register_events(struct ivm_qmp *qmp)
+{
+	if (!atomic_load(&libvirt_event_loop_running))
+		return;
+	shared_get(qmp->shared);
+	qmp->lifecycle_cb = virConnectDomainEventRegisterAny(
+		qmp->conn, qmp->dom, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+		VIR_DOMAIN_EVENT_CALLBACK(libvirt_lifecycle_cb), qmp->shared,
+		shared_put);
+	/*
+	 * On failure the reference stays taken: whether libvirt calls freecb
+	 * for a failed registration is not documented, and a leaked
+	 * reference costs a few bytes where a double put would be a
+	 * use-after-free.
+	 */
+	if (qmp->lifecycle_cb < 0) {
+		virResetLastError();
+		return;
+	}
+	shared_get(qmp->shared);
+	qmp->reboot_cb = virConnectDomainEventRegisterAny(
+		qmp->conn, qmp->dom, VIR_DOMAIN_EVENT_ID_REBOOT,
+		VIR_DOMAIN_EVENT_CALLBACK(libvirt_reboot_cb), qmp->shared,
+		shared_put);
+	if (qmp->reboot_cb < 0)
+		virResetLastError();
+}
+
+static void libvirt_release(struct ivm_qmp *qmp)
+{
+	if (qmp->lifecycle_cb >= 0)
+		virConnectDomainEventDeregisterAny(qmp->conn, qmp->lifecycle_cb);
+	if (qmp->reboot_cb >= 0)
+		virConnectDomainEventDeregisterAny(qmp->conn, qmp->reboot_cb);
+	qmp->lifecycle_cb = qmp->reboot_cb = -1;
+	if (qmp->dom)
+		virDomainFree(qmp->dom);
+	if (qmp->conn)
+		virConnectClose(qmp->conn);
+	qmp->dom = NULL;
+	qmp->conn = NULL;
+	virResetLastError();
+}
+
+/*
+ * libvirtd may restart under us (QEMU keeps running, the new libvirtd
+ * reattaches to it).  When our connection has died, open a new one to the
+ * same URI and find the domain again by UUID.
+ */
+static bool libvirt_reconnect(struct ivm_qmp *qmp)
+{
+	virConnectPtr conn;
+	virDomainPtr dom;
+
+	if (!qmp->conn || virConnectIsAlive(qmp->conn) == 1)
+		return false;
+	conn = virConnectOpen(qmp->uri);
+	if (!conn)
+		return false;
+	dom = virDomainLookupByUUID(conn, qmp->uuid);
+	if (!dom) {
+		virConnectClose(conn);
+		return false;
+	}
+	libvirt_release(qmp);
+	qmp->conn = conn;
+	qmp->dom = dom;
+	libvirt_register_events(qmp);
+	return true;
+}
+
+static bool libvirt_error_is_gone(virErrorPtr e)
+{
+	if (!e)
+		return false;
+	return e->code == VIR_ERR_NO_DOMAIN ||
+	       (e->code == VIR_ERR_OPERATION_INVALID &&
+		e->message && strstr(e->message, "not running"));
+}
+
+static struct ivm_error *domain_gone(struct ivm_qmp *qmp)
+{
+	set_lifecycle(qmp->shared, IVM_QMP_GONE);
+	return ivm_error_create(IVM_ERROR_GONE,
+				"%s: the domain is not running any more",
+				qmp->name);
+}
+
+/*
+ * The error of a failed libvirt call.  saved is the error as the call left
+ * it (any later libvirt call, even virConnectIsAlive, resets the thread's
+ * last error); it is consumed.
+ */
+static struct ivm_error *libvirt_error(struct ivm_qmp *qmp, virErrorPtr saved,
+				       const char *what)
+{
+	struct ivm_error *err;
+
+	if (libvirt_error_is_gone(saved) ||
+	    ivm_qmp_lifecycle_cached(qmp) == IVM_QMP_GONE) {
+		virFreeError(saved);
+		virResetLastError();
+		return domain_gone(qmp);
+	}
+	err = ivm_error_create(IVM_ERROR_LIBVIRT, "%s: %s: %s", qmp->name,
+			       what, saved && saved->message ? saved->message :
+			       "unknown libvirt error");
+	virFreeError(saved);
+	virResetLastError();
+	return err;
+}
+
+/*
+ * After a failed call: the saved error, or NULL when the connection had
+ * died and a new one was opened, so the call is worth one retry.
+ */
+static virErrorPtr libvirt_failed(struct ivm_qmp *qmp, bool *retry)
+{
+	virErrorPtr saved = virSaveLastError();
+
+	*retry = !libvirt_error_is_gone(saved) && libvirt_reconnect(qmp);
+	if (*retry) {
+		virFreeError(saved);
+		return NULL;
+	}
+	return saved;
+}
+
+static struct ivm_error *libvirt_execute(struct ivm_qmp *qmp, const char *cmd,
+					 struct json_object *args,
+					 struct json_object **ret)
+{
+	struct json_object *obj, *reply = NULL;
+	virErrorPtr saved = NULL;
+	struct ivm_error *err;
+	char *result = NULL;
+	const char *text;
+	size_t result_len;
+	bool retry;
+	int r;
+
+	err = libvirt_check_allowed(qmp, cmd, args);
+	if (err)
+		return err;
+	obj = command_object(cmd, args, 0);
+	if (!obj)
+		return &ivm_enomem;
+	if (ivm_qmp_lifecycle_cached(qmp) == IVM_QMP_GONE) {
+		json_object_put(obj);
+		return domain_gone(qmp);
+	}
+	text = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
+	r = virDomainQemuMonitorCommand(qmp->dom, text, &result, 0);
+	if (r < 0) {
+		saved = libvirt_failed(qmp, &retry);
+		if (retry)
+			r = virDomainQemuMonitorCommand(qmp->dom, text,
+							&result, 0);
+		if (r < 0 && !saved)
+			saved = virSaveLastError();
+	}
+	json_object_put(obj);
+	if (r < 0)
+		return libvirt_error(qmp, saved, cmd);
+	virFreeError(saved);
+	if (!result)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%s: libvirt returned no reply to '%s'",
+					qmp->name, cmd);
+	result_len = strlen(result);
+	if (result_len > qmp->max_reply) {
+		free(result);
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%s: qemu sent a message larger than %zu bytes",
+					qmp->name, qmp->max_reply);
+	}
+	err = parse_line(qmp, result, result_len, &reply);
+	free(result);
+	if (err)
+		return ivm_error_wrap(err, "reply to '%s'", cmd);
+	err = reply_result(qmp, cmd, reply, ret);
+	json_object_put(reply);
+	return err;
+}
+
+static void *libvirt_event_loop(void *arg)
+{
+	for (;;) {
+		if (virEventRunDefaultImpl() < 0) {
+			struct timespec ts = { 0, 100 * 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+struct ivm_error *ivm_qmp_libvirt_event_loop_start(void)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct ivm_error *err = NULL;
+	pthread_attr_t attr;
+	pthread_t thread;
+	int r;
+
+	pthread_mutex_lock(&lock);
+	if (atomic_load(&libvirt_event_loop_running))
+		goto out;
+	if (virEventRegisterDefaultImpl() < 0) {
+		err = ivm_libvirt_error("registering libvirt's event loop");
+		goto out;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	r = pthread_create(&thread, &attr, libvirt_event_loop, NULL);
+	pthread_attr_destroy(&attr);
+	if (r) {
+		err = ivm_error_os(r, "starting libvirt's event loop thread");
+		goto out;
+	}
+	atomic_store(&libvirt_event_loop_running, true);
+out:
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+static struct ivm_error *libvirt_poll_state(struct ivm_qmp *qmp)
+{
+	virErrorPtr saved = NULL;
+	int state, reason, r;
+	bool retry;
+
+	r = virDomainGetState(qmp->dom, &state, &reason, 0);
+	if (r < 0) {
+		saved = libvirt_failed(qmp, &retry);
+		if (retry)
+			r = virDomainGetState(qmp->dom, &state, &reason, 0);
+		if (r < 0 && !saved)
+			saved = virSaveLastError();
+	}
+	if (r < 0)
+		return libvirt_error(qmp, saved, "virDomainGetState");
+	virFreeError(saved);
+	lifecycle_from_libvirt_state(qmp, state);
+	qmp->last_state_poll_ms = now_ms();
+	return NULL;
+}
+
+struct ivm_error *ivm_qmp_connect_libvirt(struct ivm_libvirt_domain *ldom,
+					  struct ivm_qmp **ret)
+{
+	struct json_object *version = NULL, *qemu, *v;
+	struct ivm_error *err;
+	struct ivm_qmp *qmp;
+
+	qmp = qmp_alloc(QMP_LIBVIRT, ivm_libvirt_domain_name(ldom));
+	if (!qmp)
+		return &ivm_enomem;
+	qmp->tok = json_tokener_new_ex(QMP_JSON_DEPTH);
+	if (!qmp->tok) {
+		ivm_qmp_destroy(qmp);
+		return &ivm_enomem;
+	}
+	qmp->conn = ivm_libvirt_domain_conn(ldom);
+	qmp->dom = ivm_libvirt_domain_ptr(ldom);
+	if (!qmp->conn || !qmp->dom) {
+		qmp->conn = NULL;
+		qmp->dom = NULL;
+		ivm_qmp_destroy(qmp);
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"libvirt domain is not open");
+	}
+	/* Our own references: reconnecting replaces them, never B's. */
+	virConnectRef(qmp->conn);
+	virDomainRef(qmp->dom);
+	qmp->uri = virConnectGetURI(qmp->conn);
+	if (!qmp->uri || virDomainGetUUID(qmp->dom, qmp->uuid) < 0) {
+		err = ivm_libvirt_error("identifying the domain");
+		ivm_qmp_destroy(qmp);
+		return err;
+	}
+	err = libvirt_execute(qmp, "query-version", NULL, &version);
+	if (err) {
+		ivm_qmp_destroy(qmp);
+		return ivm_error_wrap(err, "talking to qemu through libvirt");
+	}
+	qemu = member(version, "qemu", json_type_object);
+	if (qemu) {
+		v = member(qemu, "major", json_type_int);
+		qmp->major = v ? json_object_get_int(v) : 0;
+		v = member(qemu, "minor", json_type_int);
+		qmp->minor = v ? json_object_get_int(v) : 0;
+		v = member(qemu, "micro", json_type_int);
+		qmp->micro = v ? json_object_get_int(v) : 0;
+	}
+	json_object_put(version);
+	libvirt_register_events(qmp);
+	err = libvirt_poll_state(qmp);
+	if (err) {
+		ivm_qmp_destroy(qmp);
+		return err;
+	}
+	*ret = qmp;
+	return NULL;
+}
+
+/* ---- common API ---------------------------------------------------------- */
+
+void ivm_qmp_destroy(struct ivm_qmp *qmp)
+{
+	if (!qmp)
+		return;
+	if (qmp->transport == QMP_LIBVIRT) {
+		libvirt_release(qmp);
+		free(qmp->uri);
+	}
+	if (qmp->fd >= 0)
+		close(qmp->fd);
+	if (qmp->tok)
+		json_tokener_free(qmp->tok);
+	free(qmp->buf);
+	free(qmp->name);
+	shared_put(qmp->shared);
+	free(qmp);
+}
+
+void ivm_qmp_set_timeout(struct ivm_qmp *qmp, int timeout_ms)
+{
+	if (timeout_ms > 0)
+		qmp->timeout_ms = timeout_ms;
+}
+
+void ivm_qmp_set_max_reply(struct ivm_qmp *qmp, size_t max_reply)
+{
+	/* parse_line hands json-c an int length. */
+	if (max_reply >= 4096 && max_reply <= (1u << 30))
+		qmp->max_reply = max_reply;
+}
+
+const char *ivm_qmp_name(const struct ivm_qmp *qmp)
+{
+	return qmp->name;
+}
+
+bool ivm_qmp_is_libvirt(const struct ivm_qmp *qmp)
+{
+	return qmp->transport == QMP_LIBVIRT;
+}
+
+pid_t ivm_qmp_peer_pid(const struct ivm_qmp *qmp)
+{
+	return qmp->peer_pid;
+}
+
+void ivm_qmp_qemu_version(const struct ivm_qmp *qmp, int *major, int *minor,
+			  int *micro)
+{
+	*major = qmp->major;
+	*minor = qmp->minor;
+	*micro = qmp->micro;
+}
+
+struct ivm_error *ivm_qmp_execute(struct ivm_qmp *qmp, const char *cmd,
+				  struct json_object *args,
+				  struct json_object **ret)
+{
+	if (ret)
+		*ret = NULL;
+	if (qmp->transport == QMP_LIBVIRT)
+		return libvirt_execute(qmp, cmd, args, ret);
+	return socket_execute(qmp, cmd, args, ret);
+}
+
+static struct ivm_error *hmp(struct ivm_qmp *qmp, int cpu_index,
+			     const char *cmdline, char **ret)
+{
+	struct json_object *args, *out = NULL;
+	struct ivm_error *err;
+	const char *text;
+	size_t len;
+	char *copy;
+
+	args = json_object_new_object();
+	if (!args || json_object_object_add(args, "command-line",
+					    json_object_new_string(cmdline)) < 0 ||
+	    (cpu_index >= 0 &&
+	     json_object_object_add(args, "cpu-index",
+				    json_object_new_int(cpu_index)) < 0)) {
+		json_object_put(args);
+		return &ivm_enomem;
+	}
+	err = ivm_qmp_execute(qmp, "human-monitor-command", args, &out);
+	json_object_put(args);
+	if (err)
+		return err;
+	if (!json_object_is_type(out, json_type_string)) {
+		json_object_put(out);
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%s: HMP '%s' did not return text",
+					qmp->name, cmdline);
+	}
+	text = json_object_get_string(out);
+	len = (size_t)json_object_get_string_len(out);
+	copy = malloc(len + 1);
+	if (!copy) {
+		json_object_put(out);
+		return &ivm_enomem;
+	}
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	json_object_put(out);
+	*ret = copy;
+	return NULL;
+}
+
+struct ivm_error *ivm_qmp_hmp(struct ivm_qmp *qmp, const char *cmdline,
+			      char **ret)
+{
+	return hmp(qmp, -1, cmdline, ret);
+}
+
+struct ivm_error *ivm_qmp_hmp_cpu(struct ivm_qmp *qmp, int cpu_index,
+				  const char *cmdline, char **ret)
+{
+	if (cpu_index < 0)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"invalid vCPU index %d", cpu_index);
+	return hmp(qmp, cpu_index, cmdline, ret);
+}
+
+static struct ivm_error *libvirt_run_state_change(struct ivm_qmp *qmp,
+						  int (*fn)(virDomainPtr),
+						  const char *what)
+{
+	virErrorPtr saved = NULL;
+	bool retry;
+	int r;
+
+	r = fn(qmp->dom);
+	if (r < 0) {
+		saved = libvirt_failed(qmp, &retry);
+		if (retry)
+			r = fn(qmp->dom);
+		if (r < 0 && !saved)
+			saved = virSaveLastError();
+	}
+	if (r < 0)
+		return libvirt_error(qmp, saved, what);
+	virFreeError(saved);
+	return NULL;
+}
+
+/*
+ * Pause (run = false) or resume the vCPUs through whichever transport is
+ * in use: libvirt must do it itself (passthrough of stop/cont would leave
+ * its own idea of the domain state stale).
+ */
+static struct ivm_error *set_running(struct ivm_qmp *qmp, bool run)
+{
+	struct ivm_error *err;
+
+	if (qmp->transport == QMP_LIBVIRT)
+		err = libvirt_run_state_change(qmp,
+					       run ? virDomainResume :
+						     virDomainSuspend,
+					       run ? "virDomainResume" :
+						     "virDomainSuspend");
+	else
+		err = socket_execute(qmp, run ? "cont" : "stop", NULL, NULL);
+	if (err)
+		return err;
+	set_lifecycle(qmp->shared, run ? IVM_QMP_RUNNING : IVM_QMP_PAUSED);
+	return NULL;
+}
+
+struct ivm_error *ivm_qmp_stop(struct ivm_qmp *qmp)
+{
+	return set_running(qmp, false);
+}
+
+struct ivm_error *ivm_qmp_cont(struct ivm_qmp *qmp)
+{
+	return set_running(qmp, true);
+}
+
+struct ivm_error *ivm_qmp_query_status(struct ivm_qmp *qmp,
+				       enum ivm_qmp_lifecycle *ret)
+{
+	struct json_object *status = NULL, *s;
+	struct ivm_error *err;
+	const char *name;
+
+	if (qmp->transport == QMP_LIBVIRT) {
+		err = libvirt_poll_state(qmp);
+		if (err)
+			return err;
+		*ret = ivm_qmp_lifecycle_cached(qmp);
+		return NULL;
+	}
+	err = socket_execute(qmp, "query-status", NULL, &status);
+	if (err)
+		return err;
+	s = json_object_is_type(status, json_type_object) ?
+		    member(status, "status", json_type_string) : NULL;
+	if (!s) {
+		json_object_put(status);
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%s: query-status returned no status",
+					qmp->name);
+	}
+	name = json_object_get_string(s);
+	if (!strcmp(name, "running"))
+		set_lifecycle(qmp->shared, IVM_QMP_RUNNING);
+	else if (!strcmp(name, "shutdown"))
+		set_lifecycle(qmp->shared, IVM_QMP_SHUTDOWN);
+	else
+		set_lifecycle(qmp->shared, IVM_QMP_PAUSED);
+	json_object_put(status);
+	*ret = ivm_qmp_lifecycle_cached(qmp);
+	return NULL;
+}
+
+enum ivm_qmp_lifecycle ivm_qmp_lifecycle(struct ivm_qmp *qmp)
+{
+	struct ivm_error *err = NULL;
+
+	if (qmp->transport == QMP_SOCKET)
+		err = socket_drain(qmp);
+	else if (qmp->lifecycle_cb < 0 &&
+		 now_ms() - qmp->last_state_poll_ms >= QMP_STATE_POLL_MS)
+		err = libvirt_poll_state(qmp);
+	if (err && err->code == IVM_ERROR_GONE)
+		set_lifecycle(qmp->shared, IVM_QMP_GONE);
+	ivm_error_destroy(err);
+	return ivm_qmp_lifecycle_cached(qmp);
+}
+
+enum ivm_qmp_lifecycle ivm_qmp_lifecycle_cached(const struct ivm_qmp *qmp)
+{
+	return atomic_load(&qmp->shared->lifecycle);
+}
+
+uint64_t ivm_qmp_reset_count(const struct ivm_qmp *qmp)
+{
+	return atomic_load(&qmp->shared->resets);
+}
+
+struct ivm_error *ivm_qmp_next_event(struct ivm_qmp *qmp,
+				     struct ivm_qmp_event **ret)
+{
+	struct ivm_error *err = NULL;
+
+	if (qmp->transport == QMP_SOCKET)
+		err = socket_drain(qmp);
+	*ret = pop_event(qmp->shared);
+	/*
+	 * Queued events come first, even when the monitor has closed since;
+	 * a garbage line is not fatal (the reader resynchronizes on '\n').
+	 */
+	if (*ret || !err || err->code == IVM_ERROR_PROTOCOL) {
+		ivm_error_destroy(err);
+		return NULL;
+	}
+	return err;
+}
+
+struct ivm_error *ivm_qmp_wait_event(struct ivm_qmp *qmp, int timeout_ms,
+				     struct ivm_qmp_event **ret)
+{
+	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	struct json_object *msg;
+	struct ivm_error *err;
+
+	for (;;) {
+		err = ivm_qmp_next_event(qmp, ret);
+		if (err || *ret)
+			return err;
+		if (now_ms() >= deadline)
+			return NULL;
+		if (qmp->transport == QMP_LIBVIRT) {
+			struct timespec ts = { 0, 10 * 1000000 };
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		err = read_message(qmp, deadline, &msg);
+		if (err && err->code == IVM_ERROR_TIMEOUT) {
+			ivm_error_destroy(err);
+			return NULL;
+		}
+		if (err)
+			return err;
+		dispatch(qmp, msg, 0);
+	}
+}
+
+uint64_t ivm_qmp_events_lost(const struct ivm_qmp *qmp)
+{
+	uint64_t lost;
+
+	pthread_mutex_lock(&qmp->shared->lock);
+	lost = qmp->shared->lost;
+	pthread_mutex_unlock(&qmp->shared->lock);
+	return lost;
+}
+
+void ivm_qmp_set_event_callback(struct ivm_qmp *qmp, ivm_qmp_event_fn *fn,
+				void *arg)
+{
+	pthread_mutex_lock(&qmp->shared->lock);
+	qmp->shared->fn = fn;
+	qmp->shared->fn_arg = arg;
+	pthread_mutex_unlock(&qmp->shared->lock);
+}

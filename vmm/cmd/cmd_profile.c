@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: MIT
+/*
+ * idlevm profile: sample a running guest's idle transitions into a profile
+ * file, then print its report.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/commands.h"
+#include "profile/capture_pin.h"
+#include "kernel/guest.h"
+#include "profile/profiler.h"
+#include "access/tcg_env.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void profile_usage(FILE *out)
+{
+	fprintf(out,
+"usage: idlevm profile (--domain NAME | --qmp PATH) [options]\n"
+"\n"
+"Record the guest stacks that ran just before each vCPU went idle (to-idle)\n"
+"and just after it woke (from-idle), plus on-CPU ticks, into a profile file;\n"
+"then print its report.  Ctrl-C stops early and keeps everything collected.\n"
+"\n"
+IVM_GUEST_USAGE
+"  -o, --output FILE      profile file (default idlevm.prof)\n"
+"  -D, --duration SEC     stop after SEC seconds (default: at Ctrl-C)\n"
+"  -F, --frequency HZ     on-CPU samples per second per vCPU (default 99; 0 off)\n"
+"      --idle-every N     sample every Nth idle transition (default 1; 0 off)\n"
+"      --poll-interval MS idle signal polling period (default 1)\n"
+"      --idle-source SRC  auto (kvm on hardware KVM, else thread), thread\n"
+"                         (vCPU thread state), qmp (HLT) or kvm (tracepoints)\n"
+"      --registers SRC    where on-CPU and from-idle samples take the vCPU's\n"
+"                         registers: auto (default: QEMU's memory under TCG,\n"
+"                         else the monitor), memory, or monitor (HMP `info\n"
+"                         registers`; costs a TCG guest about 0.1 %% per Hz)\n"
+"      --capture MODE     auto (default: pin when the guest helper answers,\n"
+"                         else optimistic), pin (the helper holds the idle\n"
+"                         vCPU and pins the target to it while its stack is\n"
+"                         read), optimistic (read and validate) or stop (QMP\n"
+"                         stop/cont around the read)\n"
+"      --helper-socket PATH  the helper's socket (default: the domain's\n"
+"                         helper channel, or helper.sock beside --qmp)\n"
+"      --pin-lease MS     lease of each pin (default %d; a hold gets half)\n"
+"      --pin-policy P     rescue (default: read unpinned first, pin only a\n"
+"                         target found woken) or always (pin every target\n"
+"                         not on a vCPU)\n"
+"  -p, --pid PID          keep only samples of this guest process\n"
+"      --comm PATTERN     keep only samples whose thread name matches\n"
+"      --binary FILE      host copy of a guest executable (PIE or not): its\n"
+"                         DWARF CFI unwinds the processes running it\n"
+"                         (repeatable)\n"
+"      --symdir DIR       look for each process's executable by its build-id\n"
+"                         in DIR/.build-id/xx/rest (or rest.debug, if it has\n"
+"                         CFI); the report then defaults to DIR too\n"
+"      --no-report        do not print the report at the end\n"
+"  -h, --help             this help\n", IVM_PIN_LEASE_DEFAULT_MS);
+}
+
+static double mean_ms(uint64_t total_ns, uint64_t n)
+{
+	return n ? (double)total_ns / 1e6 / (double)n : 0;
+}
+
+static bool parse_double(const char *s, double *ret)
+{
+	char *end;
+
+	*ret = strtod(s, &end);
+	return *s && !*end && *ret >= 0;
+}
+
+int ivm_cmd_profile(int argc, char **argv)
+{
+	enum { OPT_IDLE_EVERY = 256, OPT_POLL, OPT_SOURCE, OPT_CAPTURE,
+	       OPT_COMM, OPT_NO_REPORT, OPT_BINARY, OPT_HELPER_SOCKET,
+	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_SYMDIR, OPT_REGISTERS };
+	static const struct option longopts[] = {
+		IVM_GUEST_LONGOPTS,
+		{ "output", required_argument, NULL, 'o' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "idle-every", required_argument, NULL, OPT_IDLE_EVERY },
+		{ "poll-interval", required_argument, NULL, OPT_POLL },
+		{ "idle-source", required_argument, NULL, OPT_SOURCE },
+		{ "capture", required_argument, NULL, OPT_CAPTURE },
+		{ "registers", required_argument, NULL, OPT_REGISTERS },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "no-report", no_argument, NULL, OPT_NO_REPORT },
+		{ "binary", required_argument, NULL, OPT_BINARY },
+		{ "symdir", required_argument, NULL, OPT_SYMDIR },
+		{ "helper-socket", required_argument, NULL, OPT_HELPER_SOCKET },
+		{ "pin-lease", required_argument, NULL, OPT_PIN_LEASE },
+		{ "pin-policy", required_argument, NULL, OPT_PIN_POLICY },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ivm_profiler_config cfg = {
+		.frequency_hz = 99, .idle_every = 1, .poll_interval_ms = 1,
+		.idle_source = IVM_IDLE_SOURCE_THREAD,
+		.capture_mode = IVM_CAPTURE_MODE_PIN, .filter_pid = -1,
+	};
+	struct ivm_guest_options gopts = { 0 };
+	struct ivm_report_options ropts = { .out = stdout, .kind = -1,
+					    .top = 5 };
+	const char *output = "idlevm.prof";
+	const char *binaries[16];
+	size_t nr_binaries = 0;
+	struct ivm_profiler_result res;
+	struct ivm_profile_writer *writer;
+	struct sigaction sa;
+	struct ivm_guest *g;
+	struct ivm_error *err;
+	const char *helper_socket = NULL;
+	char symdir_buf[PATH_MAX];
+	const char *symdir = NULL;
+	unsigned int pin_lease = IVM_PIN_LEASE_DEFAULT_MS;
+	enum ivm_pin_policy pin_policy = IVM_PIN_RESCUE;
+	struct ivm_pin_capture *pin = NULL;
+	enum { REGS_AUTO, REGS_MEMORY, REGS_MONITOR } regs_source = REGS_AUTO;
+	struct ivm_tcg_env *tcg_env = NULL;
+	bool report = true, auto_source = true, kvm = false;
+	double d;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, IVM_GUEST_SHORTOPTS "o:D:F:p:h",
+				longopts, NULL)) != -1) {
+		if (ivm_guest_parse_option(&gopts, c, optarg))
+			continue;
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'D':
+			if (!parse_double(optarg, &cfg.duration_s))
+				goto bad_value;
+			break;
+		case 'F':
+			if (!parse_double(optarg, &cfg.frequency_hz) ||
+			    cfg.frequency_hz > 10000)
+				goto bad_value;
+			break;
+		case OPT_IDLE_EVERY:
+			if (!parse_double(optarg, &d) || d > 1e6)
+				goto bad_value;
+			cfg.idle_every = (uint32_t)d;
+			break;
+		case OPT_POLL:
+			if (!parse_double(optarg, &cfg.poll_interval_ms) ||
+			    cfg.poll_interval_ms < 0.1 ||
+			    cfg.poll_interval_ms > 1000)
+				goto bad_value;
+			break;
+		case OPT_SOURCE:
+			auto_source = false;
+			if (!strcmp(optarg, "auto"))
+				auto_source = true;
+			else if (!strcmp(optarg, "thread"))
+				cfg.idle_source = IVM_IDLE_SOURCE_THREAD;
+			else if (!strcmp(optarg, "qmp"))
+				cfg.idle_source = IVM_IDLE_SOURCE_QMP;
+			else if (!strcmp(optarg, "kvm"))
+				cfg.idle_source = IVM_IDLE_SOURCE_KVM;
+			else
+				goto bad_value;
+			break;
+		case OPT_CAPTURE:
+			if (!strcmp(optarg, "auto") || !strcmp(optarg, "pin"))
+				cfg.capture_mode = IVM_CAPTURE_MODE_PIN;
+			else if (!strcmp(optarg, "optimistic"))
+				cfg.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC;
+			else if (!strcmp(optarg, "stop"))
+				cfg.capture_mode = IVM_CAPTURE_MODE_STOP;
+			else
+				goto bad_value;
+			break;
+		case OPT_REGISTERS:
+			if (!strcmp(optarg, "auto"))
+				regs_source = REGS_AUTO;
+			else if (!strcmp(optarg, "memory"))
+				regs_source = REGS_MEMORY;
+			else if (!strcmp(optarg, "monitor"))
+				regs_source = REGS_MONITOR;
+			else
+				goto bad_value;
+			break;
+		case OPT_HELPER_SOCKET:
+			helper_socket = optarg;
+			break;
+		case OPT_PIN_LEASE:
+			if (!parse_double(optarg, &d) || d < 1 ||
+			    d > IVM_PROTO_LEASE_MAX_MS)
+				goto bad_value;
+			pin_lease = (unsigned int)d;
+			break;
+		case OPT_PIN_POLICY:
+			if (!strcmp(optarg, "always"))
+				pin_policy = IVM_PIN_ALWAYS;
+			else if (!strcmp(optarg, "rescue"))
+				pin_policy = IVM_PIN_RESCUE;
+			else
+				goto bad_value;
+			break;
+		case 'p':
+			if (!parse_double(optarg, &d) || d > 4194304)
+				goto bad_value;
+			cfg.filter_pid = (int)d;
+			break;
+		case OPT_COMM:
+			cfg.filter_comm = optarg;
+			break;
+		case OPT_NO_REPORT:
+			report = false;
+			break;
+		case OPT_BINARY:
+			if (nr_binaries == sizeof(binaries) / sizeof(binaries[0])) {
+				fprintf(stderr, "idlevm profile: too many --binary\n");
+				return 2;
+			}
+			binaries[nr_binaries++] = optarg;
+			break;
+		case OPT_SYMDIR:
+			/*
+			 * Absolute, for the report run from elsewhere; and a
+			 * missing directory is refused before the guest is
+			 * touched.
+			 */
+			symdir = realpath(optarg, symdir_buf);
+			if (!symdir) {
+				fprintf(stderr, "idlevm profile: --symdir %s: %s\n",
+					optarg, strerror(errno));
+				return 2;
+			}
+			break;
+		case 'h':
+			profile_usage(stdout);
+			return 0;
+		default:
+			profile_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "idlevm profile: unexpected argument '%s'\n",
+			argv[optind]);
+		return 2;
+	}
+	if (gopts.core_path) {
+		fprintf(stderr, "idlevm profile: needs a live guest (--domain or --qmp), not --core\n");
+		return 2;
+	}
+	err = ivm_guest_check_options(&gopts);
+	if (err) {
+		fprintf(stderr, "idlevm profile: %s\n", ivm_error_string(err));
+		ivm_error_destroy(err);
+		return 2;
+	}
+	cfg.status_line = isatty(STDERR_FILENO);
+	cfg.binaries = binaries;
+	cfg.nr_binaries = nr_binaries;
+	cfg.symdir = symdir;
+	if (nr_binaries)
+		ropts.binary = binaries[0];
+	ropts.binaries = binaries;
+	ropts.nr_binaries = nr_binaries;
+	ropts.symdir = symdir;
+
+	err = ivm_guest_open(&gopts, &g);
+	if (err)
+		return ivm_error_report(err);
+	ivm_error_destroy(ivm_guest_uses_kvm(g, &kvm));
+	/*
+	 * The kvm tracepoints are exact and cheap, but fire only when the
+	 * guest runs on hardware KVM; under TCG the vCPU threads' state is
+	 * the signal.
+	 */
+	if (auto_source)
+		cfg.idle_source = kvm ? IVM_IDLE_SOURCE_KVM :
+					IVM_IDLE_SOURCE_THREAD;
+	err = NULL;
+	if (regs_source == REGS_MEMORY && kvm)
+		err = ivm_error_create(IVM_ERROR_INVALID,
+				       "--registers memory needs a guest under TCG, and %s runs on KVM",
+				       g->name);
+	else if (regs_source != REGS_MONITOR && !kvm)
+		err = ivm_tcg_env_locate(g->qemu_pid, g->qmp, &tcg_env);
+	if (err && regs_source == REGS_MEMORY) {
+		ivm_guest_close(g);
+		return ivm_error_report(err);
+	}
+	if (err) {
+		/* Slower, but it works: say so and go on. */
+		fprintf(stderr,
+			"idlevm: warning: registers through the monitor (%s)\n",
+			ivm_error_string(err));
+		ivm_error_destroy(err);
+	}
+	cfg.tcg_env = tcg_env;
+	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN) {
+		/*
+		 * Pin needs the helper: one HELLO within a short timeout
+		 * says whether it is there.  Without it, auto and pin alike
+		 * go on optimistic, saying why; a profiler that refused to
+		 * run would help nobody, and the mode is printed below.
+		 */
+		err = ivm_pin_capture_create(g, helper_socket, gopts.qmp_path,
+					     IVM_PIN_TIMEOUT_DEFAULT_MS,
+					     pin_lease, &pin);
+		if (err) {
+			fprintf(stderr,
+				"idlevm: warning: no pin capture (%s), capturing optimistic\n",
+				ivm_error_string(err));
+			ivm_error_destroy(err);
+			cfg.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC;
+		} else {
+			ivm_pin_capture_set_policy(pin, pin_policy);
+		}
+		cfg.pin = pin;
+	}
+	err = ivm_profile_writer_create(output, &writer);
+	if (err) {
+		ivm_pin_capture_destroy(pin);
+		ivm_tcg_env_destroy(tcg_env);
+		ivm_guest_close(g);
+		return ivm_error_report(err);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: Ctrl-C must cut the poll sleep short. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	fprintf(stderr,
+		"idlevm: profiling %s (kernel %s, %zu vCPUs): idle source %s, capture %s, registers from %s, %g Hz on-CPU, writing %s\n",
+		g->name, g->release, g->nr_vcpus,
+		ivm_idle_source_name(cfg.idle_source),
+		ivm_capture_mode_name(cfg.capture_mode),
+		tcg_env ? "qemu memory" : "the monitor", cfg.frequency_hz,
+		output);
+	err = ivm_profile_guest(g, &cfg, writer, &stop_requested, &res);
+	/* Before the guest: closing the channel ends any lease left. */
+	ivm_pin_capture_destroy(pin);
+	ivm_tcg_env_destroy(tcg_env);
+	ivm_guest_close(g);
+	if (err)
+		return ivm_error_report(err);
+	fprintf(stderr,
+		"idlevm: stopped after %.1f s (%s): %" PRIu64 " to_idle, %" PRIu64
+		" from_idle, %" PRIu64 " on_cpu samples; discarded %" PRIu64
+		" (target ran during the read) + %" PRIu64
+		" (target runnable); lost %" PRIu64
+		" (capture busy) + %" PRIu64 " (target missed); %" PRIu64
+		" idle periods too short to see\n",
+		res.elapsed_s, res.end_reason, res.kept[IVM_SAMPLE_TO_IDLE],
+		res.kept[IVM_SAMPLE_FROM_IDLE], res.kept[IVM_SAMPLE_ON_CPU],
+		res.outcomes[IVM_CAPTURE_DISCARDED_RAN],
+		res.outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE],
+		res.dispatch.lost_busy, res.dispatch.lost_missed,
+		res.dispatch.missed_idle);
+	fprintf(stderr,
+		"idlevm: targets read from their saved frame: %" PRIu64
+		" kept, %" PRIu64 " discarded\n",
+		res.blocked_outcomes[IVM_CAPTURE_KEPT],
+		res.blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
+		res.blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE]);
+	if (res.to_idle_resolved || res.to_idle_unresolved)
+		fprintf(stderr,
+			"idlevm: to-idle targets the poll could not be sure of: %" PRIu64
+			" found in guest memory (%" PRIu64
+			" not the task last seen, %" PRIu64
+			" in idle periods between two polls), %" PRIu64
+			" not found\n",
+			res.to_idle_resolved, res.to_idle_retargeted,
+			res.dispatch.unseen_to_idle, res.to_idle_unresolved);
+	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN)
+		fprintf(stderr,
+			"idlevm: pin: %" PRIu64 " pinned, %" PRIu64
+			" held only, %" PRIu64 " unneeded, %" PRIu64
+			" skipped, %" PRIu64
+			" refused, %" PRIu64 " ran before the pin, %" PRIu64
+			" lease expired, %" PRIu64 " pin_failed (helper lost), %"
+			PRIu64 " unpinned after it; mean round trips: hold+pin %.2f ms, unpin+release %.2f ms\n",
+			res.pin.ok, res.pin.hold_only, res.pin.unneeded,
+			res.pin.skipped,
+			res.pin.refused, res.pin.ran_before_pin,
+			res.pin.lease_expired, res.pin.failed, res.pin.unpinned,
+			mean_ms(res.pin.pin_ns, res.pin.ok + res.pin.hold_only +
+						res.pin.refused),
+			mean_ms(res.pin.restore_ns, res.pin.ok +
+						    res.pin.hold_only));
+	if (!report)
+		return 0;
+	return ivm_report_file(output, false, &ropts,
+			       IVM_CALLTREE_BY_PROCESS | IVM_CALLTREE_BY_THREAD);
+
+bad_value:
+	fprintf(stderr, "idlevm profile: bad value '%s' for %s\n", optarg,
+		argv[optind - 1]);
+	return 2;
+}

@@ -1,0 +1,643 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+#include "kernel/guest.h"
+#include "kernel/kallsyms_guest.h"
+#include "gmem/vmem.h"
+#include "kernel/vmcoreinfo.h"
+
+bool ivm_guest_parse_option(struct ivm_guest_options *opts, int c,
+			    const char *arg)
+{
+	switch (c) {
+	case 'd':
+		opts->domain = arg;
+		return true;
+	case 'c':
+		opts->connect_uri = arg;
+		return true;
+	case 'q':
+		opts->qmp_path = arg;
+		return true;
+	case 'C':
+		opts->core_path = arg;
+		return true;
+	case 'k':
+		opts->vmlinux = arg;
+		return true;
+	default:
+		return false;
+	}
+}
+
+struct ivm_error *ivm_guest_check_options(const struct ivm_guest_options *opts)
+{
+	int sources = !!opts->domain + !!opts->qmp_path + !!opts->core_path;
+
+	if (sources == 0)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"no guest given: use --domain NAME, --qmp PATH or --core FILE");
+	if (sources > 1)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"give only one of --domain, --qmp and --core");
+	if (opts->connect_uri && !opts->domain)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"--connect goes with --domain");
+	return NULL;
+}
+
+static bool release_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_' ||
+	       c == '+' || c == '~';
+}
+
+/* Scan window: the banner lives in the kernel image, in the low GiBs. */
+#define SCAN_LIMIT	(8ull << 30)
+#define SCAN_CHUNK	(2ull << 20)
+
+struct ivm_error *ivm_guest_find_release(struct ivm_gmem *gmem,
+					 char release[65])
+{
+	static const char prefix[] = "Linux version ";
+	const size_t plen = sizeof(prefix) - 1;
+	/* Chunk plus an overlap so a banner across two chunks is found. */
+	size_t buflen = SCAN_CHUNK + plen + 65;
+	uint64_t gpa;
+	char *buf;
+
+	buf = malloc(buflen);
+	if (!buf)
+		return &ivm_enomem;
+	for (gpa = 0; gpa < SCAN_LIMIT; gpa += SCAN_CHUNK) {
+		struct ivm_error *err;
+		char *p, *end;
+		size_t len = buflen;
+
+		err = ivm_gmem_read_phys(gmem, gpa, buf, len);
+		if (err) {
+			/* A hole, or the end of RAM: try the chunk alone. */
+			ivm_error_destroy(err);
+			len = SCAN_CHUNK;
+			err = ivm_gmem_read_phys(gmem, gpa, buf, len);
+			if (err) {
+				ivm_error_destroy(err);
+				continue;
+			}
+		}
+		for (p = buf, end = buf + len;
+		     (p = memmem(p, (size_t)(end - p), prefix, plen));
+		     p++) {
+			char *r = p + plen;
+			size_t n = 0;
+
+			while (r + n < end && n < 64 && release_char(r[n]))
+				n++;
+			/* A real banner: "RELEASE (builder@host) ..." */
+			if (n >= 3 && r + n + 1 < end && r[n] == ' ' &&
+			    r[n + 1] == '(' && r[0] >= '0' && r[0] <= '9') {
+				memcpy(release, r, n);
+				release[n] = '\0';
+				free(buf);
+				return NULL;
+			}
+		}
+	}
+	free(buf);
+	return ivm_error_create(IVM_ERROR_NOT_FOUND,
+				"no Linux kernel banner in guest memory (has the guest booted?)");
+}
+
+/*
+ * Where distributions and idlevm's image cache keep a release's vmlinux;
+ * IDLEVM_DEBUG_DIRS (directories separated by ':') replaces these, each
+ * directory searched for vmlinux-RELEASE and RELEASE/vmlinux.
+ */
+/* DIR (n bytes) + before + release + after, if that file is readable. */
+static char *readable(const char *dir, int n, const char *before,
+		      const char *release, const char *after)
+{
+	char *path;
+
+	if (asprintf(&path, "%.*s%s%s%s", n, dir, before, release, after) < 0)
+		return NULL;
+	if (access(path, R_OK) == 0)
+		return path;
+	free(path);
+	return NULL;
+}
+
+static char *find_vmlinux(const char *release)
+{
+	static const struct {
+		const char *before, *after;
+	} places[] = {
+		{ "/usr/lib/debug/boot/vmlinux-", "" },
+		{ "/usr/lib/debug/lib/modules/", "/vmlinux" },
+		{ "/var/cache/idlevm/", "/vmlinux" },
+		{ "/boot/vmlinux-", "" },
+		{ "/lib/modules/", "/build/vmlinux" },
+	};
+	const char *p = getenv("IDLEVM_DEBUG_DIRS");
+	char *path = NULL;
+	size_t i;
+
+	if (p) {
+		while (*p && !path) {
+			int n = (int)strcspn(p, ":");
+
+			if (n)
+				path = readable(p, n, "/vmlinux-", release, "");
+			if (n && !path)
+				path = readable(p, n, "/", release, "/vmlinux");
+			p += n + (p[n] == ':');
+		}
+		return path;
+	}
+	for (i = 0; i < sizeof(places) / sizeof(places[0]) && !path; i++)
+		path = readable("", 0, places[i].before, release,
+				places[i].after);
+	return path;
+}
+
+static struct ivm_error *open_live(struct ivm_guest *g,
+				   const struct ivm_guest_options *opts)
+{
+	struct ivm_qemu_vcpus *vcpus = NULL;
+	struct ivm_qemu_ram *ram = NULL;
+	struct ivm_error *err;
+	size_t i;
+
+	if (opts->domain) {
+		/* Lifecycle events need libvirt's loop before the connection. */
+		err = ivm_qmp_libvirt_event_loop_start();
+		if (err)
+			return err;
+		err = ivm_libvirt_domain_open(opts->connect_uri, opts->domain,
+					      &g->dom);
+		if (err)
+			return err;
+		err = ivm_qmp_connect_libvirt(g->dom, &g->qmp);
+	} else {
+		err = ivm_qmp_connect_socket(opts->qmp_path, &g->qmp);
+	}
+	if (err)
+		return err;
+	err = ivm_qemu_vcpus(g->qmp, &vcpus);
+	if (err)
+		return ivm_error_wrap(err, "listing vCPUs");
+	err = ivm_qemu_pid(g->qmp, vcpus, "/proc", &g->qemu_pid);
+	if (err)
+		goto out;
+	g->vcpus = calloc(vcpus->nr, sizeof(*g->vcpus));
+	if (!g->vcpus) {
+		err = &ivm_enomem;
+		goto out;
+	}
+	g->nr_vcpus = vcpus->nr;
+	for (i = 0; i < vcpus->nr; i++) {
+		g->vcpus[i].index = vcpus->vcpu[i].index;
+		g->vcpus[i].tid = vcpus->vcpu[i].tid;
+		g->vcpus[i].cpu = -1;
+		g->vcpus[i].cpl = -1;
+	}
+	err = ivm_qemu_ram_regions(g->qmp, &ram);
+	if (err) {
+		err = ivm_error_wrap(err, "finding guest RAM");
+		goto out;
+	}
+	/*
+	 * Shared RAM can be mapped and read without system calls; private
+	 * RAM (QEMU's default) is read with process_vm_readv.
+	 */
+	err = ivm_gmem_mmap_create(g->qemu_pid, ram->region, ram->nr, &g->gmem);
+	if (!err) {
+		g->gmem_kind = "mmap of shared guest RAM";
+	} else {
+		ivm_error_destroy(err);
+		err = ivm_gmem_process_create(g->qemu_pid, ram->region,
+					      ram->nr, &g->gmem);
+		if (err)
+			goto out;
+		g->gmem_kind = "process_vm_readv";
+	}
+	err = ivm_guest_refresh_vcpus(g);
+out:
+	free(vcpus);
+	free(ram);
+	return err;
+}
+
+static struct ivm_error *open_core(struct ivm_guest *g,
+				   const struct ivm_guest_options *opts)
+{
+	struct ivm_error *err;
+	size_t i;
+
+	err = ivm_gmem_core_create(opts->core_path, &g->gmem);
+	if (err)
+		return err;
+	g->gmem_kind = "memory dump";
+	g->nr_vcpus = ivm_gmem_core_nr_cpus(g->gmem);
+	if (!g->nr_vcpus)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s: the core holds no vCPU state",
+					opts->core_path);
+	g->vcpus = calloc(g->nr_vcpus, sizeof(*g->vcpus));
+	if (!g->vcpus)
+		return &ivm_enomem;
+	for (i = 0; i < g->nr_vcpus; i++) {
+		struct ivm_guest_vcpu *v = &g->vcpus[i];
+
+		v->index = (int)i;
+		v->cpu = -1;
+		v->cpl = -1;
+		err = ivm_gmem_core_cpu_state(g->gmem, i, &v->regs);
+		if (err)
+			return ivm_error_wrap(err, "vCPU %zu state", i);
+		if (v->regs.valid & IVM_X86_REGS_SEGMENTS)
+			v->cpl = v->regs.cs & 3;
+	}
+	return NULL;
+}
+
+struct ivm_error *ivm_guest_refresh_vcpus(struct ivm_guest *g)
+{
+	struct ivm_qemu_registers *regs;
+	struct ivm_error *err;
+	size_t i, j;
+
+	if (!g->qmp)
+		return NULL;
+	err = ivm_qemu_registers_all(g->qmp, &regs);
+	if (err)
+		return ivm_error_wrap(err, "reading vCPU registers");
+	for (i = 0; i < g->nr_vcpus; i++) {
+		for (j = 0; j < regs->nr; j++) {
+			if (regs->cpu[j].cpu_index != g->vcpus[i].index)
+				continue;
+			g->vcpus[i].halted = regs->cpu[j].halted;
+			g->vcpus[i].cpl = regs->cpu[j].cpl;
+			g->vcpus[i].regs = regs->cpu[j].regs;
+			break;
+		}
+		if (j == regs->nr) {
+			free(regs);
+			return ivm_error_create(IVM_ERROR_PROTOCOL,
+						"qemu printed no registers for vCPU %d",
+						g->vcpus[i].index);
+		}
+	}
+	free(regs);
+	return NULL;
+}
+
+static bool all_mapped(const struct ivm_guest *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->nr_vcpus; i++)
+		if (g->vcpus[i].cpu < 0)
+			return false;
+	return true;
+}
+
+/*
+ * Which guest CPU a vCPU is comes from its GS base in kernel mode; QEMU's
+ * `info registers` does not show the kernel GS base, so a vCPU caught in
+ * user mode is unknown.  It does not change CPU, so look again a few times
+ * until it is seen in the kernel; failing that, take its APIC id, which is
+ * QEMU's cpu-index for the default topology (one thread per core).
+ */
+static void map_user_mode_vcpus(struct ivm_guest *g)
+{
+	struct ivm_error *err;
+	unsigned int cpu;
+	int tries;
+	size_t i;
+
+	for (tries = 0; tries < 50 && g->qmp && !all_mapped(g); tries++) {
+		err = ivm_guest_refresh_vcpus(g);
+		if (err) {
+			ivm_error_destroy(err);
+			break;
+		}
+		for (i = 0; i < g->nr_vcpus; i++) {
+			if (g->vcpus[i].cpu >= 0)
+				continue;
+			err = ivm_kernel_cpu_from_regs(g->layout,
+						       &g->vcpus[i].regs, &cpu);
+			if (!err)
+				g->vcpus[i].cpu = (int)cpu;
+			ivm_error_destroy(err);
+		}
+	}
+	for (i = 0; i < g->nr_vcpus; i++) {
+		if (g->vcpus[i].cpu >= 0 || g->vcpus[i].index < 0)
+			continue;
+		err = ivm_kernel_cpu_from_apic_id(g->layout,
+						  (uint32_t)g->vcpus[i].index,
+						  &cpu);
+		if (!err)
+			g->vcpus[i].cpu = (int)cpu;
+		ivm_error_destroy(err);
+	}
+}
+
+/*
+ * The guest's VMCOREINFO: a core's note when it has a usable one, else the
+ * page in guest RAM.  Either way it must be of the banner's release and
+ * name the kallsyms tables.
+ */
+static struct ivm_error *guest_vmcoreinfo(struct ivm_guest *g,
+					  struct ivm_vmcoreinfo **ret)
+{
+	const char *note = ivm_gmem_is_core(g->gmem) ?
+			   ivm_gmem_core_vmcoreinfo(g->gmem) : NULL;
+	struct ivm_error *note_err = NULL, *err;
+
+	if (note) {
+		note_err = ivm_vmcoreinfo_parse(note, IVM_VMCOREINFO_MAX_TEXT,
+						ret);
+		if (!note_err) {
+			note_err = ivm_vmcoreinfo_check(
+				*ret, g->release,
+				ivm_kallsyms_vmcoreinfo_symbols);
+			if (!note_err)
+				return NULL;
+			ivm_vmcoreinfo_destroy(*ret);
+			*ret = NULL;
+		}
+	}
+	/* No note, or a bad one: the kernel's own page may still be fine. */
+	err = ivm_vmcoreinfo_find(g->gmem, g->release,
+				  ivm_kallsyms_vmcoreinfo_symbols, ret);
+	if (err && note_err)
+		err = ivm_error_wrap(err, "the core's VMCOREINFO note is unusable (%s)",
+				     ivm_error_string(note_err));
+	ivm_error_destroy(note_err);
+	return err;
+}
+
+/* Run-time [start, stop) of a pair of kernel image symbols. */
+static struct ivm_error *symbol_range(const struct ivm_ksyms *ksyms,
+				      uint64_t slide, const char *start,
+				      const char *stop, uint64_t max,
+				      uint64_t *lo, uint64_t *hi)
+{
+	struct ivm_error *err;
+
+	err = ivm_ksyms_lookup(ksyms, start, lo);
+	if (!err)
+		err = ivm_ksyms_lookup(ksyms, stop, hi);
+	if (err)
+		return err;
+	if (*hi <= *lo || *hi - *lo > max || *lo < IVM_KERNEL_START_MAP)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%s..%s is not a range of at most %" PRIu64 " bytes",
+					start, stop, max);
+	*lo += slide;
+	*hi += slide;
+	return NULL;
+}
+
+/*
+ * No vmlinux: symbols from the guest's kallsyms and BTF from its memory,
+ * both found through VMCOREINFO; *slide gets its KERNELOFFSET.
+ */
+static struct ivm_error *kernel_from_memory(struct ivm_guest *g,
+					    uint64_t *slide)
+{
+	struct ivm_kallsyms_addrs addrs;
+	struct ivm_kmem_image image = { .gmem = g->gmem };
+	struct ivm_kmem_reader mem;
+	struct ivm_vmcoreinfo *vi;
+	struct ivm_error *err;
+	uint64_t lo, hi;
+	int64_t phys_base;
+	void *blob;
+
+	err = guest_vmcoreinfo(g, &vi);
+	if (err)
+		return err;
+	err = ivm_vmcoreinfo_kerneloffset(vi, slide);
+	if (!err)
+		err = ivm_vmcoreinfo_number(vi, "phys_base", &phys_base);
+	if (!err)
+		err = ivm_kallsyms_addrs_from_vmcoreinfo(vi, &addrs);
+	ivm_vmcoreinfo_destroy(vi);
+	if (err)
+		return err;
+	image.phys_base = (uint64_t)phys_base;
+	ivm_kmem_reader_image(&image, &mem);
+	err = ivm_kallsyms_read_guest(&mem, &addrs, *slide, &g->ksyms);
+	if (err)
+		return ivm_error_wrap(err, "reading the guest's kallsyms");
+	err = symbol_range(g->ksyms, *slide, "__start_BTF", "__stop_BTF",
+			   IVM_BTF_MAX_SIZE, &lo, &hi);
+	if (err)
+		return ivm_error_wrap(err, "the guest's BTF");
+	blob = malloc(hi - lo);
+	if (!blob)
+		return &ivm_enomem;
+	err = mem.read(mem.ctx, lo, blob, hi - lo);
+	if (!err)
+		err = ivm_btf_load_blob(blob, hi - lo, &g->btf);
+	free(blob);
+	if (err)
+		return ivm_error_wrap(err, "the guest's BTF");
+	return NULL;
+}
+
+struct ivm_error *ivm_guest_load_orc(struct ivm_guest *g,
+				     struct ivm_orc_table **ret,
+				     uint64_t *orc_slide)
+{
+	struct ivm_kmem_gmem kmem = { .gmem = g->gmem };
+	struct ivm_kmem_reader mem;
+	struct ivm_error *err;
+	uint64_t slide = ivm_kernel_layout_slide(g->layout);
+	uint64_t ip_lo, ip_hi, orc_lo, orc_hi;
+
+	if (!g->from_memory) {
+		*orc_slide = slide;
+		return ivm_orc_load_elf(g->vmlinux, IVM_ORC_FORMAT_AUTO, ret);
+	}
+	err = symbol_range(g->ksyms, slide, "__start_orc_unwind_ip",
+			   "__stop_orc_unwind_ip",
+			   (uint64_t)IVM_ORC_MAX_ENTRIES * 4, &ip_lo, &ip_hi);
+	if (!err)
+		err = symbol_range(g->ksyms, slide, "__start_orc_unwind",
+				   "__stop_orc_unwind",
+				   (uint64_t)IVM_ORC_MAX_ENTRIES * 6, &orc_lo,
+				   &orc_hi);
+	if (err)
+		return ivm_error_wrap(err, "the guest's ORC tables");
+	/* Both arrays have one entry per ip. */
+	if ((ip_hi - ip_lo) % 4 || (orc_hi - orc_lo) / 6 < (ip_hi - ip_lo) / 4)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"the guest's ORC tables disagree: %" PRIu64 " ip bytes, %" PRIu64 " entry bytes",
+					ip_hi - ip_lo, orc_hi - orc_lo);
+	kmem.cr3 = ivm_kernel_layout_cr3(g->layout);
+	kmem.la57 = ivm_kernel_layout_la57(g->layout);
+	ivm_kmem_reader_gmem(&kmem, &mem);
+	*orc_slide = 0;
+	return ivm_orc_load_guest(&mem, ip_lo, ip_hi, orc_lo,
+				  ivm_orc_format_for_release(g->release), ret);
+}
+
+static struct ivm_error *open_kernel(struct ivm_guest *g,
+				     const struct ivm_guest_options *opts)
+{
+	struct ivm_kernel_layout_config cfg = { 0 };
+	struct ivm_x86_regs *regs;
+	struct ivm_error *err;
+	size_t i;
+
+	if (opts->vmlinux) {
+		g->vmlinux = strdup(opts->vmlinux);
+		if (!g->vmlinux)
+			return &ivm_enomem;
+	} else {
+		g->vmlinux = find_vmlinux(g->release);
+	}
+	if (g->vmlinux) {
+		err = ivm_btf_load_file(g->vmlinux, &g->btf);
+		if (err)
+			return ivm_error_wrap(err, "%s", g->vmlinux);
+		err = ivm_ksyms_load_elf(g->vmlinux, &g->ksyms);
+		if (err)
+			return ivm_error_wrap(err, "%s", g->vmlinux);
+	} else {
+		uint64_t slide;
+
+		g->from_memory = true;
+		err = kernel_from_memory(g, &slide);
+		if (err)
+			return ivm_error_wrap(err,
+					      "no debuginfo for guest kernel %s (pass --vmlinux FILE; on Debian: the linux-image-%s-dbg package%s), and its memory does not give its symbols",
+					      g->release, g->release,
+					      getenv("IDLEVM_DEBUG_DIRS") ?
+					      ", or add its directory to IDLEVM_DEBUG_DIRS" : "");
+		cfg.has_slide_hint = true;
+		cfg.slide_hint = slide;
+		fprintf(stderr,
+			"idlevm: no vmlinux for %s; using the guest's kallsyms, BTF and ORC from its memory\n",
+			g->release);
+	}
+
+	regs = calloc(g->nr_vcpus, sizeof(*regs));
+	if (!regs)
+		return &ivm_enomem;
+	for (i = 0; i < g->nr_vcpus; i++)
+		regs[i] = g->vcpus[i].regs;
+	cfg.btf = g->btf;
+	cfg.ksyms = g->ksyms;
+	cfg.vcpu_regs = regs;
+	cfg.nr_vcpus = g->nr_vcpus;
+	if (!g->from_memory && ivm_gmem_is_core(g->gmem) &&
+	    ivm_gmem_core_vmcoreinfo(g->gmem)) {
+		struct ivm_error *e = ivm_kernel_vmcoreinfo_offset(
+			ivm_gmem_core_vmcoreinfo(g->gmem), &cfg.slide_hint);
+
+		cfg.has_slide_hint = !e;
+		ivm_error_destroy(e);
+	}
+	err = ivm_kernel_layout_create(g->gmem, &cfg, &g->layout);
+	free(regs);
+	if (err)
+		return ivm_error_wrap(err, "finding the kernel of %s with %s",
+				      g->name, g->vmlinux ? g->vmlinux :
+				      "its kallsyms and BTF");
+	for (i = 0; i < g->nr_vcpus; i++)
+		g->vcpus[i].cpu = ivm_kernel_layout_vcpu_cpu(g->layout, i);
+	map_user_mode_vcpus(g);
+	return NULL;
+}
+
+struct ivm_error *ivm_guest_open(const struct ivm_guest_options *opts,
+				 struct ivm_guest **ret)
+{
+	struct ivm_guest *g;
+	struct ivm_error *err;
+
+	err = ivm_guest_check_options(opts);
+	if (err)
+		return err;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return &ivm_enomem;
+	g->name = strdup(opts->domain ? opts->domain :
+			 opts->qmp_path ? opts->qmp_path : opts->core_path);
+	if (!g->name) {
+		free(g);
+		return &ivm_enomem;
+	}
+	err = opts->core_path ? open_core(g, opts) : open_live(g, opts);
+	if (!err)
+		err = ivm_guest_find_release(g->gmem, g->release);
+	if (!err)
+		err = open_kernel(g, opts);
+	if (err) {
+		ivm_guest_close(g);
+		return err;
+	}
+	*ret = g;
+	return NULL;
+}
+
+struct ivm_error *ivm_guest_modules(struct ivm_guest *guest,
+				    const struct ivm_kmodules **ret)
+{
+	struct ivm_error *err;
+
+	if (!guest->modules) {
+		err = ivm_kmodules_read(guest->layout, guest->btf,
+					&guest->modules);
+		if (err)
+			return err;
+	}
+	*ret = guest->modules;
+	return NULL;
+}
+
+void ivm_guest_close(struct ivm_guest *g)
+{
+	if (!g)
+		return;
+	ivm_kmodules_destroy(g->modules);
+	ivm_kernel_layout_destroy(g->layout);
+	ivm_ksyms_destroy(g->ksyms);
+	ivm_btf_destroy(g->btf);
+	ivm_gmem_destroy(g->gmem);
+	ivm_qmp_destroy(g->qmp);
+	ivm_libvirt_domain_close(g->dom);
+	free(g->vcpus);
+	free(g->vmlinux);
+	free(g->name);
+	free(g);
+}
+
+struct ivm_error *ivm_guest_uses_kvm(struct ivm_guest *guest, bool *ret)
+{
+	struct json_object *reply, *enabled;
+	struct ivm_error *err;
+
+	*ret = false;
+	if (!guest->qmp)
+		return NULL;
+	err = ivm_qmp_execute(guest->qmp, "query-kvm", NULL, &reply);
+	if (err)
+		return err;
+	if (json_object_object_get_ex(reply, "enabled", &enabled))
+		*ret = json_object_get_boolean(enabled);
+	json_object_put(reply);
+	return NULL;
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A guest as the commands see it: opened from a libvirt domain
+ * (--domain NAME [--connect URI]), a plain QEMU QMP socket (--qmp PATH) or a
+ * memory dump (--core FILE), with the guest kernel found in its memory.
+ *
+ * ivm_guest_open() assembles the pieces in order: monitor (vmm/access/qmp.h), vCPUs
+ * and their host threads, guest RAM (vmm/gmem/gmem.h), the vCPU registers, the
+ * kernel's debuginfo (BTF and symbols from vmlinux) and the kernel layout
+ * (vmm/kernel/kernel_layout.h).  When no vmlinux is named, the kernel release is
+ * read from the guest's own banner in RAM and the debuginfo looked for where
+ * distributions and idlevm's image cache put it.  When there is none, the
+ * kernel is read from its own memory instead: VMCOREINFO (the core's note,
+ * or the page found in RAM, vmm/kernel/vmcoreinfo.h) gives the KASLR offset,
+ * phys_base and where the compressed kallsyms tables are; they give the
+ * symbols (vmm/kernel/kallsyms_guest.h), and the symbols the in-memory BTF
+ * (__start_BTF..__stop_BTF) and ORC tables (ivm_guest_load_orc).  One line
+ * on stderr says so.
+ */
+#ifndef IVM_GUEST_H
+#define IVM_GUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "kernel/btf.h"
+#include "base/error.h"
+#include "gmem/gmem.h"
+#include "kernel/kernel_layout.h"
+#include "kernel/kmodules.h"
+#include "kernel/ksyms.h"
+#include "access/libvirt_domain.h"
+#include "kernel/orc.h"
+#include "access/qemu_discovery.h"
+#include "access/qmp.h"
+#include "base/x86_64_regs.h"
+
+struct ivm_guest_options {
+	const char *domain;		/* libvirt domain name */
+	const char *connect_uri;	/* libvirt URI, NULL = default */
+	const char *qmp_path;		/* plain QEMU QMP socket */
+	const char *core_path;		/* dump-guest-memory ELF core */
+	const char *vmlinux;		/* guest kernel debuginfo */
+};
+
+/* getopt_long entries shared by the commands that open a guest. */
+#define IVM_GUEST_LONGOPTS						\
+	{ "domain", required_argument, NULL, 'd' },			\
+	{ "connect", required_argument, NULL, 'c' },			\
+	{ "qmp", required_argument, NULL, 'q' },			\
+	{ "core", required_argument, NULL, 'C' },			\
+	{ "vmlinux", required_argument, NULL, 'k' }
+#define IVM_GUEST_SHORTOPTS "d:c:q:C:k:"
+#define IVM_GUEST_USAGE							\
+"  -d, --domain NAME    libvirt domain to inspect\n"			\
+"  -c, --connect URI    libvirt connection (default qemu:///system)\n"	\
+"  -q, --qmp PATH       plain QEMU QMP socket instead of libvirt\n"	\
+"  -C, --core FILE      QEMU dump-guest-memory core instead of a live guest\n" \
+"  -k, --vmlinux FILE   guest kernel debuginfo (default: found by release)\n"
+
+/* Take option c if it is a guest option; true if it was. */
+bool ivm_guest_parse_option(struct ivm_guest_options *opts, int c,
+			    const char *arg);
+
+/* Exactly one of domain, qmp, core; IVM_ERROR_INVALID otherwise. */
+struct ivm_error *ivm_guest_check_options(const struct ivm_guest_options *opts);
+
+struct ivm_guest_vcpu {
+	int index;		/* QEMU cpu-index */
+	pid_t tid;		/* host thread (0 for a core) */
+	bool halted;		/* HLT state when last read */
+	int cpl;		/* -1 unknown */
+	struct ivm_x86_regs regs;
+	int cpu;		/* guest CPU number, -1 unknown */
+};
+
+struct ivm_guest {
+	struct ivm_libvirt_domain *dom;	/* NULL unless --domain */
+	struct ivm_qmp *qmp;		/* NULL for a core */
+	pid_t qemu_pid;			/* 0 for a core */
+	struct ivm_gmem *gmem;
+	const char *gmem_kind;		/* how guest memory is read (static) */
+	size_t nr_vcpus;
+	struct ivm_guest_vcpu *vcpus;
+	char release[65];		/* kernel release from the banner */
+	char *vmlinux;			/* path used; NULL when from_memory */
+	/*
+	 * No vmlinux: ksyms (link-time addresses, as from a vmlinux) come
+	 * from the guest's kallsyms, btf from its memory, and ORC must too.
+	 */
+	bool from_memory;
+	struct ivm_btf *btf;
+	struct ivm_ksyms *ksyms;
+	struct ivm_kernel_layout *layout;
+	char *name;			/* for messages: domain, socket or core */
+	struct ivm_kmodules *modules;	/* read once, see ivm_guest_modules */
+};
+
+struct ivm_error *ivm_guest_open(const struct ivm_guest_options *opts,
+				 struct ivm_guest **ret);
+void ivm_guest_close(struct ivm_guest *guest);
+
+/*
+ * The guest kernel's ORC table for unwinding: from its vmlinux, or from
+ * guest memory (__start_orc_unwind_ip..__stop_orc_unwind_ip,
+ * __start_orc_unwind) when the guest was opened without one.  *orc_slide
+ * gets what to add to a table ip for a run-time address (the KASLR slide
+ * for a vmlinux table, 0 for one read from memory).  The caller owns *ret.
+ */
+/*
+ * The guest kernel's modules (kmodules.h), read from its memory at the
+ * first call and kept: the capture engine (their ORC tables) and the
+ * profile file (their load addresses) both need them, as of the start.
+ * Owned by guest; errors as ivm_kmodules_read, and retried at the next
+ * call.
+ */
+struct ivm_error *ivm_guest_modules(struct ivm_guest *guest,
+				    const struct ivm_kmodules **ret);
+
+struct ivm_error *ivm_guest_load_orc(struct ivm_guest *guest,
+				     struct ivm_orc_table **ret,
+				     uint64_t *orc_slide);
+
+/* Re-read every vCPU's registers and HLT state (live guests only). */
+struct ivm_error *ivm_guest_refresh_vcpus(struct ivm_guest *guest);
+
+/*
+ * Whether QEMU runs the guest on KVM (QMP query-kvm; false for a core).
+ * Under TCG the kvm tracepoints never fire and QEMU's memory holds the
+ * vCPUs' current registers (tcg_env.h); under KVM neither holds.
+ */
+struct ivm_error *ivm_guest_uses_kvm(struct ivm_guest *guest, bool *ret);
+
+/*
+ * Find "Linux version RELEASE " in guest physical memory (the kernel's
+ * banner; the first plausible release wins) and copy RELEASE (at most 64
+ * bytes of [A-Za-z0-9._+~-]) to release.
+ */
+struct ivm_error *ivm_guest_find_release(struct ivm_gmem *gmem,
+					 char release[65]);
+
+#endif /* IVM_GUEST_H */

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+/* Who ran last on an idle CPU; see last_ran.h for why and how. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/bytes.h"
+#include "kernel/last_ran.h"
+
+/* More than any task_struct span we read; bounds a hostile layout. */
+#define MAX_SPAN 4096
+
+struct candidate {
+	uint64_t task;
+	int32_t tgid;		/* as of the walk */
+	uint64_t pa;
+	bool mapped;		/* pa is valid, span contiguous */
+	bool ok;		/* read in this lookup */
+};
+
+struct ivm_last_ran {
+	const struct ivm_kernel_layout *layout;
+	struct ivm_gmem *gmem;
+	uint32_t lo, span;		/* of task_struct read per task */
+	uint32_t off_cpu, off_on_cpu, off_exec_start;
+	struct candidate *cand;
+	size_t nr, cap;
+	uint8_t *buf;			/* nr * span */
+	struct ivm_gmem_piece *pieces;
+	size_t *piece_cand;
+	bool refreshed;
+	uint64_t refreshed_at;
+};
+
+void ivm_last_ran_destroy(struct ivm_last_ran *lr)
+{
+	if (!lr)
+		return;
+	free(lr->cand);
+	free(lr->buf);
+	free(lr->pieces);
+	free(lr->piece_cand);
+	free(lr);
+}
+
+struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
+				      struct ivm_gmem *gmem,
+				      struct ivm_last_ran **ret)
+{
+	const struct ivm_kernel_offsets *o = ivm_kernel_layout_offsets(layout);
+	const struct ivm_kernel_field f[] = {
+		{ o->task_cpu, 4 }, { o->task_on_cpu, 4 },
+		{ o->task_se_exec_start, 8 },
+	};
+	uint32_t lo, hi;
+	struct ivm_last_ran *lr;
+
+	if (o->task_se_exec_start == IVM_KOFF_NONE)
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"task_struct.se.exec_start not found");
+	ivm_kernel_fields_span(f, sizeof(f) / sizeof(f[0]), &lo, &hi);
+	if (hi - lo > MAX_SPAN)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"task_struct: cpu and se.exec_start %u bytes apart",
+					hi - lo);
+	lr = calloc(1, sizeof(*lr));
+	if (!lr)
+		return &ivm_enomem;
+	lr->layout = layout;
+	lr->gmem = gmem;
+	lr->lo = lo;
+	lr->span = hi - lo;
+	lr->off_cpu = o->task_cpu - lo;
+	lr->off_on_cpu = o->task_on_cpu == IVM_KOFF_NONE ? IVM_KOFF_NONE :
+			 o->task_on_cpu - lo;
+	lr->off_exec_start = o->task_se_exec_start - lo;
+	*ret = lr;
+	return NULL;
+}
+
+static struct ivm_error *grow(struct ivm_last_ran *lr, size_t nr)
+{
+	struct candidate *cand;
+	struct ivm_gmem_piece *pieces;
+	size_t *piece_cand;
+	uint8_t *buf;
+
+	if (nr <= lr->cap)
+		return NULL;
+	cand = reallocarray(lr->cand, nr, sizeof(*cand));
+	if (cand)
+		lr->cand = cand;
+	pieces = reallocarray(lr->pieces, nr, sizeof(*pieces));
+	if (pieces)
+		lr->pieces = pieces;
+	piece_cand = reallocarray(lr->piece_cand, nr, sizeof(*piece_cand));
+	if (piece_cand)
+		lr->piece_cand = piece_cand;
+	buf = reallocarray(lr->buf, nr, lr->span);
+	if (buf)
+		lr->buf = buf;
+	if (!cand || !pieces || !piece_cand || !buf)
+		return &ivm_enomem;
+	lr->cap = nr;
+	return NULL;
+}
+
+/* The guest's threads, less the idle tasks, with their physical spans. */
+static struct ivm_error *refresh(struct ivm_last_ran *lr, uint64_t now_ns)
+{
+	struct ivm_guest_task_list *list;
+	struct ivm_error *err;
+	size_t i, n = 0;
+
+	err = ivm_kernel_task_list(lr->layout, 0, &list);
+	if (err)
+		return err;
+	err = grow(lr, list->nr);
+	if (err) {
+		ivm_guest_task_list_destroy(list);
+		return err;
+	}
+	for (i = 0; i < list->nr; i++) {
+		struct candidate *c = &lr->cand[n];
+		uint64_t task = list->tasks[i].addr, contiguous = 0;
+
+		if (list->tasks[i].is_idle || task + lr->lo < task)
+			continue;
+		c->task = task;
+		c->tgid = list->tasks[i].tgid;
+		c->mapped = false;
+		err = ivm_kernel_translate(lr->layout, task + lr->lo, &c->pa,
+					   &contiguous);
+		if (err)
+			ivm_error_destroy(err);
+		else
+			c->mapped = contiguous >= lr->span;
+		n++;
+	}
+	/* A truncated walk still gives candidates; the next one may not be. */
+	ivm_guest_task_list_destroy(list);
+	lr->nr = n;
+	lr->refreshed = true;
+	lr->refreshed_at = now_ns;
+	return NULL;
+}
+
+/* Read every candidate's span: one batch, or one by one if that fails. */
+static struct ivm_error *read_all(struct ivm_last_ran *lr)
+{
+	struct ivm_error *err;
+	size_t i, n = 0;
+
+	for (i = 0; i < lr->nr; i++) {
+		lr->cand[i].ok = false;
+		if (!lr->cand[i].mapped)
+			continue;
+		lr->pieces[n] = (struct ivm_gmem_piece){
+			.gpa = lr->cand[i].pa, .buf = lr->buf + i * lr->span,
+			.len = lr->span,
+		};
+		lr->piece_cand[n++] = i;
+	}
+	if (!n)
+		return NULL;
+	err = ivm_gmem_read_phys_many(lr->gmem, lr->pieces, n);
+	if (!err) {
+		for (i = 0; i < n; i++)
+			lr->cand[lr->piece_cand[i]].ok = true;
+		return NULL;
+	}
+	if (err->code == IVM_ERROR_GONE)
+		return err;
+	ivm_error_destroy(err);
+	/* A task freed and its page gone since the walk: tell it apart. */
+	for (i = 0; i < n; i++) {
+		err = ivm_gmem_read_phys(lr->gmem, lr->pieces[i].gpa,
+					 lr->pieces[i].buf, lr->span);
+		if (err && err->code == IVM_ERROR_GONE)
+			return err;
+		lr->cand[lr->piece_cand[i]].ok = !err;
+		ivm_error_destroy(err);
+	}
+	lr->refreshed = false;	/* walk again next time */
+	return NULL;
+}
+
+struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
+				    int32_t skip_tgid, uint64_t now_ns,
+				    uint64_t *ret)
+{
+	uint64_t best = 0, best_start = 0;
+	struct ivm_error *err;
+	size_t i;
+
+	if (!lr->refreshed || now_ns - lr->refreshed_at >=
+			      IVM_LAST_RAN_REFRESH_NS) {
+		err = refresh(lr, now_ns);
+		if (err)
+			return err;
+	}
+	err = read_all(lr);
+	if (err)
+		return err;
+	for (i = 0; i < lr->nr; i++) {
+		const uint8_t *b = lr->buf + i * lr->span;
+		uint64_t start;
+
+		if (!lr->cand[i].ok || ivm_le32(b + lr->off_cpu) != cpu ||
+		    (skip_tgid && lr->cand[i].tgid == skip_tgid))
+			continue;
+		/* Running elsewhere or still switching out: not it. */
+		if (lr->off_on_cpu != IVM_KOFF_NONE &&
+		    ivm_le32(b + lr->off_on_cpu))
+			continue;
+		start = ivm_le64(b + lr->off_exec_start);
+		if (!best || start > best_start) {
+			best = lr->cand[i].task;
+			best_start = start;
+		}
+	}
+	if (!best)
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"no task found that last ran on CPU %u",
+					cpu);
+	*ret = best;
+	return NULL;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * last_ran: which guest task ran last on a CPU that is now idle.
+ *
+ * Why: the dispatch monitor sees `current` only when it polls (about once a
+ * millisecond).  A task that wakes, runs for less than that and blocks again
+ * (a timer loop, a dispatcher handing work over) is often gone before the
+ * poll: the poll then sees the CPU idle, and the last task it saw there is
+ * not the one that went to idle.  Left alone, to-idle samples under-count
+ * exactly the short-running threads the method is meant to catch.
+ *
+ * How: the scheduler stamps sched_entity.exec_start with the run queue's
+ * clock each time it accounts a running task, last when the task is taken
+ * off the CPU (dequeue for a task that blocks, put_prev for one that is
+ * preempted; CFS and RT alike).  Among the tasks whose `cpu` is the idle
+ * CPU, the one with the greatest exec_start is the one that ran there last.
+ * The run-queue clock is per CPU, so only tasks of that CPU are compared.
+ *
+ * The candidates are the guest's threads from a task-list walk redone at
+ * most every IVM_LAST_RAN_REFRESH_NS; one lookup is one batched physical
+ * read of a few words of each candidate (task_structs are in the direct
+ * map).  A thread created since the last walk is not a candidate yet.
+ *
+ * Limits, by design: a task that went to idle on CPU X and has since been
+ * woken onto another CPU has task->cpu of that CPU, so it is no longer a
+ * candidate for X, and an earlier task may be named.  Every value read is
+ * guest-controlled; the answer is only a task_struct address from the list,
+ * and the capture that follows validates its target as always.
+ */
+#ifndef IVM_LAST_RAN_H
+#define IVM_LAST_RAN_H
+
+#include <stdint.h>
+
+#include "base/error.h"
+#include "gmem/gmem.h"
+#include "kernel/kernel_layout.h"
+
+#define IVM_LAST_RAN_REFRESH_NS 1000000000ull
+
+struct ivm_last_ran;
+
+/*
+ * For the guest of layout and gmem (borrowed; they must outlive it).
+ * IVM_ERROR_NOT_FOUND when the kernel's task_struct has no se.exec_start
+ * (or its BTF does not say where).
+ */
+struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
+				      struct ivm_gmem *gmem,
+				      struct ivm_last_ran **ret);
+void ivm_last_ran_destroy(struct ivm_last_ran *lr);
+
+/*
+ * The task that ran last on guest CPU cpu, which must be idle now, in *ret,
+ * leaving out the threads of process skip_tgid (idlevm's own helper; 0:
+ * none).  now_ns (monotonic) paces the refresh of the candidates.
+ * IVM_ERROR_NOT_FOUND when no candidate is on that CPU; IVM_ERROR_GONE when
+ * the guest is.
+ */
+struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
+				    int32_t skip_tgid, uint64_t now_ns,
+				    uint64_t *ret);
+
+#endif /* IVM_LAST_RAN_H */

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * capture: read one guest task's call stack, consistent or discarded.
+ *
+ * A target is read in three steps: its task_struct (switch counts, state,
+ * stack, saved switch frame), then its kernel stack by ORC and its user
+ * stack (by DWARF CFI when the host has its executable, else by frame
+ * pointers) from the user registers the kernel stack ends with, then its
+ * task_struct again.  If the task ran in between (a switch
+ * count moved, or it was runnable at either read), what was read may mix
+ * two stacks: the sample is discarded and counted, never kept.  That is
+ * the "optimistic" capture; the helper's pinning (the method's key step)
+ * and QMP stop/cont wrap the same read to make discards rare or impossible.
+ *
+ * A target current on a vCPU is read from that vCPU's registers instead;
+ * its stack moves while it runs, so such a sample is consistent only when
+ * the vCPU was stopped (capture mode "stop") and is otherwise kept marked
+ * IVM_STACK_INEXACT when its switch counts held.
+ */
+#ifndef IVM_CAPTURE_H
+#define IVM_CAPTURE_H
+
+#include <stdint.h>
+
+#include "kernel/guest.h"
+#include "kernel/orc.h"
+#include "profile/sample.h"
+#include "unwind/unwind.h"
+#include "unwind/uunwind_exe.h"
+
+enum ivm_capture_outcome {
+	IVM_CAPTURE_KEPT,
+	IVM_CAPTURE_DISCARDED_RAN,	/* the target ran during the read */
+	IVM_CAPTURE_DISCARDED_RUNNABLE,	/* runnable, not sleeping: no stable stack */
+	IVM_CAPTURE_FAILED,		/* its task_struct was unreadable */
+	IVM_CAPTURE_NR_OUTCOMES,
+};
+
+const char *ivm_capture_outcome_name(enum ivm_capture_outcome outcome);
+
+struct ivm_capture_engine;
+
+/*
+ * Prepare captures on guest (borrowed; must outlive the engine): loads the
+ * ORC tables of its vmlinux and resolves what every unwind needs.
+ */
+struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
+					    struct ivm_capture_engine **ret);
+void ivm_capture_engine_destroy(struct ivm_capture_engine *engine);
+
+/*
+ * Use the host copy of a guest executable at path for DWARF CFI unwinding
+ * of the processes that run it; other processes keep frame pointers.  A
+ * process's executable is found from its ELF auxiliary vector and memory
+ * (build-id and load bias, uunwind_exe.h), so a PIE works as well as a
+ * fixed-address executable.
+ */
+struct ivm_error *ivm_capture_engine_add_binary(struct ivm_capture_engine *engine,
+						const char *path);
+
+/*
+ * Also look for each process's executable by its build-id in the symbol
+ * directory dir (dir/.build-id/xx/rest, else rest.debug when that has CFI).
+ * Files are opened on first use and kept (a bounded number); a build-id
+ * without a usable file is remembered as such.  NULL turns it off.
+ * IVM_ERROR_OS or IVM_ERROR_INVALID when dir is not a directory.
+ */
+struct ivm_error *ivm_capture_engine_set_symdir(struct ivm_capture_engine *engine,
+						const char *dir);
+
+/*
+ * Sample labels naming the executable of the user part, so that a report
+ * can find and place it offline: its GNU build-id (lower-case hex), and
+ * for a PIE its load bias ("0x..."; run-time minus link-time address, the
+ * value to subtract from the user pcs that fall in it).  Absent when the
+ * executable could not be read from guest memory.
+ */
+#define IVM_LABEL_USER_BUILD_ID "user_build_id"
+#define IVM_LABEL_USER_BIAS "user_bias"
+
+/* The process's executable as a capture saw it. */
+struct ivm_capture_exe {
+	bool known;		/* identified from guest memory: id is set */
+	struct ivm_uexe id;
+	/*
+	 * The host copy whose CFI unwound the user part, or NULL (frame
+	 * pointers); the engine's string, valid until its next capture.
+	 */
+	const char *host_path;
+	const char *why;	/* static: why no host copy, or NULL */
+};
+
+/* One capture's result: the sample points into this struct. */
+struct ivm_capture {
+	enum ivm_capture_outcome outcome;
+	struct ivm_sample sample;
+	struct ivm_guest_task task;
+	uint64_t kernel_pcs[IVM_SAMPLE_MAX_FRAMES];
+	uint64_t user_pcs[IVM_SAMPLE_MAX_FRAMES];
+	struct ivm_frame frames[IVM_SAMPLE_MAX_FRAMES];
+	/* Set when the user part was unwound (sample.labels points here). */
+	struct ivm_capture_exe exe;
+	struct ivm_label labels[2];
+	char build_id_hex[2 * IVM_UBINARY_MAX_BUILD_ID + 1];
+	char bias_hex[24];
+};
+
+/*
+ * Capture the task at task_addr.  regs, when not NULL, are the registers
+ * of the vCPU the task is current on (cpl its privilege level, cpu the
+ * guest CPU it runs as, -1 if unknown); NULL for a task that is not
+ * running.  The sample's kind, vcpu and time are the
+ * caller's to fill.  Returns an error only for caller mistakes; a hostile
+ * or changing guest shows in cap->outcome and the stack flags.
+ */
+struct ivm_error *ivm_capture_task(struct ivm_capture_engine *engine,
+				   uint64_t task_addr,
+				   const struct ivm_x86_regs *regs, int cpl,
+				   int cpu, struct ivm_capture *cap);
+
+/*
+ * The task cannot be switched in during the read: the guest helper pinned
+ * it to a CPU its real-time holder occupies (capture_pin.h).  A runnable
+ * (woken, waiting) task then still sits at its saved switch frame, so being
+ * runnable is no reason to discard; a move of its switch counts still is.
+ */
+#define IVM_CAPTURE_F_HELD	0x1u
+
+/* ivm_capture_task with IVM_CAPTURE_F_* flags (for a task not running). */
+struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *engine,
+					 uint64_t task_addr,
+					 const struct ivm_x86_regs *regs,
+					 int cpl, int cpu, unsigned int flags,
+					 struct ivm_capture *cap);
+
+#endif /* IVM_CAPTURE_H */

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ksym_hits: the guest kernel symbols a profile's samples landed in, so a
+ * profile taken without any vmlinux (symbols from the guest's own kallsyms)
+ * carries the names it needs: a report made elsewhere, with no debuginfo
+ * and no access to the guest, still names kernel frames.
+ *
+ * Each symbol is reported once, in the order first hit; the caller writes
+ * the new ones out at every flush so a run cut short keeps them too.
+ */
+#ifndef IVM_KSYM_HITS_H
+#define IVM_KSYM_HITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "kernel/ksyms.h"
+
+struct ivm_ksym_hits;
+
+/* Over ksyms (borrowed), whose addresses are runtime minus slide. */
+struct ivm_error *ivm_ksym_hits_create(const struct ivm_ksyms *ksyms,
+				       uint64_t slide,
+				       struct ivm_ksym_hits **ret);
+void ivm_ksym_hits_destroy(struct ivm_ksym_hits *h);
+
+/* Note the symbols of n runtime kernel pcs (return addresses). */
+struct ivm_error *ivm_ksym_hits_add(struct ivm_ksym_hits *h,
+				    const uint64_t *pcs, size_t n);
+
+/*
+ * Symbols hit since the last call, as a borrowed array valid until the
+ * next add or take; *nr gets their number.
+ */
+const struct ivm_ksym *const *ivm_ksym_hits_take_new(struct ivm_ksym_hits *h,
+						     size_t *nr);
+
+#endif /* IVM_KSYM_HITS_H */

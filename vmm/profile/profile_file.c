@@ -1,0 +1,675 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/bytes.h"
+#include "profile/profile_file.h"
+#include "proto.h"	/* idlevm_crc32c, shared with the helper protocol */
+
+/* Flush by ourselves once this much is buffered, so memory stays bounded. */
+#define WRITER_HIGH_WATER	(1024 * 1024)
+
+struct ivm_profile_writer {
+	int fd;
+	char *path;
+	char *tmp_path;		/* until published; NULL: writing path itself */
+	bool wrote;		/* a record after the header was emitted */
+	struct ivm_buf buf;
+	struct ivm_buf rec;	/* payload of the record being built */
+};
+
+const char *ivm_sample_kind_name(enum ivm_sample_kind kind)
+{
+	switch (kind) {
+	case IVM_SAMPLE_TO_IDLE:
+		return "to_idle";
+	case IVM_SAMPLE_FROM_IDLE:
+		return "from_idle";
+	case IVM_SAMPLE_ON_CPU:
+		return "on_cpu";
+	default:
+		return "?";
+	}
+}
+
+static struct ivm_error *write_all(int fd, const uint8_t *p, size_t len,
+				   const char *path)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return ivm_error_os(errno, "writing %s", path);
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return NULL;
+}
+
+/* The process umask (single-threaded when a profile is created). */
+static mode_t current_umask(void)
+{
+	mode_t m = umask(022);
+
+	umask(m);
+	return m;
+}
+
+/*
+ * A regular file (or a new one) is written under a temporary name in the
+ * same directory and renamed over path at the first flush: a run that
+ * fails before it has anything to say leaves an older profile at path
+ * alone.  Anything else (a FIFO, /dev/stdout) is written directly.
+ */
+static int open_output(struct ivm_profile_writer *w, const char *path)
+{
+	struct stat st;
+	int fd, saved;
+
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (asprintf(&w->tmp_path, "%s.XXXXXX", path) < 0) {
+		w->tmp_path = NULL;
+		errno = ENOMEM;
+		return -1;
+	}
+	fd = mkostemp(w->tmp_path, O_APPEND | O_CLOEXEC);
+	if (fd < 0) {
+		saved = errno;
+		free(w->tmp_path);
+		w->tmp_path = NULL;
+		errno = saved;
+		return -1;
+	}
+	/* mkostemp makes it 0600; a profile is as readable as any file. */
+	(void)!fchmod(fd, 0644 & ~current_umask());	/* not worth failing */
+	return fd;
+}
+
+struct ivm_error *ivm_profile_writer_create(const char *path,
+					    struct ivm_profile_writer **ret)
+{
+	struct ivm_profile_writer *w;
+	struct ivm_error *err;
+	uint8_t header[IVM_PROFILE_HEADER_SIZE] = { 0 };
+
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return &ivm_enomem;
+	w->path = strdup(path);
+	if (!w->path) {
+		free(w);
+		return &ivm_enomem;
+	}
+	w->fd = open_output(w, path);
+	if (w->fd < 0) {
+		err = ivm_error_os(errno, "cannot create profile %s", path);
+		free(w->tmp_path);
+		free(w->path);
+		free(w);
+		return err;
+	}
+	memcpy(header, IVM_PROFILE_MAGIC, 8);
+	header[8] = IVM_PROFILE_VERSION;
+	err = write_all(w->fd, header, sizeof(header), path);
+	if (err) {
+		ivm_profile_writer_destroy(w);
+		return err;
+	}
+	*ret = w;
+	return NULL;
+}
+
+/* Frame the payload in w->rec as one record into the write buffer. */
+static struct ivm_error *emit_record(struct ivm_profile_writer *w,
+				     enum ivm_record_type type)
+{
+	uint8_t hdr[8];
+	size_t start;
+	uint32_t crc;
+
+	if (w->rec.nomem)
+		return &ivm_enomem;
+	if (w->rec.len > IVM_RECORD_MAX_PAYLOAD)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"profile record too large (%zu bytes)",
+					w->rec.len);
+	hdr[0] = (uint8_t)type;
+	hdr[1] = (uint8_t)(type >> 8);
+	hdr[2] = hdr[3] = 0;
+	hdr[4] = (uint8_t)w->rec.len;
+	hdr[5] = (uint8_t)(w->rec.len >> 8);
+	hdr[6] = (uint8_t)(w->rec.len >> 16);
+	hdr[7] = (uint8_t)(w->rec.len >> 24);
+	crc = idlevm_crc32c(0, hdr, sizeof(hdr));
+	crc = idlevm_crc32c(crc, w->rec.data, w->rec.len);
+
+	start = w->buf.len;
+	ivm_put_u32(&w->buf, IVM_RECORD_MAGIC);
+	ivm_put_bytes(&w->buf, hdr, sizeof(hdr));
+	ivm_put_u32(&w->buf, crc);
+	ivm_put_bytes(&w->buf, w->rec.data, w->rec.len);
+	w->rec.len = 0;
+	if (w->buf.nomem) {
+		/* Drop the partial record: the buffer holds whole ones only. */
+		w->buf.len = start;
+		w->buf.nomem = false;
+		return &ivm_enomem;
+	}
+	w->wrote = true;
+	if (w->buf.len >= WRITER_HIGH_WATER)
+		return ivm_profile_writer_flush(w);
+	return NULL;
+}
+
+static void put_string(struct ivm_buf *b, const char *s)
+{
+	size_t n = s ? strnlen(s, IVM_SAMPLE_MAX_STRING) : 0;
+
+	ivm_put_u16(b, (uint16_t)n);
+	ivm_put_bytes(b, s, n);
+}
+
+struct ivm_error *ivm_profile_write_meta(struct ivm_profile_writer *w,
+					 const char *key, const char *value)
+{
+	put_string(&w->rec, key);
+	put_string(&w->rec, value);
+	return emit_record(w, IVM_RECORD_META);
+}
+
+struct ivm_error *ivm_profile_write_sample(struct ivm_profile_writer *w,
+					   const struct ivm_sample *s)
+{
+	char comm[IVM_COMM_LEN] = { 0 };
+	unsigned int i;
+
+	if (s->nr_kernel > IVM_SAMPLE_MAX_FRAMES ||
+	    s->nr_user > IVM_SAMPLE_MAX_FRAMES ||
+	    s->nr_labels > IVM_SAMPLE_MAX_LABELS ||
+	    s->nr_counters > IVM_SAMPLE_MAX_COUNTERS ||
+	    (unsigned int)s->kind >= IVM_SAMPLE_NR_KINDS)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"sample breaks the record caps");
+	memcpy(comm, s->comm, strnlen(s->comm, IVM_COMM_LEN - 1));
+
+	ivm_put_u64(&w->rec, s->time_ns);
+	ivm_put_u32(&w->rec, s->vcpu);
+	ivm_put_u8(&w->rec, (uint8_t)s->kind);
+	ivm_put_u8(&w->rec, 0);
+	ivm_put_u16(&w->rec, (uint16_t)s->stack_flags);
+	ivm_put_u32(&w->rec, s->pid);
+	ivm_put_u32(&w->rec, s->tid);
+	ivm_put_bytes(&w->rec, comm, sizeof(comm));
+	ivm_put_u16(&w->rec, s->nr_kernel);
+	ivm_put_u16(&w->rec, s->nr_user);
+	ivm_put_u16(&w->rec, s->nr_labels);
+	ivm_put_u16(&w->rec, s->nr_counters);
+	for (i = 0; i < s->nr_kernel; i++)
+		ivm_put_u64(&w->rec, s->kernel_pcs[i]);
+	for (i = 0; i < s->nr_user; i++)
+		ivm_put_u64(&w->rec, s->user_pcs[i]);
+	for (i = 0; i < s->nr_labels; i++) {
+		put_string(&w->rec, s->labels[i].key);
+		put_string(&w->rec, s->labels[i].value);
+	}
+	for (i = 0; i < s->nr_counters; i++) {
+		ivm_put_u32(&w->rec, s->counters[i].id);
+		ivm_put_u64(&w->rec, s->counters[i].value);
+	}
+	return emit_record(w, IVM_RECORD_SAMPLE);
+}
+
+static void put_stats(struct ivm_buf *b, const struct ivm_stat *stats,
+		      size_t nr_stats)
+{
+	size_t i;
+
+	for (i = 0; i < nr_stats; i++) {
+		put_string(b, stats[i].name);
+		ivm_put_u64(b, stats[i].value);
+	}
+}
+
+struct ivm_error *ivm_profile_write_stats(struct ivm_profile_writer *w,
+					  const struct ivm_stat *stats,
+					  size_t nr_stats)
+{
+	put_stats(&w->rec, stats, nr_stats);
+	return emit_record(w, IVM_RECORD_STATS);
+}
+
+struct ivm_error *ivm_profile_writer_flush(struct ivm_profile_writer *w)
+{
+	struct ivm_error *err;
+
+	if (!w->buf.len)
+		return NULL;
+	err = write_all(w->fd, w->buf.data, w->buf.len, w->path);
+	if (!err && w->wrote && w->tmp_path) {
+		if (rename(w->tmp_path, w->path) < 0)
+			return ivm_error_os(errno, "renaming %s to %s",
+					    w->tmp_path, w->path);
+		free(w->tmp_path);
+		w->tmp_path = NULL;
+	}
+	/*
+	 * On failure the buffer is kept: the caller may retry (ENOSPC may
+	 * clear) and nothing already written is duplicated, because write_all
+	 * only fails before the first byte or leaves a torn record the reader
+	 * skips.
+	 */
+	if (!err)
+		w->buf.len = 0;
+	return err;
+}
+
+struct ivm_error *ivm_profile_writer_finish(struct ivm_profile_writer *w,
+					    uint64_t time_ns,
+					    const struct ivm_stat *stats,
+					    size_t nr_stats)
+{
+	struct ivm_error *err;
+
+	ivm_put_u64(&w->rec, time_ns);
+	put_stats(&w->rec, stats, nr_stats);
+	err = emit_record(w, IVM_RECORD_END);
+	if (!err)
+		err = ivm_profile_writer_flush(w);
+	if (!err && fsync(w->fd) < 0 && errno != EINVAL)
+		err = ivm_error_os(errno, "syncing %s", w->path);
+	if (close(w->fd) < 0 && !err)
+		err = ivm_error_os(errno, "closing %s", w->path);
+	w->fd = -1;
+	ivm_profile_writer_destroy(w);
+	return err;
+}
+
+void ivm_profile_writer_destroy(struct ivm_profile_writer *w)
+{
+	if (!w)
+		return;
+	if (w->fd >= 0) {
+		/* Best effort: what is buffered is worth keeping. */
+		if (w->wrote)
+			ivm_error_destroy(ivm_profile_writer_flush(w));
+		close(w->fd);
+	}
+	/* Nothing but a header, or the rename failed: leave no debris. */
+	if (w->tmp_path)
+		unlink(w->tmp_path);
+	free(w->tmp_path);
+	ivm_buf_free(&w->buf);
+	ivm_buf_free(&w->rec);
+	free(w->path);
+	free(w);
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+struct ivm_profile_reader {
+	const uint8_t *data;
+	size_t len;
+	size_t pos;
+	void *map;		/* mmap of the file, or NULL */
+	size_t map_len;
+	struct ivm_profile_damage damage;
+	/* Scratch the current record's decoded arrays point into. */
+	uint64_t kernel_pcs[IVM_SAMPLE_MAX_FRAMES];
+	uint64_t user_pcs[IVM_SAMPLE_MAX_FRAMES];
+	struct ivm_label labels[IVM_SAMPLE_MAX_LABELS];
+	struct ivm_counter counters[IVM_SAMPLE_MAX_COUNTERS];
+	/* Strings are copied out NUL-terminated into this arena. */
+	/*
+	 * A payload of n bytes holds at most n/2 strings (each has a 2-byte
+	 * length), so n + n/2 bytes always fit them with their NULs.
+	 */
+	char strings[IVM_RECORD_MAX_PAYLOAD + IVM_RECORD_MAX_PAYLOAD / 2];
+	size_t strings_used;
+	struct ivm_label *meta;
+	size_t meta_cap;
+	struct ivm_stat *stats;
+	size_t stats_cap;
+};
+
+static struct ivm_error *reader_init(struct ivm_profile_reader *r)
+{
+	if (r->len < IVM_PROFILE_HEADER_SIZE ||
+	    memcmp(r->data, IVM_PROFILE_MAGIC, 8))
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"not an idlevm profile (bad header)");
+	if (ivm_le_load(r->data + 8, 4) != IVM_PROFILE_VERSION)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"unsupported profile version %u",
+					(unsigned int)ivm_le_load(r->data + 8, 4));
+	r->pos = IVM_PROFILE_HEADER_SIZE;
+	return NULL;
+}
+
+struct ivm_error *ivm_profile_reader_from_memory(const void *buf, size_t len,
+						 struct ivm_profile_reader **ret)
+{
+	struct ivm_profile_reader *r;
+	struct ivm_error *err;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return &ivm_enomem;
+	r->data = buf;
+	r->len = len;
+	err = reader_init(r);
+	if (err) {
+		free(r);
+		return err;
+	}
+	*ret = r;
+	return NULL;
+}
+
+struct ivm_error *ivm_profile_reader_open(const char *path,
+					  struct ivm_profile_reader **ret)
+{
+	struct ivm_profile_reader *r;
+	struct ivm_error *err;
+	struct stat st;
+	void *map;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ivm_error_os(errno, "cannot open profile %s", path);
+	if (fstat(fd, &st) < 0) {
+		err = ivm_error_os(errno, "cannot stat %s", path);
+		close(fd);
+		return err;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size < IVM_PROFILE_HEADER_SIZE) {
+		close(fd);
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s: not an idlevm profile (%s)", path,
+					S_ISREG(st.st_mode) ? "too short" :
+					"not a regular file");
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return ivm_error_os(errno, "cannot map %s", path);
+	err = ivm_profile_reader_from_memory(map, (size_t)st.st_size, &r);
+	if (err) {
+		munmap(map, (size_t)st.st_size);
+		return ivm_error_wrap(err, "%s", path);
+	}
+	r->map = map;
+	r->map_len = (size_t)st.st_size;
+	*ret = r;
+	return NULL;
+}
+
+void ivm_profile_reader_destroy(struct ivm_profile_reader *r)
+{
+	if (!r)
+		return;
+	if (r->map)
+		munmap(r->map, r->map_len);
+	free(r->meta);
+	free(r->stats);
+	free(r);
+}
+
+const struct ivm_profile_damage *
+ivm_profile_reader_damage(const struct ivm_profile_reader *r)
+{
+	return &r->damage;
+}
+
+/* Copy a length-prefixed string into the arena; NULL when malformed. */
+static const char *get_string(struct ivm_profile_reader *r,
+			      struct ivm_cursor *c)
+{
+	uint16_t n = ivm_get_u16(c);
+	const uint8_t *p = ivm_cursor_take(c, n);
+	char *s;
+
+	if (!p || n > IVM_SAMPLE_MAX_STRING ||
+	    r->strings_used + n + 1 > sizeof(r->strings))
+		return NULL;
+	s = r->strings + r->strings_used;
+	memcpy(s, p, n);
+	s[n] = '\0';
+	r->strings_used += n + 1;
+	return s;
+}
+
+static bool decode_sample(struct ivm_profile_reader *r, struct ivm_cursor *c,
+			  struct ivm_sample *s)
+{
+	const uint8_t *comm;
+	unsigned int i;
+	uint8_t kind;
+
+	memset(s, 0, sizeof(*s));
+	s->time_ns = ivm_get_u64(c);
+	s->vcpu = ivm_get_u32(c);
+	kind = ivm_get_u8(c);
+	ivm_get_u8(c);
+	s->stack_flags = ivm_get_u16(c);
+	s->pid = ivm_get_u32(c);
+	s->tid = ivm_get_u32(c);
+	comm = ivm_cursor_take(c, IVM_COMM_LEN);
+	s->nr_kernel = ivm_get_u16(c);
+	s->nr_user = ivm_get_u16(c);
+	s->nr_labels = ivm_get_u16(c);
+	s->nr_counters = ivm_get_u16(c);
+	if (c->bad || kind >= IVM_SAMPLE_NR_KINDS ||
+	    s->nr_kernel > IVM_SAMPLE_MAX_FRAMES ||
+	    s->nr_user > IVM_SAMPLE_MAX_FRAMES ||
+	    s->nr_labels > IVM_SAMPLE_MAX_LABELS ||
+	    s->nr_counters > IVM_SAMPLE_MAX_COUNTERS)
+		return false;
+	s->kind = kind;
+	memcpy(s->comm, comm, IVM_COMM_LEN - 1);
+	s->comm[IVM_COMM_LEN - 1] = '\0';
+	for (i = 0; i < s->nr_kernel; i++)
+		r->kernel_pcs[i] = ivm_get_u64(c);
+	for (i = 0; i < s->nr_user; i++)
+		r->user_pcs[i] = ivm_get_u64(c);
+	for (i = 0; i < s->nr_labels; i++) {
+		r->labels[i].key = get_string(r, c);
+		r->labels[i].value = get_string(r, c);
+		if (!r->labels[i].key || !r->labels[i].value)
+			return false;
+	}
+	for (i = 0; i < s->nr_counters; i++) {
+		r->counters[i].id = ivm_get_u32(c);
+		r->counters[i].value = ivm_get_u64(c);
+	}
+	if (c->bad || c->left)
+		return false;
+	s->kernel_pcs = r->kernel_pcs;
+	s->user_pcs = r->user_pcs;
+	s->labels = r->labels;
+	s->counters = r->counters;
+	return true;
+}
+
+static bool decode_meta(struct ivm_profile_reader *r, struct ivm_cursor *c,
+			struct ivm_profile_record *rec)
+{
+	size_t nr = 0;
+
+	while (c->left) {
+		if (nr == r->meta_cap) {
+			size_t cap = r->meta_cap ? 2 * r->meta_cap : 16;
+			struct ivm_label *m = realloc(r->meta, cap * sizeof(*m));
+
+			if (!m)
+				return false;
+			r->meta = m;
+			r->meta_cap = cap;
+		}
+		r->meta[nr].key = get_string(r, c);
+		r->meta[nr].value = get_string(r, c);
+		if (!r->meta[nr].key || !r->meta[nr].value)
+			return false;
+		nr++;
+	}
+	rec->meta.items = r->meta;
+	rec->meta.nr = nr;
+	return true;
+}
+
+static bool decode_stats(struct ivm_profile_reader *r, struct ivm_cursor *c,
+			 struct ivm_profile_record *rec)
+{
+	size_t nr = 0;
+
+	rec->stats.time_ns = 0;
+	if (rec->type == IVM_RECORD_END)
+		rec->stats.time_ns = ivm_get_u64(c);
+	while (c->left && !c->bad) {
+		if (nr == r->stats_cap) {
+			size_t cap = r->stats_cap ? 2 * r->stats_cap : 16;
+			struct ivm_stat *st = realloc(r->stats, cap * sizeof(*st));
+
+			if (!st)
+				return false;
+			r->stats = st;
+			r->stats_cap = cap;
+		}
+		r->stats[nr].name = get_string(r, c);
+		r->stats[nr].value = ivm_get_u64(c);
+		if (!r->stats[nr].name)
+			return false;
+		nr++;
+	}
+	rec->stats.items = r->stats;
+	rec->stats.nr = nr;
+	return !c->bad;
+}
+
+static bool checksum_ok(const uint8_t *h, uint32_t len, uint32_t crc)
+{
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+	/* Let the fuzzer reach the payload decoders behind the CRC. */
+	(void)h;
+	(void)len;
+	(void)crc;
+	return true;
+#else
+	return idlevm_crc32c(idlevm_crc32c(0, h + 4, 8),
+			     h + IVM_RECORD_HEADER_SIZE, len) == crc;
+#endif
+}
+
+/* Find the next record magic at or after pos; len if none. */
+static size_t scan_magic(const struct ivm_profile_reader *r, size_t pos)
+{
+	static const uint8_t magic[4] = { 'I', 'V', 'M', 'R' };
+	const uint8_t *p;
+
+	if (pos >= r->len)
+		return r->len;
+	p = memmem(r->data + pos, r->len - pos, magic, sizeof(magic));
+	return p ? (size_t)(p - r->data) : r->len;
+}
+
+bool ivm_profile_reader_next(struct ivm_profile_reader *r,
+			     struct ivm_profile_record *rec)
+{
+	while (r->pos < r->len) {
+		size_t at = scan_magic(r, r->pos);
+		const uint8_t *h;
+		uint32_t len, crc;
+		uint16_t type;
+		struct ivm_cursor c;
+		bool ok;
+
+		if (at > r->pos)
+			r->damage.bytes_skipped += at - r->pos;
+		r->pos = at;
+		if (at == r->len)
+			break;
+		h = r->data + at;
+		if (r->len - at < IVM_RECORD_HEADER_SIZE) {
+			r->damage.tail_bytes += r->len - at;
+			r->pos = r->len;
+			break;
+		}
+		type = (uint16_t)ivm_le_load(h + 4, 2);
+		len = (uint32_t)ivm_le_load(h + 8, 4);
+		crc = (uint32_t)ivm_le_load(h + 12, 4);
+		if (len > IVM_RECORD_MAX_PAYLOAD) {
+			/* Not a record header after all; look further. */
+			r->damage.bytes_skipped += 1;
+			r->pos = at + 1;
+			continue;
+		}
+		if (r->len - at - IVM_RECORD_HEADER_SIZE < len) {
+			/*
+			 * Torn record at the end of a killed run; but it may
+			 * also be a stray magic inside damage, so only call it
+			 * a tail when no later magic exists.
+			 */
+			size_t next = scan_magic(r, at + 1);
+
+			if (next == r->len) {
+				r->damage.tail_bytes += r->len - at;
+				r->pos = r->len;
+				break;
+			}
+			r->damage.bytes_skipped += next - at;
+			r->pos = next;
+			continue;
+		}
+		if (!checksum_ok(h, len, crc)) {
+			r->damage.records_bad++;
+			/*
+			 * The length may be the damaged field: resume the scan
+			 * just after this magic rather than trusting it.
+			 */
+			r->pos = at + 1;
+			r->damage.bytes_skipped += 1;
+			continue;
+		}
+		r->pos = at + IVM_RECORD_HEADER_SIZE + len;
+		r->strings_used = 0;
+		ivm_cursor_init(&c, h + IVM_RECORD_HEADER_SIZE, len);
+		memset(rec, 0, sizeof(*rec));
+		rec->type = type;
+		rec->offset = at;
+		switch (type) {
+		case IVM_RECORD_SAMPLE:
+			ok = decode_sample(r, &c, &rec->sample);
+			break;
+		case IVM_RECORD_META:
+			ok = decode_meta(r, &c, rec);
+			break;
+		case IVM_RECORD_STATS:
+		case IVM_RECORD_END:
+			ok = decode_stats(r, &c, rec);
+			if (ok && type == IVM_RECORD_END)
+				r->damage.ended = true;
+			break;
+		default:
+			r->damage.records_unknown++;
+			continue;
+		}
+		if (!ok) {
+			r->damage.records_bad++;
+			continue;
+		}
+		r->damage.records_ok++;
+		return true;
+	}
+	return false;
+}

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profile file: raw, unsymbolized samples in framed, checksummed,
+ * append-only records, so a killed run keeps everything it flushed and
+ * symbolization happens later, offline (`idlevm report`).
+ *
+ * Layout (all integers little-endian):
+ *
+ *   file header, 16 bytes:  "IDLEVMPF"  u32 version (1)  u32 flags (0)
+ *   records, each:
+ *        0  4  magic     "IVMR"
+ *        4  2  type      enum ivm_record_type
+ *        6  2  flags     zero
+ *        8  4  length    payload bytes, <= IVM_RECORD_MAX_PAYLOAD
+ *       12  4  checksum  CRC32C of bytes 4..11 and the payload
+ *       16 ..  payload
+ *
+ * Record payloads:
+ *   META    repeated { u16 klen, key, u16 vlen, value }: the run's
+ *           configuration and the guest's identity (domain, kernel release,
+ *           kaslr_offset, idle source, capture mode...).
+ *   SAMPLE  u64 time_ns, u32 vcpu, u8 kind, u8 0, u16 stack_flags, u32 pid,
+ *           u32 tid, u8 comm[16], u16 nr_kernel, u16 nr_user, u16 nr_labels,
+ *           u16 nr_counters, u64 kernel_pcs[], u64 user_pcs[],
+ *           labels { u16 klen, key, u16 vlen, value }[],
+ *           counters { u32 id, u64 value }[]
+ *   STATS   repeated { u16 klen, key, u64 value }: running totals (samples by
+ *           kind, discarded, lost...), written at each flush; the last one
+ *           wins.
+ *   END     u64 time_ns then the same body as STATS: the run finished and
+ *           closed the file; a file without END was cut short.
+ * Unknown record types are skipped whole (their length is known), so newer
+ * writers stay readable by older readers.
+ *
+ * Invariants of the writer: the file only ever grows; a flush writes whole
+ * records; a record is never rewritten.  The reader trusts nothing: a bad
+ * checksum, a bad length or a torn tail costs only the damaged bytes, which
+ * it skips (scanning for the next record magic) and counts.
+ */
+#ifndef IVM_PROFILE_FILE_H
+#define IVM_PROFILE_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "profile/sample.h"
+
+#define IVM_PROFILE_MAGIC	"IDLEVMPF"
+#define IVM_PROFILE_VERSION	1
+#define IVM_PROFILE_HEADER_SIZE	16
+#define IVM_RECORD_MAGIC	0x524d5649u	/* "IVMR" read as LE u32 */
+#define IVM_RECORD_HEADER_SIZE	16
+#define IVM_RECORD_MAX_PAYLOAD	(256 * 1024)
+
+enum ivm_record_type {
+	IVM_RECORD_META = 1,
+	IVM_RECORD_SAMPLE = 2,
+	IVM_RECORD_STATS = 3,
+	IVM_RECORD_END = 4,
+};
+
+/* A named running total, in STATS and END records. */
+struct ivm_stat {
+	const char *name;
+	uint64_t value;
+};
+
+/* ---- writing ----------------------------------------------------------- */
+
+struct ivm_profile_writer;
+
+/*
+ * Create path and write the file header.  Data is buffered and reaches the
+ * file at ivm_profile_writer_flush() or when the buffer fills.  A regular
+ * file is first written under a temporary name next to path (path.XXXXXX)
+ * and takes path's place at the first flush after a record was written:
+ * a writer destroyed with nothing written removes it, so a run that fails
+ * during setup leaves whatever was at path before untouched.  Other files
+ * (a FIFO, /dev/stdout) are written directly.
+ */
+struct ivm_error *ivm_profile_writer_create(const char *path,
+					    struct ivm_profile_writer **ret);
+
+struct ivm_error *ivm_profile_write_meta(struct ivm_profile_writer *w,
+					 const char *key, const char *value);
+
+/*
+ * Append a sample.  Samples breaking the caps in sample.h are refused with
+ * IVM_ERROR_INVALID (a bug in the producer, not in the guest).
+ */
+struct ivm_error *ivm_profile_write_sample(struct ivm_profile_writer *w,
+					   const struct ivm_sample *s);
+
+struct ivm_error *ivm_profile_write_stats(struct ivm_profile_writer *w,
+					  const struct ivm_stat *stats,
+					  size_t nr_stats);
+
+/* Write buffered records to the file (whole records only). */
+struct ivm_error *ivm_profile_writer_flush(struct ivm_profile_writer *w);
+
+/*
+ * Write an END record with the final stats, flush, fsync and close.  The
+ * writer is freed even when this fails.
+ */
+struct ivm_error *ivm_profile_writer_finish(struct ivm_profile_writer *w,
+					    uint64_t time_ns,
+					    const struct ivm_stat *stats,
+					    size_t nr_stats);
+
+/* Close without an END record (the file reads as cut short).  NULL ok. */
+void ivm_profile_writer_destroy(struct ivm_profile_writer *w);
+
+/* ---- reading ----------------------------------------------------------- */
+
+struct ivm_profile_reader;
+
+/* A decoded record; everything points into the reader, valid until next. */
+struct ivm_profile_record {
+	enum ivm_record_type type;
+	uint64_t offset;		/* file offset of the record */
+	union {
+		struct ivm_sample sample;	/* SAMPLE */
+		struct {			/* META */
+			const struct ivm_label *items;
+			size_t nr;
+		} meta;
+		struct {			/* STATS, END */
+			const struct ivm_stat *items;
+			size_t nr;
+			uint64_t time_ns;	/* END only */
+		} stats;
+	};
+};
+
+/* What the reader had to skip, for the user to see. */
+struct ivm_profile_damage {
+	uint64_t records_ok;
+	uint64_t records_bad;		/* bad checksum or undecodable payload */
+	uint64_t records_unknown;	/* unknown type, skipped */
+	uint64_t bytes_skipped;		/* garbage between records */
+	uint64_t tail_bytes;		/* torn record at the end of the file */
+	bool ended;			/* an END record was seen */
+};
+
+/* Open a profile file; fails with IVM_ERROR_INVALID if it is not one. */
+struct ivm_error *ivm_profile_reader_open(const char *path,
+					  struct ivm_profile_reader **ret);
+
+/* Read a profile from memory (borrowed), for tests and fuzzing. */
+struct ivm_error *ivm_profile_reader_from_memory(const void *buf, size_t len,
+						 struct ivm_profile_reader **ret);
+
+void ivm_profile_reader_destroy(struct ivm_profile_reader *r);
+
+/*
+ * Decode the next intact record into *rec.  Returns false at the end of the
+ * file.  Damage never stops the reader: it is skipped and counted.
+ */
+bool ivm_profile_reader_next(struct ivm_profile_reader *r,
+			     struct ivm_profile_record *rec);
+
+const struct ivm_profile_damage *
+ivm_profile_reader_damage(const struct ivm_profile_reader *r);
+
+#endif /* IVM_PROFILE_FILE_H */

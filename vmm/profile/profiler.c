@@ -1,0 +1,860 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "profile/kvm_events.h"
+#include "kernel/last_ran.h"
+#include "profile/ksym_hits.h"
+#include "profile/profiler.h"
+#include "profile/vcpu_watch.h"
+#include "profile/trace_session.h"
+
+const char *ivm_idle_source_name(enum ivm_idle_source source)
+{
+	switch (source) {
+	case IVM_IDLE_SOURCE_QMP:
+		return "qmp";
+	case IVM_IDLE_SOURCE_KVM:
+		return "kvm";
+	default:
+		return "thread";
+	}
+}
+
+const char *ivm_capture_mode_name(enum ivm_capture_mode mode)
+{
+	switch (mode) {
+	case IVM_CAPTURE_MODE_STOP:
+		return "stop";
+	case IVM_CAPTURE_MODE_PIN:
+		return "pin";
+	default:
+		return "optimistic";
+	}
+}
+
+struct vcpu_poll {
+	int stat_fd;		/* /proc/PID/task/TID/stat of its thread */
+	bool halted;
+	uint64_t idle_task;
+	/* Pin mode: the last current seen and whether it is a thread of the
+	 * helper (a holder), so each task is looked up once per switch. */
+	uint64_t last_current;
+	bool last_is_helper;
+	bool was_idle;		/* idle at the previous observation */
+};
+
+struct profiler {
+	struct ivm_guest *guest;
+	const struct ivm_profiler_config *cfg;
+	struct ivm_profile_writer *writer;
+	struct ivm_dispatch *dispatch;
+	struct ivm_capture_engine *engine;
+	struct ivm_capture cap;
+	struct vcpu_poll *vcpus;
+	struct ivm_profiler_result *res;
+	uint64_t start_ns;
+	uint32_t nvcsw_off, nivcsw_off;
+	bool gone;
+	bool warned_degraded;
+	struct ivm_kvm_events *kvm_events;	/* idle source kvm */
+	struct ivm_trace_session *trace;
+	struct ivm_vcpu_watch *watch;
+	struct ivm_vcpu_watch_view *views;
+	struct ivm_ksym_hits *ksym_hits;	/* no vmlinux: names to keep */
+	/* Who really went to idle, when polling cannot tell; or NULL. */
+	struct ivm_last_ran *last_ran;
+};
+
+/* Halted per the vCPU thread's state letter (after "comm) "). */
+static struct ivm_error *thread_halted(struct vcpu_poll *vp, bool *ret)
+{
+	char buf[512];
+	ssize_t n = pread(vp->stat_fd, buf, sizeof(buf) - 1, 0);
+	char *paren;
+
+	if (n <= 0)
+		return ivm_error_create(IVM_ERROR_GONE,
+					"the vCPU thread is gone");
+	buf[n] = '\0';
+	paren = strrchr(buf, ')');
+	if (!paren || paren[1] != ' ' || !paren[2])
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"unexpected /proc stat line");
+	/* R running; S/D sleeping in the host: the vCPU is halted. */
+	*ret = paren[2] == 'S' || paren[2] == 'D';
+	return NULL;
+}
+
+/* One kvm tracepoint record: update the halted state of its vCPU. */
+static int on_kvm_record(void *ctx, const void *data, size_t size, int cpu,
+			 uint64_t ts)
+{
+	struct profiler *p = ctx;
+	struct ivm_kvm_event ev;
+	struct ivm_error *err;
+	size_t i;
+
+	(void)cpu;
+	(void)ts;
+	err = ivm_kvm_events_decode(p->kvm_events, data, size, &ev);
+	if (err) {
+		ivm_error_destroy(err);
+		return 0;
+	}
+	for (i = 0; i < p->guest->nr_vcpus; i++) {
+		if (p->guest->vcpus[i].tid != ev.tid)
+			continue;
+		if (ev.kind == IVM_KVM_EXIT)
+			p->vcpus[i].halted = ev.halt;
+		else
+			p->vcpus[i].halted = false;	/* woken or entering */
+		break;
+	}
+	return 0;
+}
+
+static struct ivm_error *poll_halted(struct profiler *p)
+{
+	struct ivm_guest *g = p->guest;
+	struct ivm_error *err;
+	size_t i;
+
+	if (p->cfg->idle_source == IVM_IDLE_SOURCE_KVM)
+		/* State carries over between polls: only changes arrive. */
+		return ivm_trace_session_read(p->trace, on_kvm_record, p);
+
+	if (p->cfg->idle_source == IVM_IDLE_SOURCE_QMP) {
+		err = ivm_guest_refresh_vcpus(g);
+		if (err)
+			return err;
+		for (i = 0; i < g->nr_vcpus; i++)
+			p->vcpus[i].halted = g->vcpus[i].halted;
+		return NULL;
+	}
+	/*
+	 * Thread source: read lazily per vCPU in poll_once.  Each /proc stat
+	 * read costs about 10 us, five times the guest read that tells the
+	 * same (the vCPU's current task is its idle task), so it is only
+	 * read where it adds something: at a transition, and when the guest
+	 * read failed.
+	 */
+	return NULL;
+}
+
+static void end_with(struct profiler *p, const char *reason)
+{
+	if (!p->res->end_reason[0])
+		snprintf(p->res->end_reason, sizeof(p->res->end_reason), "%s",
+			 reason);
+}
+
+/* A guest read failed: the end of the guest, or a counted blip. */
+static void read_failed(struct profiler *p, struct ivm_error *err)
+{
+	if (err->code == IVM_ERROR_GONE) {
+		p->gone = true;
+		end_with(p, "the guest went away");
+	}
+	ivm_error_destroy(err);
+}
+
+static bool passes_filters(const struct profiler *p,
+			   const struct ivm_sample *s)
+{
+	if (p->cfg->filter_pid >= 0 && s->pid != (uint32_t)p->cfg->filter_pid)
+		return false;
+	if (p->cfg->filter_comm && fnmatch(p->cfg->filter_comm, s->comm, 0))
+		return false;
+	return true;
+}
+
+static struct ivm_error *capture(struct profiler *p,
+				 const struct ivm_capture_req *req)
+{
+	struct ivm_guest *g = p->guest;
+	struct ivm_guest_vcpu *v = &g->vcpus[req->vcpu];
+	struct ivm_qemu_cpu_regs cpu_regs;
+	const struct ivm_x86_regs *regs = NULL;
+	bool stopped = false;
+	struct ivm_error *err = NULL, *cerr;
+	int cpl = -1;
+
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_STOP && g->qmp) {
+		err = ivm_qmp_stop(g->qmp);
+		if (err)
+			return err;
+		stopped = true;
+	}
+	if (req->kind != IVM_SAMPLE_TO_IDLE && g->qmp) {
+		uint64_t cur;
+
+		/*
+		 * The target was current when observed; take the vCPU's
+		 * registers, then make sure it still is, or the registers
+		 * belong to someone else.
+		 */
+		if (p->cfg->tcg_env)
+			err = ivm_tcg_env_read(p->cfg->tcg_env, v->index,
+					       &cpu_regs);
+		else
+			err = ivm_qemu_registers(g->qmp, v->index, &cpu_regs);
+		if (!err)
+			err = ivm_kernel_current_task(g->layout,
+						      (unsigned int)v->cpu,
+						      NULL, &cur);
+		if (err)
+			goto out;
+		if (cur == req->task && !cpu_regs.halted) {
+			regs = &cpu_regs.regs;
+			cpl = cpu_regs.cpl;
+		}
+	}
+	/*
+	 * Pin mode pins every target that is not current on a vCPU: the
+	 * to-idle one (asleep, or just woken) on the vCPU that went idle,
+	 * and a from-idle or on-CPU one switched out before we got to it on
+	 * the vCPU it was seen on (holding that vCPU preempts whoever runs
+	 * there now, which is what the method's sampler thread does).
+	 */
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin &&
+	    !regs) {
+		err = ivm_pin_capture_task(p->cfg->pin, p->engine, req->task,
+					   v->cpu, &p->cap);
+		if (!p->warned_degraded &&
+		    ivm_pin_capture_degraded(p->cfg->pin)) {
+			p->warned_degraded = true;
+			fprintf(stderr, "%sidlevm: warning: %s\n",
+				p->cfg->status_line ? "\r\033[K" : "",
+				ivm_pin_capture_degraded(p->cfg->pin));
+		}
+	} else {
+		err = ivm_capture_task(p->engine, req->task, regs, cpl,
+				       v->cpu, &p->cap);
+	}
+	if (err)
+		goto out;
+	/* Stopped vCPUs do not move: the live stack is exact then. */
+	if (stopped && regs)
+		p->cap.sample.stack_flags &= ~(uint32_t)IVM_STACK_INEXACT;
+	p->res->outcomes[p->cap.outcome]++;
+	if (!regs)
+		p->res->blocked_outcomes[p->cap.outcome]++;
+	if (p->cap.outcome != IVM_CAPTURE_KEPT)
+		goto out;
+	p->cap.sample.kind = req->kind;
+	p->cap.sample.vcpu = req->vcpu;
+	p->cap.sample.time_ns = req->time_ns;
+	if (!passes_filters(p, &p->cap.sample)) {
+		p->res->filtered++;
+		goto out;
+	}
+	err = ivm_profile_write_sample(p->writer, &p->cap.sample);
+	if (!err)
+		p->res->kept[req->kind]++;
+	if (!err && p->ksym_hits)
+		err = ivm_ksym_hits_add(p->ksym_hits, p->cap.sample.kernel_pcs,
+					p->cap.sample.nr_kernel);
+out:
+	if (stopped) {
+		cerr = ivm_qmp_cont(g->qmp);
+		/* Never leave the guest paused: that error wins. */
+		if (cerr) {
+			ivm_error_destroy(err);
+			err = ivm_error_wrap(cerr, "resuming the guest");
+		}
+	}
+	return err;
+}
+
+/* Pin mode: whether task (current on the vCPU of vp) is a helper thread. */
+static bool is_helper_task(struct profiler *p, struct vcpu_poll *vp,
+			   uint64_t task)
+{
+	struct ivm_guest_task t;
+	struct ivm_error *err;
+
+	if (p->cfg->capture_mode != IVM_CAPTURE_MODE_PIN || !p->cfg->pin)
+		return false;
+	if (task == vp->last_current)
+		return vp->last_is_helper;
+	err = ivm_kernel_read_task(p->guest->layout, task, &t);
+	if (err) {
+		ivm_error_destroy(err);
+		return false;	/* not cached: try again next poll */
+	}
+	vp->last_current = task;
+	vp->last_is_helper = t.tgid > 0 &&
+		(uint32_t)t.tgid == ivm_pin_capture_helper_pid(p->cfg->pin);
+	return vp->last_is_helper;
+}
+
+/*
+ * A to-idle target the poll could not be sure of: ask guest memory who ran
+ * last on the CPU.  Without an answer the dispatch monitor's guess stands,
+ * if it has one; req->task 0 means nothing to capture.
+ */
+static struct ivm_error *resolve_to_idle(struct profiler *p,
+					 const struct ivm_guest_vcpu *v,
+					 uint64_t now,
+					 struct ivm_capture_req *req)
+{
+	int32_t helper = 0;
+	struct ivm_error *err;
+	uint64_t task;
+
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin)
+		helper = (int32_t)ivm_pin_capture_helper_pid(p->cfg->pin);
+	err = ivm_last_ran_find(p->last_ran, (unsigned int)v->cpu, helper,
+				now, &task);
+	if (err && err->code == IVM_ERROR_GONE)
+		return err;
+	if (err) {
+		ivm_error_destroy(err);
+		p->res->to_idle_unresolved++;
+		return NULL;
+	}
+	p->res->to_idle_resolved++;
+	if (task != req->task)
+		p->res->to_idle_retargeted++;
+	req->task = task;
+	return NULL;
+}
+
+static void poll_once(struct profiler *p, uint64_t now)
+{
+	struct ivm_guest *g = p->guest;
+	struct ivm_error *err;
+	size_t i;
+
+	uint64_t failed = 0;
+
+	p->res->polls++;
+	err = poll_halted(p);
+	if (!err)
+		err = ivm_vcpu_watch_read(p->watch, now, p->views, &failed);
+	if (err) {
+		p->res->poll_errors++;
+		read_failed(p, err);
+		return;
+	}
+	p->res->poll_errors += failed;
+	for (i = 0; i < g->nr_vcpus && !p->gone; i++) {
+		struct ivm_guest_vcpu *v = &g->vcpus[i];
+		struct vcpu_poll *vp = &p->vcpus[i];
+		const struct ivm_vcpu_watch_view *view = &p->views[i];
+		struct ivm_vcpu_obs obs = { .time_ns = now,
+					    .halted = vp->halted };
+		struct ivm_capture_req req;
+
+		if (v->cpu < 0)
+			continue;
+		if (p->cfg->idle_source == IVM_IDLE_SOURCE_THREAD &&
+		    (!view->current_ok ||
+		     (view->current == vp->idle_task) != vp->was_idle)) {
+			err = thread_halted(vp, &vp->halted);
+			if (err) {
+				p->res->poll_errors++;
+				read_failed(p, err);
+				continue;
+			}
+			obs.halted = vp->halted;
+		}
+		if (view->current_ok) {
+			obs.current = view->current;
+			obs.current_known = true;
+			obs.current_is_idle = obs.current == vp->idle_task;
+			if (!obs.current_is_idle && is_helper_task(p, vp,
+								   obs.current)) {
+				/*
+				 * A helper thread runs there because we asked:
+				 * a holder on a vCPU we made it hold, or its
+				 * loop serving our request.  To the method
+				 * that vCPU is still idle, and neither is the
+				 * from-idle thread or on-CPU work of the guest.
+				 */
+				obs.current_is_idle = true;
+				obs.halted = true;
+				p->res->helper_busy++;
+			}
+		}
+		vp->was_idle = obs.current_known && obs.current_is_idle;
+		obs.idle_switches = view->idle_switches;
+		obs.idle_switches_known = view->idle_switches_ok;
+		obs.cpu_switches = view->cpu_switches;
+		obs.cpu_switches_known = view->cpu_switches_ok;
+		if (!ivm_dispatch_observe(p->dispatch, (uint32_t)i, &obs, &req))
+			continue;
+		err = req.resolve ? resolve_to_idle(p, v, now, &req) : NULL;
+		if (!err && req.task)
+			err = capture(p, &req);
+		ivm_dispatch_capture_done(p->dispatch, (uint32_t)i);
+		if (err) {
+			p->res->capture_errors++;
+			if (err->code == IVM_ERROR_GONE ||
+			    err->code == IVM_ERROR_OS ||
+			    err->code == IVM_ERROR_NOMEM) {
+				/* The file or the guest: can't go on. */
+				p->gone = true;
+				end_with(p, ivm_error_string(err));
+			}
+			ivm_error_destroy(err);
+		}
+	}
+}
+
+/*
+ * No vmlinux: the kernel symbols samples hit so far and not yet written,
+ * as "ksym" metadata ("ADDR SIZE TYPE NAME", link-time addresses like a
+ * System.map), so the file names its kernel frames on its own.
+ */
+static struct ivm_error *write_new_ksyms(struct profiler *p)
+{
+	const struct ivm_ksym *const *syms;
+	struct ivm_error *err = NULL;
+	size_t nr, i;
+
+	if (!p->ksym_hits)
+		return NULL;
+	syms = ivm_ksym_hits_take_new(p->ksym_hits, &nr);
+	for (i = 0; i < nr && !err; i++) {
+		char line[256], *c;
+
+		snprintf(line, sizeof(line), "0x%" PRIx64 " 0x%" PRIx64 " %c %s",
+			 syms[i]->addr, syms[i]->size,
+			 syms[i]->type ? syms[i]->type : 't', syms[i]->name);
+		/* Guest bytes: one line, printable. */
+		for (c = line; *c; c++)
+			if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+				*c = '?';
+		err = ivm_profile_write_meta(p->writer, "ksym", line);
+	}
+	return err;
+}
+
+static void fill_stats(const struct profiler *p, struct ivm_stat *st,
+		       size_t *nr)
+{
+	const struct ivm_profiler_result *r = p->res;
+	const struct ivm_dispatch_stats *d = ivm_dispatch_stats(p->dispatch);
+	size_t n = 0;
+
+	st[n++] = (struct ivm_stat){ "to_idle", r->kept[IVM_SAMPLE_TO_IDLE] };
+	st[n++] = (struct ivm_stat){ "from_idle", r->kept[IVM_SAMPLE_FROM_IDLE] };
+	st[n++] = (struct ivm_stat){ "on_cpu", r->kept[IVM_SAMPLE_ON_CPU] };
+	st[n++] = (struct ivm_stat){ "discarded_ran",
+				     r->outcomes[IVM_CAPTURE_DISCARDED_RAN] };
+	st[n++] = (struct ivm_stat){ "discarded_runnable",
+				     r->outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE] };
+	st[n++] = (struct ivm_stat){ "capture_failed",
+				     r->outcomes[IVM_CAPTURE_FAILED] };
+	st[n++] = (struct ivm_stat){ "blocked_kept",
+				     r->blocked_outcomes[IVM_CAPTURE_KEPT] };
+	st[n++] = (struct ivm_stat){
+		"blocked_discarded",
+		r->blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
+		r->blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE] };
+	st[n++] = (struct ivm_stat){ "filtered", r->filtered };
+	st[n++] = (struct ivm_stat){ "lost_busy", d->lost_busy };
+	st[n++] = (struct ivm_stat){ "lost_missed", d->lost_missed };
+	st[n++] = (struct ivm_stat){ "lost_no_target", d->lost_no_target };
+	st[n++] = (struct ivm_stat){ "missed_idle", d->missed_idle };
+	st[n++] = (struct ivm_stat){ "idle_transitions", d->idle_transitions };
+	st[n++] = (struct ivm_stat){ "inconsistent", d->inconsistent };
+	st[n++] = (struct ivm_stat){ "unseen_to_idle", d->unseen_to_idle };
+	st[n++] = (struct ivm_stat){ "to_idle_resolved", r->to_idle_resolved };
+	st[n++] = (struct ivm_stat){ "to_idle_retargeted",
+				     r->to_idle_retargeted };
+	st[n++] = (struct ivm_stat){ "to_idle_unresolved",
+				     r->to_idle_unresolved };
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
+		const struct ivm_pin_stats *ps =
+			ivm_pin_capture_stats(p->cfg->pin);
+
+		st[n++] = (struct ivm_stat){ "pin_ok", ps->ok };
+		st[n++] = (struct ivm_stat){ "pin_hold_only", ps->hold_only };
+		st[n++] = (struct ivm_stat){ "pin_skipped", ps->skipped };
+		st[n++] = (struct ivm_stat){ "pin_unneeded", ps->unneeded };
+		st[n++] = (struct ivm_stat){ "pin_refused", ps->refused };
+		st[n++] = (struct ivm_stat){ "pin_ran_before",
+					     ps->ran_before_pin };
+		st[n++] = (struct ivm_stat){ "pin_lease_expired",
+					     ps->lease_expired };
+		st[n++] = (struct ivm_stat){ "pin_failed", ps->failed };
+		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
+	}
+	st[n++] = (struct ivm_stat){ "polls", r->polls };
+	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
+	*nr = n;
+}
+
+static void status_line(const struct profiler *p, uint64_t now, bool final)
+{
+	const struct ivm_profiler_result *r = p->res;
+	const struct ivm_dispatch_stats *d = ivm_dispatch_stats(p->dispatch);
+
+	fprintf(stderr,
+		"\r\033[Kidlevm: %.1f s  to_idle %" PRIu64 "  from_idle %" PRIu64
+		"  on_cpu %" PRIu64 "  discarded %" PRIu64 "  lost %" PRIu64 "%s",
+		(double)(now - p->start_ns) / 1e9, r->kept[IVM_SAMPLE_TO_IDLE],
+		r->kept[IVM_SAMPLE_FROM_IDLE], r->kept[IVM_SAMPLE_ON_CPU],
+		r->outcomes[IVM_CAPTURE_DISCARDED_RAN] +
+			r->outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE],
+		d->lost_busy + d->lost_missed, final ? "\n" : "");
+}
+
+/*
+ * The guest's modules, one "module" metadata item each, so a report made
+ * elsewhere can symbolize addresses in module code.  Not fatal: a guest
+ * whose module list cannot be read is profiled all the same, and the
+ * file says why its module frames will stay raw.
+ */
+static struct ivm_error *write_modules(struct profiler *p)
+{
+	const struct ivm_kmodules *mods;
+	struct ivm_error *err;
+	size_t i;
+
+	err = ivm_guest_modules(p->guest, &mods);
+	if (err) {
+		struct ivm_error *werr = ivm_profile_write_meta(
+			p->writer, "modules_error", ivm_error_string(err));
+
+		ivm_error_destroy(err);
+		return werr;
+	}
+	for (i = 0; i < mods->nr && !err; i++) {
+		char *line = ivm_kmodule_format(&mods->mods[i]);
+		char **secs = NULL;
+		size_t nr = 0, k;
+
+		if (line)
+			secs = ivm_kmodule_format_sections(&mods->mods[i], &nr);
+		if (!line || !secs) {
+			free(line);
+			err = &ivm_enomem;
+			break;
+		}
+		err = ivm_profile_write_meta(p->writer, "module", line);
+		for (k = 0; k < nr; k++) {
+			if (!err)
+				err = ivm_profile_write_meta(p->writer,
+							     "module_sections",
+							     secs[k]);
+			free(secs[k]);
+		}
+		free(secs);
+		free(line);
+	}
+	if (!err && mods->truncated)
+		err = ivm_profile_write_meta(p->writer, "modules_error",
+					     ivm_error_string(mods->error));
+	return err;
+}
+
+static struct ivm_error *write_meta(struct profiler *p)
+{
+	struct ivm_guest *g = p->guest;
+	const struct ivm_profiler_config *c = p->cfg;
+	char buf[64];
+	struct ivm_error *err;
+	time_t now = time(NULL);
+	struct tm tm;
+	size_t i;
+
+#define META(k, v)							\
+	do {								\
+		err = ivm_profile_write_meta(p->writer, k, v);		\
+		if (err)						\
+			return err;					\
+	} while (0)
+	META("guest", g->name);
+	META("kernel", g->release);
+	META("vmlinux", g->vmlinux);
+	snprintf(buf, sizeof(buf), "0x%" PRIx64,
+		 ivm_kernel_layout_slide(g->layout));
+	META("kaslr_offset", buf);
+	snprintf(buf, sizeof(buf), "%zu", g->nr_vcpus);
+	META("vcpus", buf);
+	META("idle_source", ivm_idle_source_name(c->idle_source));
+	META("capture", ivm_capture_mode_name(c->capture_mode));
+	/* Where running vCPUs' registers came from (on-CPU, from-idle). */
+	META("registers", c->tcg_env ? "qemu memory" : "monitor");
+	snprintf(buf, sizeof(buf), "%g", c->frequency_hz);
+	META("frequency_hz", buf);
+	snprintf(buf, sizeof(buf), "%u", c->idle_every);
+	META("idle_every", buf);
+	snprintf(buf, sizeof(buf), "%g", c->poll_interval_ms);
+	META("poll_interval_ms", buf);
+	gmtime_r(&now, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	META("start", buf);
+	/* A report of the file defaults to the same symbols. */
+	if (c->symdir)
+		META("symdir", c->symdir);
+	for (i = 0; i < c->nr_binaries; i++) {
+		char *path = realpath(c->binaries[i], NULL);
+
+		err = ivm_profile_write_meta(p->writer, "binary",
+					     path ? path : c->binaries[i]);
+		free(path);
+		if (err)
+			return err;
+	}
+#undef META
+	return write_modules(p);
+}
+
+static struct ivm_error *setup_watch(struct profiler *p)
+{
+	struct ivm_guest *g = p->guest;
+	struct ivm_vcpu_watch_target *targets;
+	struct ivm_error *err;
+	size_t i, watched = 0;
+
+	p->views = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*p->views));
+	targets = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*targets));
+	if (!p->views || !targets) {
+		free(targets);
+		return &ivm_enomem;
+	}
+	/*
+	 * The CPUs' switch counts tell the dispatch monitor when the task it
+	 * saw last is not sure to be the one that went to idle; they are
+	 * only worth reading when last_ran can then find the right one, and
+	 * last_ran is only kept when some are read: a to-idle request is
+	 * only marked `resolve` on a CPU whose count is watched.
+	 */
+	err = ivm_last_ran_create(g->layout, g->gmem, &p->last_ran);
+	if (err) {
+		ivm_error_destroy(err);
+		p->last_ran = NULL;
+	}
+	for (i = 0; i < g->nr_vcpus; i++) {
+		targets[i].cpu = g->vcpus[i].cpu;
+		targets[i].idle_task = p->vcpus[i].idle_task;
+		if (!p->last_ran || g->vcpus[i].cpu < 0)
+			continue;
+		err = ivm_kernel_cpu_switches_va(g->layout,
+						 (unsigned int)g->vcpus[i].cpu,
+						 &targets[i].switches_va);
+		watched += !err;
+		ivm_error_destroy(err);	/* 0 stays: not watched */
+	}
+	if (!watched) {
+		ivm_last_ran_destroy(p->last_ran);
+		p->last_ran = NULL;
+	}
+	err = ivm_vcpu_watch_create(g->layout, g->gmem, targets, g->nr_vcpus,
+				    p->nvcsw_off, p->nivcsw_off, &p->watch);
+	free(targets);
+	return err;
+}
+
+static struct ivm_error *setup(struct profiler *p)
+{
+	struct ivm_guest *g = p->guest;
+	const struct ivm_kernel_offsets *off;
+	struct ivm_dispatch_config dc = {
+		.idle_every = p->cfg->idle_every,
+		.tick_ns = p->cfg->frequency_hz > 0 ?
+			   (uint64_t)(1e9 / p->cfg->frequency_hz) : 0,
+	};
+	struct ivm_error *err;
+	size_t i;
+
+	if (!g->qmp)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"profiling needs a live guest, not a core");
+	off = ivm_kernel_layout_offsets(g->layout);
+	p->nvcsw_off = off->task_nvcsw;
+	p->nivcsw_off = off->task_nivcsw;
+	err = ivm_dispatch_create((uint32_t)g->nr_vcpus, &dc, &p->dispatch);
+	if (err)
+		return err;
+	err = ivm_capture_engine_create(g, &p->engine);
+	if (err)
+		return err;
+	for (i = 0; i < p->cfg->nr_binaries; i++) {
+		err = ivm_capture_engine_add_binary(p->engine,
+						    p->cfg->binaries[i]);
+		if (err)
+			return err;
+	}
+	if (p->cfg->symdir) {
+		err = ivm_capture_engine_set_symdir(p->engine, p->cfg->symdir);
+		if (err)
+			return err;
+	}
+	p->vcpus = calloc(g->nr_vcpus, sizeof(*p->vcpus));
+	if (!p->vcpus)
+		return &ivm_enomem;
+	if (p->cfg->idle_source == IVM_IDLE_SOURCE_KVM) {
+		static const char *const events[] = {
+			"kvm:kvm_exit", "kvm:kvm_vcpu_wakeup", "kvm:kvm_entry",
+		};
+		pid_t tids[256];
+		size_t n = 0;
+		bool kvm;
+
+		err = ivm_guest_uses_kvm(g, &kvm);
+		if (err)
+			return ivm_error_wrap(err, "asking qemu whether it uses KVM");
+		if (!kvm)
+			return ivm_error_create(IVM_ERROR_INVALID,
+						"the kvm idle source needs a guest on hardware KVM, and %s runs under TCG: use --idle-source thread",
+						g->name);
+		for (i = 0; i < g->nr_vcpus && n < 256; i++)
+			tids[n++] = g->vcpus[i].tid;
+		err = ivm_kvm_events_load(NULL, &p->kvm_events);
+		if (!err)
+			err = ivm_trace_session_create(events, 3, tids, n,
+						       &p->trace);
+		if (err)
+			return err;
+	}
+	for (i = 0; i < g->nr_vcpus; i++) {
+		struct vcpu_poll *vp = &p->vcpus[i];
+		char path[64];
+
+		vp->stat_fd = -1;
+		if (g->vcpus[i].cpu >= 0)
+			vp->idle_task = ivm_kernel_layout_idle_task(
+				g->layout, (unsigned int)g->vcpus[i].cpu);
+		if (p->cfg->idle_source != IVM_IDLE_SOURCE_THREAD)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat",
+			 (int)g->qemu_pid, (int)g->vcpus[i].tid);
+		vp->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (vp->stat_fd < 0)
+			return ivm_error_os(errno, "opening %s", path);
+	}
+	err = setup_watch(p);
+	if (!err && !g->vmlinux)
+		err = ivm_ksym_hits_create(g->ksyms,
+					   ivm_kernel_layout_slide(g->layout),
+					   &p->ksym_hits);
+	if (!err)
+		err = write_meta(p);
+	/* Setup is over: the file takes its name now (see profile_file.h). */
+	if (!err)
+		err = ivm_profile_writer_flush(p->writer);
+	return err;
+}
+
+static void teardown(struct profiler *p)
+{
+	size_t i;
+
+	if (p->vcpus)
+		for (i = 0; i < p->guest->nr_vcpus; i++)
+			if (p->vcpus[i].stat_fd >= 0)
+				close(p->vcpus[i].stat_fd);
+	free(p->vcpus);
+	free(p->views);
+	ivm_vcpu_watch_destroy(p->watch);
+	ivm_last_ran_destroy(p->last_ran);
+	ivm_ksym_hits_destroy(p->ksym_hits);
+	ivm_trace_session_destroy(p->trace);
+	ivm_kvm_events_destroy(p->kvm_events);
+	ivm_capture_engine_destroy(p->engine);
+	ivm_dispatch_destroy(p->dispatch);
+}
+
+struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
+				    const struct ivm_profiler_config *config,
+				    struct ivm_profile_writer *writer,
+				    volatile sig_atomic_t *stop,
+				    struct ivm_profiler_result *result)
+{
+	struct profiler p = { .guest = guest, .cfg = config, .writer = writer,
+			      .res = result };
+	uint64_t interval, next, last_flush, now, end_ns = 0;
+	struct ivm_stat stats[48];
+	struct ivm_error *err, *ferr;
+	size_t nr_stats;
+
+	memset(result, 0, sizeof(*result));
+	interval = (uint64_t)(config->poll_interval_ms * 1e6);
+	if (interval < 100000)
+		interval = 100000;	/* 10 kHz at most */
+	err = setup(&p);
+	if (err) {
+		teardown(&p);
+		ivm_profile_writer_destroy(writer);
+		return err;
+	}
+	p.start_ns = now = next = last_flush = ivm_mono_ns();
+	if (config->duration_s > 0)
+		end_ns = p.start_ns + (uint64_t)(config->duration_s * 1e9);
+
+	while (!p.gone) {
+		struct timespec ts;
+
+		if (*stop) {
+			end_with(&p, "interrupted");
+			break;
+		}
+		if (end_ns && now >= end_ns) {
+			end_with(&p, "duration reached");
+			break;
+		}
+		poll_once(&p, now);
+		now = ivm_mono_ns();
+		if (now - last_flush >= 1000000000ull) {
+			enum ivm_qmp_lifecycle state = ivm_qmp_lifecycle(guest->qmp);
+
+			if (state == IVM_QMP_SHUTDOWN || state == IVM_QMP_GONE) {
+				p.gone = true;
+				end_with(&p, "the guest shut down");
+			}
+			fill_stats(&p, stats, &nr_stats);
+			err = write_new_ksyms(&p);
+			if (!err)
+				err = ivm_profile_write_stats(writer, stats,
+							      nr_stats);
+			if (!err)
+				err = ivm_profile_writer_flush(writer);
+			if (err)
+				break;
+			if (config->status_line)
+				status_line(&p, now, false);
+			last_flush = now;
+		}
+		next += interval;
+		if (next <= now)
+			next = now + interval;	/* overrun: don't burst */
+		ts.tv_sec = (time_t)(next / 1000000000ull);
+		ts.tv_nsec = (long)(next % 1000000000ull);
+		/* EINTR (Ctrl-C) just ends the sleep early. */
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		now = ivm_mono_ns();
+	}
+	result->elapsed_s = (double)(ivm_mono_ns() - p.start_ns) / 1e9;
+	result->dispatch = *ivm_dispatch_stats(p.dispatch);
+	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin)
+		result->pin = *ivm_pin_capture_stats(config->pin);
+	if (config->status_line)
+		status_line(&p, ivm_mono_ns(), true);
+	fill_stats(&p, stats, &nr_stats);
+	ferr = write_new_ksyms(&p);
+	if (ferr) {
+		ivm_error_destroy(ferr);	/* the samples matter more */
+		ferr = NULL;
+	}
+	ferr = ivm_profile_writer_finish(writer, ivm_mono_ns(), stats, nr_stats);
+	teardown(&p);
+	if (err) {
+		ivm_error_destroy(ferr);
+		return err;
+	}
+	return ferr;
+}

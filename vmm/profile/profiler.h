@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profiler loop: idle signal -> dispatch monitor -> capture -> profile
+ * file, for one guest.
+ *
+ * Idle signal sources (each poll gives every vCPU's halted state; the guest
+ * kernel's `current` of each vCPU, read from guest memory, cross-checks it):
+ *  - "thread": the scheduling state of each QEMU vCPU thread in
+ *    /proc/PID/task/TID/stat.  Under TCG a halted vCPU's thread sleeps; under
+ *    KVM a vCPU in HLT sleeps in the host kernel too (halt polling aside).
+ *    About 10 us per vCPU: the default.
+ *  - "qmp": HLT= of QEMU's `info registers -a` (about 2 ms per poll through
+ *    libvirt); exact but slow.
+ *  - "kvm": the host kernel's kvm:kvm_exit (HLT exit reason),
+ *    kvm_vcpu_wakeup and kvm_entry tracepoints of the vCPU threads, through
+ *    a private tracefs instance (vmm/profile/trace_session.h, vmm/profile/kvm_events.h):
+ *    exact and cheap, but only where the guest runs on hardware KVM.
+ *
+ * Stop conditions: the duration, a stop request (Ctrl-C: SIGINT/SIGTERM set
+ * *stop), or the guest going away (shutdown, QEMU exit, libvirt destroy).
+ * Whatever ends the run, every capture made so far is in the file and the
+ * file gets its END record.
+ */
+#ifndef IVM_PROFILER_H
+#define IVM_PROFILER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "profile/capture.h"
+#include "profile/capture_pin.h"
+#include "profile/dispatch.h"
+#include "kernel/guest.h"
+#include "profile/profile_file.h"
+#include "access/tcg_env.h"
+
+enum ivm_idle_source {
+	IVM_IDLE_SOURCE_THREAD,
+	IVM_IDLE_SOURCE_QMP,
+	IVM_IDLE_SOURCE_KVM,	/* kvm:kvm_exit (HLT) / kvm_vcpu_wakeup */
+};
+
+enum ivm_capture_mode {
+	IVM_CAPTURE_MODE_OPTIMISTIC,	/* read, validate by switch counts */
+	IVM_CAPTURE_MODE_STOP,		/* QMP stop / cont around the read */
+	/*
+	 * The method: the helper holds the idle vCPU and pins the to-idle
+	 * target to it around the read (capture_pin.h); a from-idle or
+	 * on-CPU target no longer current is pinned the same way on the
+	 * vCPU it was seen on.  A target still current on a vCPU is read
+	 * from its registers as in optimistic mode (kept marked inexact):
+	 * holding its vCPU to switch it out would take a helper round trip
+	 * (milliseconds under TCG) per tick, and the stack read then would
+	 * be the one of the preemption, not the one that was sampled.
+	 */
+	IVM_CAPTURE_MODE_PIN,
+};
+
+struct ivm_profiler_config {
+	double duration_s;		/* <= 0: until stopped */
+	double frequency_hz;		/* on-cpu tick per vCPU; 0 = off */
+	uint32_t idle_every;		/* sample every Nth idle transition */
+	double poll_interval_ms;	/* idle signal polling period */
+	enum ivm_idle_source idle_source;
+	enum ivm_capture_mode capture_mode;
+	int filter_pid;			/* guest tgid, or -1 */
+	const char *filter_comm;	/* fnmatch pattern on comm, or NULL */
+	bool status_line;		/* one-line status on stderr */
+	const char *const *binaries;	/* host copies of guest executables */
+	size_t nr_binaries;
+	const char *symdir;		/* executables by build-id, or NULL */
+	/* IVM_CAPTURE_MODE_PIN: the helper session (borrowed; required). */
+	struct ivm_pin_capture *pin;
+	/*
+	 * Where running vCPUs' registers come from: QEMU's TCG state
+	 * (borrowed), or NULL for the monitor's `info registers`.
+	 */
+	const struct ivm_tcg_env *tcg_env;
+};
+
+struct ivm_profiler_result {
+	uint64_t kept[IVM_SAMPLE_NR_KINDS];
+	uint64_t outcomes[IVM_CAPTURE_NR_OUTCOMES];
+	/*
+	 * The same, for targets read from their saved frame (no live
+	 * registers): the only ones pinning can keep consistent.
+	 */
+	uint64_t blocked_outcomes[IVM_CAPTURE_NR_OUTCOMES];
+	uint64_t filtered;
+	uint64_t polls;
+	uint64_t poll_errors;
+	uint64_t capture_errors;
+	double elapsed_s;
+	struct ivm_dispatch_stats dispatch;
+	struct ivm_pin_stats pin;	/* IVM_CAPTURE_MODE_PIN */
+	uint64_t helper_busy;		/* polls that saw a helper holder */
+	/* to-idle targets found from guest memory (last_ran.h) */
+	uint64_t to_idle_resolved;
+	uint64_t to_idle_retargeted;	/* ... not the task the poll saw */
+	uint64_t to_idle_unresolved;	/* none found: the guess, or nothing */
+	char end_reason[128];		/* "duration", "interrupted", ... */
+};
+
+const char *ivm_idle_source_name(enum ivm_idle_source source);
+
+const char *ivm_capture_mode_name(enum ivm_capture_mode mode);
+
+/*
+ * Profile guest into writer until a stop condition.  *stop is polled (set
+ * it from a signal handler).  The writer is flushed at least once a second
+ * and finished (END record) before returning, even on error; the caller
+ * keeps ownership and must not use it afterwards.  Returns an error only
+ * when profiling could not start or the file could not be written; the
+ * guest going away is a normal end (result->end_reason says so).
+ */
+struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
+				    const struct ivm_profiler_config *config,
+				    struct ivm_profile_writer *writer,
+				    volatile sig_atomic_t *stop,
+				    struct ivm_profiler_result *result);
+
+#endif /* IVM_PROFILER_H */

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: MIT
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/bytes.h"
+#include "profile/vcpu_watch.h"
+
+/* The words watched per vCPU, in this order. */
+enum { W_CURRENT, W_NVCSW, W_NIVCSW, W_SWITCHES, WORDS_PER_VCPU };
+
+struct word {
+	bool wanted;		/* this word is watched at all */
+	uint64_t va;		/* kernel virtual address (not for W_CURRENT) */
+	uint64_t pa;		/* valid when mapped */
+	bool mapped;
+	bool ok;		/* value read in this call */
+	uint8_t value[8];
+};
+
+struct ivm_vcpu_watch {
+	const struct ivm_kernel_layout *layout;
+	struct ivm_gmem *gmem;
+	size_t nr;
+	int *cpus;
+	struct word *words;		/* nr * WORDS_PER_VCPU */
+	struct ivm_gmem_piece *pieces;
+	size_t *piece_word;
+	bool translated;
+	uint64_t translated_at;
+	struct ivm_vcpu_watch_stats stats;
+};
+
+struct ivm_error *ivm_vcpu_watch_create(const struct ivm_kernel_layout *layout,
+					struct ivm_gmem *gmem,
+					const struct ivm_vcpu_watch_target *targets,
+					size_t nr, uint32_t nvcsw_off,
+					uint32_t nivcsw_off,
+					struct ivm_vcpu_watch **ret)
+{
+	bool counters = nvcsw_off && nivcsw_off &&
+			nvcsw_off != IVM_KOFF_NONE &&
+			nivcsw_off != IVM_KOFF_NONE;
+	struct ivm_vcpu_watch *w;
+	size_t i;
+
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return &ivm_enomem;
+	w->layout = layout;
+	w->gmem = gmem;
+	w->nr = nr;
+	w->cpus = calloc(nr ? nr : 1, sizeof(*w->cpus));
+	w->words = calloc(nr ? nr * WORDS_PER_VCPU : 1, sizeof(*w->words));
+	w->pieces = calloc(nr ? nr * WORDS_PER_VCPU : 1, sizeof(*w->pieces));
+	w->piece_word = calloc(nr ? nr * WORDS_PER_VCPU : 1,
+			       sizeof(*w->piece_word));
+	if (!w->cpus || !w->words || !w->pieces || !w->piece_word) {
+		ivm_vcpu_watch_destroy(w);
+		return &ivm_enomem;
+	}
+	for (i = 0; i < nr; i++) {
+		struct word *wd = &w->words[i * WORDS_PER_VCPU];
+		uint64_t idle = targets[i].idle_task;
+
+		w->cpus[i] = targets[i].cpu;
+		if (targets[i].cpu < 0)
+			continue;
+		wd[W_CURRENT].wanted = true;
+		if (targets[i].switches_va) {
+			wd[W_SWITCHES].wanted = true;
+			wd[W_SWITCHES].va = targets[i].switches_va;
+		}
+		if (!counters || !idle)
+			continue;
+		/* A hostile layout cannot make these wrap: checked here. */
+		if (idle + nvcsw_off < idle || idle + nivcsw_off < idle)
+			continue;
+		wd[W_NVCSW].wanted = wd[W_NIVCSW].wanted = true;
+		wd[W_NVCSW].va = idle + nvcsw_off;
+		wd[W_NIVCSW].va = idle + nivcsw_off;
+	}
+	*ret = w;
+	return NULL;
+}
+
+void ivm_vcpu_watch_destroy(struct ivm_vcpu_watch *w)
+{
+	if (!w)
+		return;
+	free(w->cpus);
+	free(w->words);
+	free(w->pieces);
+	free(w->piece_word);
+	free(w);
+}
+
+static void translate(struct ivm_vcpu_watch *w, uint64_t now_ns)
+{
+	size_t i, k;
+
+	for (i = 0; i < w->nr; i++) {
+		for (k = 0; k < WORDS_PER_VCPU; k++) {
+			struct word *wd = &w->words[i * WORDS_PER_VCPU + k];
+			struct ivm_error *err;
+			uint64_t pa, contiguous;
+
+			wd->mapped = false;
+			if (!wd->wanted)
+				continue;
+			if (k == W_CURRENT) {
+				wd->pa = ivm_kernel_current_pa(
+					w->layout, (unsigned int)w->cpus[i]);
+				wd->mapped = wd->pa != 0;
+				continue;
+			}
+			err = ivm_kernel_translate(w->layout, wd->va, &pa,
+						   &contiguous);
+			if (err) {
+				ivm_error_destroy(err);
+				continue;
+			}
+			/* A word across a page boundary keeps the slow path. */
+			if (contiguous >= sizeof(wd->value)) {
+				wd->pa = pa;
+				wd->mapped = true;
+			}
+		}
+	}
+	w->translated = true;
+	w->translated_at = now_ns;
+	w->stats.translations++;
+}
+
+/* One word the slow way: a virtual read, page walk included. */
+static struct ivm_error *read_word_virt(struct ivm_vcpu_watch *w, size_t vcpu,
+					size_t k, struct word *wd)
+{
+	if (k == W_CURRENT) {
+		uint64_t task;
+		struct ivm_error *err = ivm_kernel_current_task(
+			w->layout, (unsigned int)w->cpus[vcpu], NULL, &task);
+
+		if (!err)
+			memcpy(wd->value, &task, sizeof(task));
+		return err;
+	}
+	return ivm_kernel_read(w->layout, wd->va, wd->value, sizeof(wd->value));
+}
+
+/* The batch failed: read each word alone to tell the bad ones apart. */
+static struct ivm_error *read_one_by_one(struct ivm_vcpu_watch *w)
+{
+	size_t i, k;
+
+	w->stats.fallbacks++;
+	for (i = 0; i < w->nr; i++) {
+		for (k = 0; k < WORDS_PER_VCPU; k++) {
+			struct word *wd = &w->words[i * WORDS_PER_VCPU + k];
+			struct ivm_error *err;
+
+			if (!wd->wanted || wd->ok)
+				continue;
+			if (wd->mapped)
+				err = ivm_gmem_read_phys(w->gmem, wd->pa,
+							 wd->value,
+							 sizeof(wd->value));
+			else
+				err = read_word_virt(w, i, k, wd);
+			if (err && err->code == IVM_ERROR_GONE)
+				return err;
+			wd->ok = !err;
+			ivm_error_destroy(err);
+		}
+	}
+	return NULL;
+}
+
+struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
+				      struct ivm_vcpu_watch_view *views,
+				      uint64_t *failed)
+{
+	size_t i, k, n = 0, nr_words = w->nr * WORDS_PER_VCPU;
+	bool slow = false;
+	struct ivm_error *err;
+
+	if (!w->translated || now_ns - w->translated_at >=
+			      IVM_VCPU_WATCH_RETRANSLATE_NS)
+		translate(w, now_ns);
+	for (i = 0; i < nr_words; i++) {
+		struct word *wd = &w->words[i];
+
+		wd->ok = false;
+		if (!wd->wanted)
+			continue;
+		if (!wd->mapped) {
+			slow = true;
+			continue;
+		}
+		w->pieces[n] = (struct ivm_gmem_piece){
+			.gpa = wd->pa, .buf = wd->value,
+			.len = sizeof(wd->value),
+		};
+		w->piece_word[n++] = i;
+	}
+	if (n) {
+		w->stats.batches++;
+		err = ivm_gmem_read_phys_many(w->gmem, w->pieces, n);
+		if (err && err->code == IVM_ERROR_GONE)
+			return err;
+		if (err) {
+			/* Something moved: look again, word by word. */
+			ivm_error_destroy(err);
+			w->translated = false;
+			slow = true;
+		} else {
+			for (i = 0; i < n; i++)
+				w->words[w->piece_word[i]].ok = true;
+		}
+	}
+	if (slow) {
+		err = read_one_by_one(w);
+		if (err)
+			return err;
+	}
+	for (i = 0; i < w->nr; i++) {
+		struct word *wd = &w->words[i * WORDS_PER_VCPU];
+		struct ivm_vcpu_watch_view *v = &views[i];
+
+		memset(v, 0, sizeof(*v));
+		for (k = 0; k < WORDS_PER_VCPU && failed; k++)
+			if (wd[k].wanted && !wd[k].ok)
+				(*failed)++;
+		if (wd[W_CURRENT].ok) {
+			v->current = ivm_le64(wd[W_CURRENT].value);
+			v->current_ok = ivm_kernel_is_kernel_address(
+				w->layout, v->current);
+			if (!v->current_ok && failed)
+				(*failed)++;
+		}
+		if (wd[W_NVCSW].ok && wd[W_NIVCSW].ok) {
+			v->idle_switches = ivm_le64(wd[W_NVCSW].value) +
+					   ivm_le64(wd[W_NIVCSW].value);
+			v->idle_switches_ok = true;
+		}
+		if (wd[W_SWITCHES].ok) {
+			v->cpu_switches = ivm_le64(wd[W_SWITCHES].value);
+			v->cpu_switches_ok = true;
+		}
+	}
+	return NULL;
+}
+
+const struct ivm_vcpu_watch_stats *
+ivm_vcpu_watch_stats(const struct ivm_vcpu_watch *w)
+{
+	return &w->stats;
+}

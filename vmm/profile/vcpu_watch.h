@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vcpu_watch: what the profiler reads of the guest on every poll — each
+ * vCPU's `current` task, the switch counts of its idle task and its run
+ * queue's count of context switches — in one read for all vCPUs.
+ *
+ * The poll runs about a thousand times a second while the guest runs, so
+ * its cost is the profiler's overhead.  Through QEMU's private RAM every
+ * separate read is a process_vm_readv() (about 2 us) and every page walk
+ * four or five more; these words never move (the per-CPU areas and the
+ * idle tasks live as long as the kernel), so they are translated to guest
+ * physical addresses once and read together with ivm_gmem_read_phys_many():
+ * one system call per poll, whatever the number of vCPUs.
+ *
+ * Staleness is bounded: the translations are redone every
+ * IVM_VCPU_WATCH_RETRANSLATE_NS, and at once after any failed read.  A
+ * guest that remaps one of these words in between only makes us read other
+ * guest data for a while, which is checked like any value from the guest
+ * (a `current` must be a kernel address; captures check their targets).
+ *
+ * Invariants: results are per vCPU in the order given at create; a result
+ * is only marked valid when its bytes were read in this call.
+ */
+#ifndef IVM_VCPU_WATCH_H
+#define IVM_VCPU_WATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "gmem/gmem.h"
+#include "kernel/kernel_layout.h"
+
+#define IVM_VCPU_WATCH_RETRANSLATE_NS 1000000000ull
+
+/* What create needs to know of one vCPU. */
+struct ivm_vcpu_watch_target {
+	int cpu;		/* guest CPU it runs as; -1: not watched */
+	uint64_t idle_task;	/* that CPU's idle task; 0: unknown */
+	uint64_t switches_va;	/* its rq->nr_switches; 0: not watched */
+};
+
+/* One poll's view of one vCPU. */
+struct ivm_vcpu_watch_view {
+	bool current_ok;
+	uint64_t current;	/* a kernel address when current_ok */
+	bool idle_switches_ok;
+	uint64_t idle_switches;	/* nvcsw + nivcsw of its idle task */
+	bool cpu_switches_ok;
+	uint64_t cpu_switches;	/* context switches on its CPU so far */
+};
+
+struct ivm_vcpu_watch;
+
+/*
+ * Watch nr vCPUs of the guest described by layout, whose memory is gmem
+ * (both borrowed: they must outlive the watch).  nvcsw_off / nivcsw_off are task_struct offsets of the
+ * switch counters (IVM_KOFF_NONE or 0: no idle switch counts).  Only
+ * IVM_ERROR_NOMEM; words that cannot be translated now are retried later.
+ */
+struct ivm_error *ivm_vcpu_watch_create(const struct ivm_kernel_layout *layout,
+					struct ivm_gmem *gmem,
+					const struct ivm_vcpu_watch_target *targets,
+					size_t nr, uint32_t nvcsw_off,
+					uint32_t nivcsw_off,
+					struct ivm_vcpu_watch **ret);
+void ivm_vcpu_watch_destroy(struct ivm_vcpu_watch *w);
+
+/*
+ * Read every watched word, normally in one batched physical read, and fill
+ * views[0..nr).  now_ns (monotonic) paces the re-translation.  Returns an
+ * error only when the guest is gone (IVM_ERROR_GONE); a word that cannot
+ * be read leaves its view invalid and is counted in *failed when failed is
+ * not NULL.
+ */
+struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
+				      struct ivm_vcpu_watch_view *views,
+				      uint64_t *failed);
+
+/* Batched reads made, and reads that fell back to one word at a time. */
+struct ivm_vcpu_watch_stats {
+	uint64_t batches;
+	uint64_t fallbacks;
+	uint64_t translations;
+};
+
+const struct ivm_vcpu_watch_stats *
+ivm_vcpu_watch_stats(const struct ivm_vcpu_watch *w);
+
+#endif /* IVM_VCPU_WATCH_H */

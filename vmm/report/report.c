@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report.h"
+
+const char *ivm_report_task_name(const struct ivm_calltree_node *n, char *buf,
+				 size_t len)
+{
+	if (n->type == IVM_NODE_PROCESS) {
+		if (n->comm[0])
+			snprintf(buf, len, "%s [%" PRIu64 "]", n->comm, n->key);
+		else
+			snprintf(buf, len, "pid %" PRIu64, n->key);
+	} else {
+		snprintf(buf, len, "%s/%" PRIu64, n->comm[0] ? n->comm : "?",
+			 n->key);
+	}
+	return buf;
+}
+
+const char *ivm_report_frame_name(const struct ivm_report_frame *f,
+				  bool decorate, char *buf, size_t len)
+{
+	const char *k = decorate && f->type == IVM_NODE_KERNEL ? "_[k]" : "";
+
+	if (f->function)
+		snprintf(buf, len, "%s%s", f->function, k);
+	else
+		snprintf(buf, len, "0x%" PRIx64 "%s",
+			 f->type == IVM_NODE_USER ? IVM_REPORT_USER_PC(f->pc) :
+						    f->pc, k);
+	return buf;
+}
+
+size_t ivm_report_stack(const struct ivm_calltree *tree,
+			const struct ivm_report_options *opts, uint32_t leaf,
+			struct ivm_report_frame *out, size_t max,
+			uint32_t *process, uint32_t *thread)
+{
+	uint32_t idx = leaf, steps = 0;
+	size_t n = 0;
+
+	*process = *thread = IVM_CALLTREE_NONE;
+	/* limit iterations so a malformed tree cannot loop */
+	while (idx != 0 && idx != IVM_CALLTREE_NONE &&
+	       idx < ivm_calltree_nr_nodes(tree) && steps++ < 4096) {
+		const struct ivm_calltree_node *node =
+			ivm_calltree_node(tree, idx);
+		unsigned int got = 0, i, room;
+
+		idx = node->parent;
+		if (node->type == IVM_NODE_PROCESS) {
+			*process = (uint32_t)(node - ivm_calltree_node(tree, 0));
+			continue;
+		}
+		if (node->type == IVM_NODE_THREAD) {
+			*thread = (uint32_t)(node - ivm_calltree_node(tree, 0));
+			continue;
+		}
+		if (node->type != IVM_NODE_USER && node->type != IVM_NODE_KERNEL)
+			continue;
+		if (n == max)
+			continue;
+		room = max - n < IVM_REPORT_MAX_INLINE ?
+		       (unsigned int)(max - n) : IVM_REPORT_MAX_INLINE;
+		if (opts->sym.frames)
+			got = opts->sym.frames(opts->sym.ctx, node->type,
+					       node->key, out + n, room);
+		if (got > room)
+			got = room;
+		if (!got) {
+			out[n] = (struct ivm_report_frame){ .pc = node->key };
+			got = 1;
+		}
+		for (i = 0; i < got; i++) {
+			out[n + i].type = node->type;
+			out[n + i].pc = node->key;
+		}
+		n += got;
+	}
+	return n;
+}
+
+struct leaf {
+	uint32_t node;
+	uint64_t count;
+};
+
+static int leaf_cmp(const void *a, const void *b)
+{
+	const struct leaf *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* Nodes where samples of kind end, most frequent first; caller frees. */
+static struct leaf *leaves_of(const struct ivm_calltree *tree, int kind,
+			      size_t *nr)
+{
+	uint32_t i, n = ivm_calltree_nr_nodes(tree);
+	struct leaf *leaves = calloc(n ? n : 1, sizeof(*leaves));
+
+	*nr = 0;
+	if (!leaves)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		const struct ivm_calltree_node *node = ivm_calltree_node(tree, i);
+
+		if (node->self[kind]) {
+			leaves[*nr].node = i;
+			leaves[*nr].count = node->self[kind];
+			(*nr)++;
+		}
+	}
+	qsort(leaves, *nr, sizeof(*leaves), leaf_cmp);
+	return leaves;
+}
+
+static const char *kind_title(int kind)
+{
+	switch (kind) {
+	case IVM_SAMPLE_TO_IDLE:
+		return "to-idle";
+	case IVM_SAMPLE_FROM_IDLE:
+		return "from-idle";
+	default:
+		return "on-cpu";
+	}
+}
+
+static void print_frame(FILE *out, const struct ivm_report_frame *f)
+{
+	char buf[512];
+
+	fprintf(out, "          %s%s", ivm_report_frame_name(f, true, buf,
+							 sizeof(buf)),
+		f->inlined ? "  (inlined)" : "");
+	if (f->file)
+		fprintf(out, "  %s:%u", f->file, f->line);
+	fputc('\n', out);
+}
+
+void ivm_report_text(const struct ivm_calltree *tree,
+		     const struct ivm_report_options *opts)
+{
+	FILE *out = opts->out;
+	struct ivm_report_frame *frames;
+	char buf[512];
+	int kind;
+
+	frames = calloc(IVM_REPORT_MAX_STACK, sizeof(*frames));
+	if (!frames) {
+		fprintf(out, "(out of memory)\n");
+		return;
+	}
+	for (kind = 0; kind < IVM_SAMPLE_NR_KINDS; kind++) {
+		uint64_t total = ivm_calltree_total(tree, kind);
+		struct leaf *leaves;
+		size_t nr, i;
+
+		if (opts->kind >= 0 && opts->kind != kind)
+			continue;
+		if (!total && opts->kind < 0)
+			continue;
+		fprintf(out, "\n== top %s stacks (%" PRIu64 " samples) ==\n",
+			kind_title(kind), total);
+		leaves = leaves_of(tree, kind, &nr);
+		if (!leaves) {
+			fprintf(out, "  (out of memory)\n");
+			continue;
+		}
+		for (i = 0; i < nr && i < opts->top; i++) {
+			uint32_t process, thread;
+			size_t n, j;
+
+			fprintf(out, "\n%6.2f%%  %" PRIu64 " samples\n",
+				100.0 * (double)leaves[i].count / (double)total,
+				leaves[i].count);
+			/* Leaf first, like perf and /proc/PID/stack. */
+			n = ivm_report_stack(tree, opts, leaves[i].node, frames,
+					     IVM_REPORT_MAX_STACK, &process,
+					     &thread);
+			for (j = 0; j < n; j++)
+				print_frame(out, &frames[j]);
+			if (thread != IVM_CALLTREE_NONE)
+				fprintf(out, "          %s  (thread)\n",
+					ivm_report_task_name(
+						ivm_calltree_node(tree, thread),
+						buf, sizeof(buf)));
+			if (process != IVM_CALLTREE_NONE)
+				fprintf(out, "          %s  (process)\n",
+					ivm_report_task_name(
+						ivm_calltree_node(tree, process),
+						buf, sizeof(buf)));
+		}
+		if (nr > opts->top)
+			fprintf(out, "\n  ... %zu more distinct stacks\n",
+				nr - opts->top);
+		free(leaves);
+	}
+	free(frames);
+}
+
+static void put_folded(FILE *out, const char *name, bool *first)
+{
+	if (!*first)
+		fputc(';', out);
+	*first = false;
+	/* ';' and ' ' separate folded fields. */
+	for (; *name; name++)
+		fputc(*name == ';' || *name == ' ' ? '_' : *name, out);
+}
+
+void ivm_report_folded(const struct ivm_calltree *tree,
+		       const struct ivm_report_options *opts)
+{
+	struct ivm_report_frame *frames;
+	char buf[512];
+	int kind;
+
+	frames = calloc(IVM_REPORT_MAX_STACK, sizeof(*frames));
+	if (!frames)
+		return;
+	for (kind = 0; kind < IVM_SAMPLE_NR_KINDS; kind++) {
+		struct leaf *leaves;
+		size_t nr, i;
+
+		if (opts->kind >= 0 && opts->kind != kind)
+			continue;
+		leaves = leaves_of(tree, kind, &nr);
+		if (!leaves)
+			continue;
+		for (i = 0; i < nr; i++) {
+			uint32_t process, thread;
+			bool first = true;
+			size_t n;
+
+			n = ivm_report_stack(tree, opts, leaves[i].node, frames,
+					     IVM_REPORT_MAX_STACK, &process,
+					     &thread);
+			if (opts->kind < 0)
+				put_folded(opts->out, ivm_sample_kind_name(kind),
+					   &first);
+			if (process != IVM_CALLTREE_NONE)
+				put_folded(opts->out, ivm_report_task_name(
+					ivm_calltree_node(tree, process), buf,
+					sizeof(buf)), &first);
+			if (thread != IVM_CALLTREE_NONE)
+				put_folded(opts->out, ivm_report_task_name(
+					ivm_calltree_node(tree, thread), buf,
+					sizeof(buf)), &first);
+			while (n--) {
+				size_t l;
+
+				ivm_report_frame_name(&frames[n], true, buf,
+						      sizeof(buf) - 8);
+				l = strlen(buf);
+				if (frames[n].inlined)
+					snprintf(buf + l, sizeof(buf) - l, "_[i]");
+				put_folded(opts->out, buf, &first);
+			}
+			fprintf(opts->out, " %" PRIu64 "\n", leaves[i].count);
+		}
+		free(leaves);
+	}
+	free(frames);
+}

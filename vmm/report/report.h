@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Report writers over a call tree: a text summary of the top stacks per
+ * sample kind, folded stacks for FlameGraph / speedscope, pprof
+ * (report_pprof.h) and an SVG flame graph (report_svg.h).
+ *
+ * Frames come from a symbolizer callback, so the writers know nothing about
+ * ELF or DWARF; one address may expand to several frames (inline calls),
+ * and without a symbolizer, frames print as hex addresses.
+ */
+#ifndef IVM_REPORT_H
+#define IVM_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "report/calltree.h"
+
+/* Inline frames kept per address (matches symbols/ IVM_SYM_MAX_INLINE). */
+#define IVM_REPORT_MAX_INLINE	16
+
+/* One frame as the writers print it; strings belong to the symbolizer. */
+struct ivm_report_frame {
+	const char *function;	/* NULL: unknown, print the address */
+	const char *file;	/* NULL: unknown */
+	unsigned int line;	/* 0: unknown */
+	bool inlined;		/* inlined into the next outer frame */
+	enum ivm_node_type type;	/* IVM_NODE_USER or IVM_NODE_KERNEL */
+	uint64_t pc;
+};
+
+/*
+ * User pcs in a report's call tree may carry in bits 48-63 which
+ * executable they belong to (cmd_report.c: 1 + the index of its build-id),
+ * so that two executables at the same addresses (two PIEs linked at 0) are
+ * never merged or named after one another.  Canonical user addresses never
+ * set those bits; IVM_REPORT_USER_PC gives the address itself.
+ */
+#define IVM_REPORT_USER_TAG_SHIFT	48
+#define IVM_REPORT_USER_PC(pc)	((uint64_t)(pc) & ((UINT64_C(1) << IVM_REPORT_USER_TAG_SHIFT) - 1))
+#define IVM_REPORT_USER_TAG(pc)	((uint64_t)(pc) >> IVM_REPORT_USER_TAG_SHIFT)
+
+struct ivm_symbolizer {
+	/*
+	 * Fill at most max frames for pc (a user or kernel frame, per type),
+	 * innermost first, and return how many; 0 prints the raw address.
+	 * Strings must stay valid until the writer returns.
+	 */
+	unsigned int (*frames)(void *ctx, enum ivm_node_type type, uint64_t pc,
+			       struct ivm_report_frame *out, unsigned int max);
+	void *ctx;
+};
+
+enum ivm_report_format {
+	IVM_REPORT_TEXT,
+	IVM_REPORT_FOLDED,
+	IVM_REPORT_PPROF,
+	IVM_REPORT_SVG,
+};
+
+struct ivm_report_options {
+	FILE *out;
+	int kind;		/* an ivm_sample_kind, or -1 for all */
+	unsigned int top;	/* stacks per kind in the text report */
+	struct ivm_symbolizer sym;
+	const char *vmlinux;	/* kernel symbols; NULL: as the profile says */
+	const char *binary;	/* user symbols of a static guest binary */
+	const char *const *binaries;	/* more of them (binary first) */
+	size_t nr_binaries;
+	const char *system_map;	/* kernel fallback when vmlinux is unusable */
+	const char *symdir;	/* .build-id/xx/rest.debug tree, or NULL */
+	const char *module_dir;	/* DIR/lib/modules/RELEASE/.../NAME.ko */
+	const uint64_t *addresses;	/* --address: resolve these instead */
+	size_t nr_addresses;
+	enum ivm_report_format format;	/* ivm_report_file: unless folded */
+	const char *output;	/* ivm_report_file: write here, not to out */
+	const char *title;	/* SVG title; NULL: a default */
+};
+
+/* Top stacks of each kind with counts and percentages. */
+void ivm_report_text(const struct ivm_calltree *tree,
+		     const struct ivm_report_options *opts);
+
+/*
+ * One line per distinct stack: "frame;frame;... count", outermost first.
+ * With kind -1 the kind name is the first frame, so to-idle and from-idle
+ * stand apart in one flame graph.  Kernel frames end in "_[k]", inlined
+ * ones in "_[i]".
+ */
+void ivm_report_folded(const struct ivm_calltree *tree,
+		       const struct ivm_report_options *opts);
+
+/*
+ * The code frames of the stack ending at node leaf, innermost first, with
+ * inline frames expanded, into out (at most max); returns the count.  Also
+ * gives the stack's process and thread nodes (IVM_CALLTREE_NONE if the
+ * tree does not group by them).
+ */
+size_t ivm_report_stack(const struct ivm_calltree *tree,
+			const struct ivm_report_options *opts, uint32_t leaf,
+			struct ivm_report_frame *out, size_t max,
+			uint32_t *process, uint32_t *thread);
+
+/* Most frames ivm_report_stack() can return for one stack. */
+#define IVM_REPORT_MAX_STACK	(2 * IVM_SAMPLE_MAX_FRAMES * IVM_REPORT_MAX_INLINE)
+
+/*
+ * A frame's display name into buf: "function", or "0x..." when unknown,
+ * with "_[k]" for kernel frames when decorate.  Returns buf.
+ */
+const char *ivm_report_frame_name(const struct ivm_report_frame *f,
+				  bool decorate, char *buf, size_t len);
+
+/* "comm [pid]" or "comm/tid" of a process or thread node into buf. */
+const char *ivm_report_task_name(const struct ivm_calltree_node *n, char *buf,
+				 size_t len);
+
+#endif /* IVM_REPORT_H */

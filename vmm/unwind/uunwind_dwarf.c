@@ -1,0 +1,1103 @@
+// SPDX-License-Identifier: MIT
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unwind/uunwind_dwarf.h"
+
+/*
+ * DWARF register numbers of x86-64 (System V psABI, figure 3.36): not the
+ * order of struct pt_regs.  16 is the return address column.
+ */
+enum {
+	DW_RAX, DW_RDX, DW_RCX, DW_RBX, DW_RSI, DW_RDI, DW_RBP, DW_RSP,
+	DW_R8, DW_R9, DW_R10, DW_R11, DW_R12, DW_R13, DW_R14, DW_R15,
+	DW_RA,
+	NR_DW_REGS
+};
+
+/*
+ * Registers recovered from caller to caller.  The others are caller-saved
+ * by the ABI: after one step they are unknown, and an expression that
+ * needs one ends the stack.  rsp is not here: it is the CFA.
+ */
+static const uint8_t saved_regs[] = {
+	DW_RBX, DW_RBP, DW_R12, DW_R13, DW_R14, DW_R15,
+};
+#define NR_SAVED (sizeof(saved_regs) / sizeof(saved_regs[0]))
+
+enum rule_kind {
+	RULE_UNDEFINED,		/* no value (call-clobbered, end of stack) */
+	RULE_SAME,		/* the callee did not change it */
+	RULE_CFA,		/* CFA + off */
+	RULE_REG,		/* register reg + off */
+	RULE_EXPR,		/* a DWARF expression: ops, nops */
+	RULE_LOST,		/* a rule we cannot follow: value unknown */
+};
+
+/*
+ * One register's rule, decoded from libdw's location expression.  With
+ * is_value the result is the register's value; otherwise it is the guest
+ * address where the value is saved.  ops of RULE_EXPR belong to the
+ * binary's Dwarf_CFI (libdw interns them there), so a row stays valid as
+ * long as the binary is open.
+ */
+struct rule {
+	uint8_t kind;		/* enum rule_kind */
+	uint8_t reg;		/* RULE_REG */
+	bool is_value;
+	uint32_t nops;		/* RULE_EXPR */
+	int64_t off;		/* RULE_CFA, RULE_REG */
+	const Dwarf_Op *ops;	/* RULE_EXPR */
+};
+
+enum row_state {
+	ROW_EMPTY,		/* cache slot unused */
+	ROW_OK,
+	ROW_NONE,		/* no CFI covers this pc */
+	ROW_BAD,		/* CFI exists but cannot be used */
+};
+
+/* What the CFI says at one pc, reduced to what the unwinder uses. */
+struct cfi_row {
+	uint64_t pc;		/* link-time lookup address (cache key) */
+	uint8_t state;		/* enum row_state */
+	bool signal;		/* a signal trampoline: caller pc is exact */
+	struct rule cfa;	/* RULE_REG or RULE_EXPR, is_value */
+	struct rule ra;
+	struct rule saved[NR_SAVED];
+};
+
+/* Power of two.  About 128 KiB per binary; see the bench for the gain. */
+#define ROW_CACHE_SIZE 512u
+
+struct ivm_ubinary {
+	char *path;
+	int fd;
+	Elf *elf;
+	Dwarf *dwarf;			/* for .debug_frame; may be NULL */
+	Dwarf_CFI *eh_cfi;		/* .eh_frame; may be NULL */
+	Dwarf_CFI *debug_cfi;		/* .debug_frame; owned by dwarf */
+	bool is_dyn;
+	uint8_t build_id[IVM_UBINARY_MAX_BUILD_ID];
+	size_t build_id_len;
+	struct ivm_ubinary_segment exec[IVM_UBINARY_MAX_EXEC];
+	size_t nr_exec;
+	/* every PT_LOAD, for ivm_ubinary_bias() */
+	struct ivm_ubinary_segment *loads;
+	size_t nr_loads;
+	size_t phnum;
+	bool cache_on;
+	struct ivm_ubinary_stats stats;
+	struct cfi_row cache[ROW_CACHE_SIZE];
+};
+
+/* ---- opening a binary ---------------------------------------------------- */
+
+/* Find the GNU build-id in the notes of a PT_NOTE segment or SHT_NOTE. */
+static bool note_build_id(struct ivm_ubinary *b, Elf_Data *data)
+{
+	size_t off = 0, next;
+	GElf_Nhdr nhdr;
+	size_t name_off, desc_off;
+
+	/* gelf_getnote bounds every note by data->d_size and moves forward. */
+	while ((next = gelf_getnote(data, off, &nhdr, &name_off,
+				    &desc_off)) > 0) {
+		const char *name = (const char *)data->d_buf + name_off;
+
+		if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
+		    memcmp(name, "GNU", 4) == 0 && nhdr.n_descsz > 0 &&
+		    nhdr.n_descsz <= sizeof(b->build_id)) {
+			memcpy(b->build_id,
+			       (const uint8_t *)data->d_buf + desc_off,
+			       nhdr.n_descsz);
+			b->build_id_len = nhdr.n_descsz;
+			return true;
+		}
+		if (next <= off)
+			break;
+		off = next;
+	}
+	return false;
+}
+
+static void read_build_id(struct ivm_ubinary *b)
+{
+	Elf_Scn *scn = NULL;
+
+	/* Sections first: they survive in separate debug files too. */
+	while ((scn = elf_nextscn(b->elf, scn))) {
+		GElf_Shdr shdr;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (data && data->d_buf && note_build_id(b, data))
+			return;
+	}
+	/* Program headers: for a binary whose sections are stripped. */
+	for (size_t i = 0; i < b->phnum; i++) {
+		GElf_Phdr phdr;
+		Elf_Data *data;
+
+		if (!gelf_getphdr(b->elf, (int)i, &phdr))
+			break;
+		if (phdr.p_type != PT_NOTE)
+			continue;
+		data = elf_getdata_rawchunk(b->elf, phdr.p_offset,
+					    phdr.p_filesz, ELF_T_NHDR);
+		if (data && data->d_buf && note_build_id(b, data))
+			return;
+	}
+}
+
+static struct ivm_error *read_segments(struct ivm_ubinary *b)
+{
+	size_t phnum;
+
+	if (elf_getphdrnum(b->elf, &phnum))
+		return ivm_error_create(IVM_ERROR_ELF,
+					"%s: no program headers: %s", b->path,
+					elf_errmsg(-1));
+	/* ELF allows 2^32 headers; no real binary has more than a few. */
+	if (phnum > 4096)
+		return ivm_error_create(IVM_ERROR_ELF,
+					"%s: %zu program headers", b->path,
+					phnum);
+	b->phnum = phnum;
+	b->loads = calloc(phnum ? phnum : 1, sizeof(*b->loads));
+	if (!b->loads)
+		return &ivm_enomem;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr phdr;
+		struct ivm_ubinary_segment seg;
+
+		if (!gelf_getphdr(b->elf, (int)i, &phdr))
+			return ivm_error_create(IVM_ERROR_ELF,
+						"%s: bad program header %zu",
+						b->path, i);
+		if (phdr.p_type != PT_LOAD || !phdr.p_memsz)
+			continue;
+		if (phdr.p_vaddr + phdr.p_memsz < phdr.p_vaddr)
+			return ivm_error_create(IVM_ERROR_ELF,
+						"%s: PT_LOAD %zu wraps",
+						b->path, i);
+		seg.vaddr = phdr.p_vaddr;
+		seg.memsz = phdr.p_memsz;
+		seg.offset = phdr.p_offset;
+		b->loads[b->nr_loads++] = seg;
+		if (!(phdr.p_flags & PF_X))
+			continue;
+		if (b->nr_exec == IVM_UBINARY_MAX_EXEC)
+			return ivm_error_create(IVM_ERROR_INVALID,
+						"%s: more than %d executable segments",
+						b->path, IVM_UBINARY_MAX_EXEC);
+		b->exec[b->nr_exec++] = seg;
+	}
+	if (!b->nr_exec)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s: no executable segment", b->path);
+	return NULL;
+}
+
+static struct ivm_error *open_elf(struct ivm_ubinary *b)
+{
+	GElf_Ehdr ehdr;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return ivm_error_create(IVM_ERROR_ELF, "libelf: %s",
+					elf_errmsg(-1));
+	b->fd = open(b->path, O_RDONLY | O_CLOEXEC);
+	if (b->fd < 0)
+		return ivm_error_os(errno, "%s", b->path);
+	b->elf = elf_begin(b->fd, ELF_C_READ_MMAP, NULL);
+	if (!b->elf)
+		return ivm_error_create(IVM_ERROR_ELF, "%s: %s", b->path,
+					elf_errmsg(-1));
+	if (elf_kind(b->elf) != ELF_K_ELF || !gelf_getehdr(b->elf, &ehdr))
+		return ivm_error_create(IVM_ERROR_ELF, "%s: not an ELF file",
+					b->path);
+	if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    ehdr.e_machine != EM_X86_64)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s: not an x86-64 ELF file", b->path);
+	if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s: not an executable or shared library (e_type %u)",
+					b->path, ehdr.e_type);
+	b->is_dyn = ehdr.e_type == ET_DYN;
+	return NULL;
+}
+
+/*
+ * Whether section name has bytes in this file: a separate debug file
+ * (objcopy --only-keep-debug, the distributions' .debug files) keeps the
+ * section header with type SHT_NOBITS and no data, which is no CFI.
+ * unknown: the answer when the file has no such section header.
+ */
+static bool section_has_bytes(Elf *elf, const char *section, bool unknown)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return unknown;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &shdr))
+			continue;
+		name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (name && !strcmp(name, section))
+			return shdr.sh_type != SHT_NOBITS && shdr.sh_size > 0;
+	}
+	return unknown;
+}
+
+/* A file without section headers has only PT_GNU_EH_FRAME: libdw uses it. */
+static bool eh_frame_in_file(Elf *elf)
+{
+	return section_has_bytes(elf, ".eh_frame", true);
+}
+
+/* libdw finds .debug_frame by its section only. */
+static bool debug_frame_in_file(Elf *elf)
+{
+	return section_has_bytes(elf, ".debug_frame", false);
+}
+
+struct ivm_error *ivm_ubinary_open(const char *path, struct ivm_ubinary **ret)
+{
+	struct ivm_ubinary *b;
+	struct ivm_error *err;
+
+	if (!path || !ret)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"user binary: bad arguments");
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return &ivm_enomem;
+	b->fd = -1;
+	b->cache_on = true;
+	b->path = strdup(path);
+	if (!b->path) {
+		free(b);
+		return &ivm_enomem;
+	}
+	err = open_elf(b);
+	if (!err)
+		err = read_segments(b);
+	if (err) {
+		ivm_ubinary_destroy(b);
+		return err;
+	}
+	read_build_id(b);
+	/*
+	 * .eh_frame is what the loaded code carries; .debug_frame (in
+	 * binaries built with -fno-asynchronous-unwind-tables -g, or hand
+	 * annotated assembly) only lives in the file.  Either may be missing.
+	 */
+	if (eh_frame_in_file(b->elf))
+		b->eh_cfi = dwarf_getcfi_elf(b->elf);
+	if (debug_frame_in_file(b->elf)) {
+		b->dwarf = dwarf_begin_elf(b->elf, DWARF_C_READ, NULL);
+		if (b->dwarf)
+			b->debug_cfi = dwarf_getcfi(b->dwarf);
+	}
+	if (!b->eh_cfi && !b->debug_cfi) {
+		ivm_ubinary_destroy(b);
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s: no call frame information (.eh_frame or .debug_frame)",
+					path);
+	}
+	*ret = b;
+	return NULL;
+}
+
+void ivm_ubinary_destroy(struct ivm_ubinary *b)
+{
+	if (!b)
+		return;
+	if (b->eh_cfi)
+		dwarf_cfi_end(b->eh_cfi);
+	/* debug_cfi belongs to dwarf (dwarf_getcfi). */
+	if (b->dwarf)
+		dwarf_end(b->dwarf);
+	if (b->elf)
+		elf_end(b->elf);
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b->loads);
+	free(b->path);
+	free(b);
+}
+
+const char *ivm_ubinary_path(const struct ivm_ubinary *b)
+{
+	return b->path;
+}
+
+bool ivm_ubinary_is_dyn(const struct ivm_ubinary *b)
+{
+	return b->is_dyn;
+}
+
+bool ivm_ubinary_build_id(const struct ivm_ubinary *b, const uint8_t **bytes,
+			  size_t *len)
+{
+	*bytes = b->build_id_len ? b->build_id : NULL;
+	*len = b->build_id_len;
+	return b->build_id_len != 0;
+}
+
+size_t ivm_ubinary_nr_exec(const struct ivm_ubinary *b)
+{
+	return b->nr_exec;
+}
+
+const struct ivm_ubinary_segment *ivm_ubinary_exec(const struct ivm_ubinary *b,
+						   size_t i)
+{
+	return i < b->nr_exec ? &b->exec[i] : NULL;
+}
+
+#define PAGE_MASK_4K (~4095ull)
+
+struct ivm_error *ivm_ubinary_bias(const struct ivm_ubinary *b,
+				   uint64_t map_start, uint64_t map_offset,
+				   uint64_t *ret)
+{
+	for (size_t i = 0; i < b->nr_loads; i++) {
+		const struct ivm_ubinary_segment *s = &b->loads[i];
+
+		if ((s->offset & PAGE_MASK_4K) == map_offset) {
+			/* Unsigned wrap is the arithmetic of a bias. */
+			*ret = map_start - (s->vaddr & PAGE_MASK_4K);
+			return NULL;
+		}
+	}
+	return ivm_error_create(IVM_ERROR_NOT_FOUND,
+				"%s: no loadable segment at file offset %#llx",
+				b->path, (unsigned long long)map_offset);
+}
+
+size_t ivm_ubinary_mappings(struct ivm_ubinary *b, uint64_t bias,
+			    struct ivm_umapping *maps, size_t cap)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < b->nr_exec; i++) {
+		uint64_t start = b->exec[i].vaddr + bias;
+		uint64_t end = start + b->exec[i].memsz;
+
+		if (end <= start)
+			continue;
+		if (n < cap) {
+			maps[n].start = start;
+			maps[n].end = end;
+			maps[n].bias = bias;
+			maps[n].binary = b;
+		}
+		n++;
+	}
+	return n;
+}
+
+void ivm_ubinary_stats(const struct ivm_ubinary *b,
+		       struct ivm_ubinary_stats *ret)
+{
+	*ret = b->stats;
+}
+
+void ivm_ubinary_set_cache(struct ivm_ubinary *b, bool on)
+{
+	b->cache_on = on;
+	memset(b->cache, 0, sizeof(b->cache));
+	memset(&b->stats, 0, sizeof(b->stats));
+}
+
+/* ---- CFI rows ------------------------------------------------------------ */
+
+/*
+ * Reduce a libdw location description to a rule.  libdw hands simple
+ * rules back as short expressions in ops_mem (offset(N) as
+ * DW_OP_call_frame_cfa DW_OP_plus_uconst N, register(R) as DW_OP_bregx R 0,
+ * a trailing DW_OP_stack_value for val_ rules) and DW_CFA_expression ones
+ * as interned expressions that live as long as the CFI.  The simple forms
+ * are decoded; anything else in ops_mem (which dies with this call) is
+ * refused rather than pointed to.
+ */
+static bool decode_rule(const Dwarf_Op *ops, size_t nops,
+			const Dwarf_Op *ops_mem, struct rule *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (nops == 0) {
+		r->kind = ops ? RULE_UNDEFINED : RULE_SAME;
+		return true;
+	}
+	if (ops[nops - 1].atom == DW_OP_stack_value) {
+		r->is_value = true;
+		nops--;
+		if (!nops)
+			return false;
+	}
+	if (ops[0].atom == DW_OP_call_frame_cfa &&
+	    (nops == 1 ||
+	     (nops == 2 && ops[1].atom == DW_OP_plus_uconst))) {
+		r->kind = RULE_CFA;
+		r->off = nops == 2 ? (int64_t)ops[1].number : 0;
+		return true;
+	}
+	if (nops == 1 && ops[0].atom == DW_OP_bregx &&
+	    ops[0].number < NR_DW_REGS) {
+		r->kind = RULE_REG;
+		r->reg = (uint8_t)ops[0].number;
+		r->off = (int64_t)ops[0].number2;
+		return true;
+	}
+	if (nops == 1 && ops[0].atom >= DW_OP_breg0 &&
+	    ops[0].atom < DW_OP_breg0 + NR_DW_REGS) {
+		r->kind = RULE_REG;
+		r->reg = (uint8_t)(ops[0].atom - DW_OP_breg0);
+		r->off = (int64_t)ops[0].number;
+		return true;
+	}
+	/* register(R) as a register location: the value is R's. */
+	if (nops == 1 && !r->is_value &&
+	    ((ops[0].atom == DW_OP_regx && ops[0].number < NR_DW_REGS) ||
+	     (ops[0].atom >= DW_OP_reg0 &&
+	      ops[0].atom < DW_OP_reg0 + NR_DW_REGS))) {
+		r->kind = RULE_REG;
+		r->reg = ops[0].atom == DW_OP_regx ?
+			 (uint8_t)ops[0].number :
+			 (uint8_t)(ops[0].atom - DW_OP_reg0);
+		r->is_value = true;
+		return true;
+	}
+	if (ops == ops_mem || nops > IVM_UUNWIND_DWARF_MAX_OPS)
+		return false;
+	r->kind = RULE_EXPR;
+	r->ops = ops;
+	r->nops = (uint32_t)nops;
+	return true;
+}
+
+static bool decode_register(Dwarf_Frame *frame, int regno, struct rule *r)
+{
+	Dwarf_Op ops_mem[3], *ops = NULL;
+	size_t nops = 0;
+
+	if (dwarf_frame_register(frame, regno, ops_mem, &ops, &nops))
+		return false;
+	return decode_rule(ops, nops, ops_mem, r);
+}
+
+/* Decode the frame libdw computed for pc into row. */
+static void decode_frame(Dwarf_Frame *frame, struct cfi_row *row)
+{
+	Dwarf_Op *ops = NULL;
+	size_t nops = 0;
+	bool signal = false;
+	int ra;
+
+	row->state = ROW_BAD;
+	ra = dwarf_frame_info(frame, NULL, NULL, &signal);
+	if (ra != DW_RA)
+		return;
+	row->signal = signal;
+	if (dwarf_frame_cfa(frame, &ops, &nops) || !nops)
+		return;
+	/*
+	 * The CFA of DW_CFA_def_cfa is one DW_OP_bregx owned by the frame,
+	 * which is freed after this: decode it; a CFA expression is interned
+	 * in the CFI.  The CFA is a value, never a location.
+	 */
+	if (nops == 1 && ops[0].atom == DW_OP_bregx) {
+		if (ops[0].number >= NR_DW_REGS)
+			return;
+		row->cfa.kind = RULE_REG;
+		row->cfa.reg = (uint8_t)ops[0].number;
+		row->cfa.off = (int64_t)ops[0].number2;
+	} else {
+		if (nops > IVM_UUNWIND_DWARF_MAX_OPS)
+			return;
+		row->cfa.kind = RULE_EXPR;
+		row->cfa.ops = ops;
+		row->cfa.nops = (uint32_t)nops;
+	}
+	row->cfa.is_value = true;
+	if (!decode_register(frame, DW_RA, &row->ra))
+		return;
+	for (size_t i = 0; i < NR_SAVED; i++) {
+		/*
+		 * A callee-saved register whose rule we cannot follow is lost
+		 * from here on; the stack goes on without it.
+		 */
+		if (!decode_register(frame, saved_regs[i], &row->saved[i]))
+			row->saved[i].kind = RULE_LOST;
+		/*
+		 * These registers are callee-saved by the psABI: a function
+		 * that does not say where it saved one left it alone.  libdw
+		 * 0.188 reports rbx "undefined" when the CFI does not mention
+		 * it (its x86-64 default rules omit it), and no compiler
+		 * emits DW_CFA_undefined for a callee-saved register, so
+		 * undefined reads as same value here.
+		 */
+		if (row->saved[i].kind == RULE_UNDEFINED)
+			row->saved[i].kind = RULE_SAME;
+	}
+	row->state = ROW_OK;
+}
+
+static void lookup_uncached(struct ivm_ubinary *b, uint64_t pc,
+			    struct cfi_row *row)
+{
+	Dwarf_CFI *cfis[2] = { b->eh_cfi, b->debug_cfi };
+
+	memset(row, 0, sizeof(*row));
+	row->pc = pc;
+	row->state = ROW_NONE;
+	for (size_t i = 0; i < 2; i++) {
+		Dwarf_Frame *frame = NULL;
+
+		if (!cfis[i])
+			continue;
+		/*
+		 * Any failure (no FDE, or CFI libdw cannot parse) sends us to
+		 * the next table; a table that has an FDE but bad
+		 * instructions is as good as none.
+		 */
+		if (dwarf_cfi_addrframe(cfis[i], pc, &frame) || !frame)
+			continue;
+		decode_frame(frame, row);
+		free(frame);
+		if (row->state == ROW_OK)
+			return;
+	}
+}
+
+static const struct cfi_row *lookup_row(struct ivm_ubinary *b, uint64_t pc,
+					struct cfi_row *scratch)
+{
+	struct cfi_row *slot;
+
+	b->stats.lookups++;
+	if (!b->cache_on) {
+		lookup_uncached(b, pc, scratch);
+		return scratch;
+	}
+	/* Code addresses cluster; fold the high bits in so pages spread. */
+	slot = &b->cache[(pc ^ (pc >> 9)) & (ROW_CACHE_SIZE - 1)];
+	if (slot->state != ROW_EMPTY && slot->pc == pc) {
+		b->stats.hits++;
+		return slot;
+	}
+	lookup_uncached(b, pc, slot);
+	return slot;
+}
+
+/* ---- unwinding ----------------------------------------------------------- */
+
+struct regset {
+	uint64_t r[NR_DW_REGS];
+	uint32_t known;		/* bit per DWARF register */
+};
+
+static bool reg_get(const struct regset *rs, unsigned int reg, uint64_t *v)
+{
+	if (reg >= NR_DW_REGS || !(rs->known & (1u << reg)))
+		return false;
+	*v = rs->r[reg];
+	return true;
+}
+
+static void reg_set(struct regset *rs, unsigned int reg, uint64_t v)
+{
+	rs->r[reg] = v;
+	rs->known |= 1u << reg;
+}
+
+enum step {
+	STEP_OK,
+	STEP_FAULT,	/* a read failed: fault_addr */
+	STEP_BAD,	/* unusable rule or expression */
+};
+
+struct walker {
+	const struct ivm_kmem_reader *mem;
+	uint64_t fault_addr;
+};
+
+static enum step read_u64(struct walker *w, uint64_t va, size_t size,
+			  uint64_t *ret)
+{
+	struct ivm_error *err;
+	uint64_t v = 0;
+
+	/* Little endian: a short read fills the low bytes. */
+	err = w->mem->read(w->mem->ctx, va, &v, size);
+	if (err) {
+		w->fault_addr = err->code == IVM_ERROR_FAULT ? err->address :
+							       va;
+		ivm_error_destroy(err);
+		return STEP_FAULT;
+	}
+	*ret = v;
+	return STEP_OK;
+}
+
+#define EXPR_STACK 16
+
+/*
+ * Evaluate a DWARF expression of CFI (DWARF 5, 2.5): the stack machine
+ * subset that call frame rules use (constants, register bases, the CFA,
+ * arithmetic, comparisons, dereferences).  Control flow (skip, bra),
+ * calls, typed and location operations are refused: no compiler emits
+ * them in CFI, and refusing them keeps evaluation a single forward pass.
+ */
+static enum step eval_expr(struct walker *w, const struct regset *rs,
+			   uint64_t cfa, bool have_cfa, const Dwarf_Op *ops,
+			   size_t nops, uint64_t *ret)
+{
+	uint64_t stack[EXPR_STACK];
+	size_t sp = 0;
+
+#define NEED(n) do { if (sp < (n)) return STEP_BAD; } while (0)
+#define PUSH(v) do {							\
+		uint64_t pushed_ = (v);					\
+		if (sp == EXPR_STACK)					\
+			return STEP_BAD;				\
+		stack[sp++] = pushed_;					\
+	} while (0)
+
+	if (nops > IVM_UUNWIND_DWARF_MAX_OPS)
+		return STEP_BAD;
+	for (size_t i = 0; i < nops; i++) {
+		const Dwarf_Op *op = &ops[i];
+		uint8_t atom = op->atom;
+		uint64_t a, b, v;
+		enum step s;
+
+		if (atom >= DW_OP_lit0 && atom <= DW_OP_lit31) {
+			PUSH(atom - DW_OP_lit0);
+			continue;
+		}
+		if (atom >= DW_OP_breg0 && atom <= DW_OP_breg31) {
+			if (!reg_get(rs, atom - DW_OP_breg0, &v))
+				return STEP_BAD;
+			PUSH(v + op->number);
+			continue;
+		}
+		switch (atom) {
+		case DW_OP_const1u: case DW_OP_const1s:
+		case DW_OP_const2u: case DW_OP_const2s:
+		case DW_OP_const4u: case DW_OP_const4s:
+		case DW_OP_const8u: case DW_OP_const8s:
+		case DW_OP_constu: case DW_OP_consts:
+			/* libdw stores signed constants sign-extended. */
+			PUSH(op->number);
+			break;
+		case DW_OP_bregx:
+			if (!reg_get(rs, (unsigned int)op->number, &v))
+				return STEP_BAD;
+			PUSH(v + op->number2);
+			break;
+		case DW_OP_call_frame_cfa:
+			if (!have_cfa)
+				return STEP_BAD;
+			PUSH(cfa);
+			break;
+		case DW_OP_dup:
+			NEED(1);
+			PUSH(stack[sp - 1]);
+			break;
+		case DW_OP_drop:
+			NEED(1);
+			sp--;
+			break;
+		case DW_OP_over:
+			NEED(2);
+			PUSH(stack[sp - 2]);
+			break;
+		case DW_OP_pick:
+			if (op->number >= sp)
+				return STEP_BAD;
+			v = stack[sp - 1 - op->number];
+			PUSH(v);
+			break;
+		case DW_OP_swap:
+			NEED(2);
+			v = stack[sp - 1];
+			stack[sp - 1] = stack[sp - 2];
+			stack[sp - 2] = v;
+			break;
+		case DW_OP_rot:
+			NEED(3);
+			v = stack[sp - 1];
+			stack[sp - 1] = stack[sp - 2];
+			stack[sp - 2] = stack[sp - 3];
+			stack[sp - 3] = v;
+			break;
+		case DW_OP_deref:
+		case DW_OP_deref_size:
+			NEED(1);
+			a = atom == DW_OP_deref ? 8 : op->number;
+			if (a < 1 || a > 8)
+				return STEP_BAD;
+			s = read_u64(w, stack[sp - 1], a, &v);
+			if (s != STEP_OK)
+				return s;
+			stack[sp - 1] = v;
+			break;
+		case DW_OP_plus_uconst:
+			NEED(1);
+			stack[sp - 1] += op->number;
+			break;
+		case DW_OP_neg:
+			NEED(1);
+			stack[sp - 1] = -stack[sp - 1];
+			break;
+		case DW_OP_not:
+			NEED(1);
+			stack[sp - 1] = ~stack[sp - 1];
+			break;
+		case DW_OP_abs:
+			NEED(1);
+			if ((int64_t)stack[sp - 1] < 0)
+				stack[sp - 1] = -stack[sp - 1];
+			break;
+		case DW_OP_nop:
+			break;
+		case DW_OP_and: case DW_OP_or: case DW_OP_xor:
+		case DW_OP_plus: case DW_OP_minus: case DW_OP_mul:
+		case DW_OP_div: case DW_OP_mod:
+		case DW_OP_shl: case DW_OP_shr: case DW_OP_shra:
+		case DW_OP_eq: case DW_OP_ne: case DW_OP_lt:
+		case DW_OP_le: case DW_OP_gt: case DW_OP_ge:
+			NEED(2);
+			b = stack[--sp];
+			a = stack[sp - 1];
+			switch (atom) {
+			case DW_OP_and: v = a & b; break;
+			case DW_OP_or: v = a | b; break;
+			case DW_OP_xor: v = a ^ b; break;
+			case DW_OP_plus: v = a + b; break;
+			case DW_OP_minus: v = a - b; break;
+			case DW_OP_mul: v = a * b; break;
+			case DW_OP_div:
+				/* signed, per DWARF; no traps on hostile input */
+				if (!b || ((int64_t)a == INT64_MIN &&
+					   (int64_t)b == -1))
+					return STEP_BAD;
+				v = (uint64_t)((int64_t)a / (int64_t)b);
+				break;
+			case DW_OP_mod:
+				if (!b)
+					return STEP_BAD;
+				v = a % b;
+				break;
+			case DW_OP_shl: v = b >= 64 ? 0 : a << b; break;
+			case DW_OP_shr: v = b >= 64 ? 0 : a >> b; break;
+			case DW_OP_shra:
+				v = (uint64_t)((int64_t)a >> (b >= 63 ? 63 : b));
+				break;
+			case DW_OP_eq: v = a == b; break;
+			case DW_OP_ne: v = a != b; break;
+			case DW_OP_lt: v = (int64_t)a < (int64_t)b; break;
+			case DW_OP_le: v = (int64_t)a <= (int64_t)b; break;
+			case DW_OP_gt: v = (int64_t)a > (int64_t)b; break;
+			default: v = (int64_t)a >= (int64_t)b; break;
+			}
+			stack[sp - 1] = v;
+			break;
+		default:
+			return STEP_BAD;
+		}
+	}
+#undef NEED
+#undef PUSH
+	if (!sp)
+		return STEP_BAD;
+	*ret = stack[sp - 1];
+	return STEP_OK;
+}
+
+/*
+ * The value of a register in the caller by rule r.  *known is false for
+ * an undefined register (not an error).
+ */
+static enum step apply_rule(struct walker *w, const struct rule *r,
+			    const struct regset *rs, unsigned int reg,
+			    uint64_t cfa, uint64_t *val, bool *known)
+{
+	uint64_t addr;
+	enum step s;
+
+	*known = false;
+	switch (r->kind) {
+	case RULE_UNDEFINED:
+	case RULE_LOST:
+		return STEP_OK;
+	case RULE_SAME:
+		*known = reg_get(rs, reg, val);
+		return STEP_OK;
+	case RULE_CFA:
+		addr = cfa + (uint64_t)r->off;
+		break;
+	case RULE_REG:
+		if (!reg_get(rs, r->reg, &addr))
+			return STEP_BAD;
+		addr += (uint64_t)r->off;
+		break;
+	case RULE_EXPR:
+		s = eval_expr(w, rs, cfa, true, r->ops, r->nops, &addr);
+		if (s != STEP_OK)
+			return s;
+		break;
+	default:
+		return STEP_BAD;
+	}
+	if (!r->is_value) {
+		s = read_u64(w, addr, 8, &addr);
+		if (s != STEP_OK)
+			return s;
+	}
+	*val = addr;
+	*known = true;
+	return STEP_OK;
+}
+
+static bool user_pc(uint64_t pc, uint64_t max)
+{
+	/* Page zero is never mapped; a pc there is garbage. */
+	return pc >= 4096 && pc < max;
+}
+
+static const struct ivm_umapping *find_mapping(const struct ivm_umapping *maps,
+					       size_t nr_maps, uint64_t pc)
+{
+	for (size_t i = 0; i < nr_maps; i++)
+		if (pc >= maps[i].start && pc < maps[i].end)
+			return &maps[i];
+	return NULL;
+}
+
+/* What one step found: the caller, or how the stack ends. */
+enum outcome {
+	OUT_FRAME,	/* caller in *next */
+	OUT_END,	/* clean end: return address undefined or zero */
+	OUT_FAULT,
+	OUT_BAD,
+	OUT_LOOP,	/* the CFA does not move up, or leaves the span */
+};
+
+/* One step by CFI: rs is the callee's state, next becomes the caller's. */
+static enum outcome step_cfi(struct walker *w, const struct cfi_row *row,
+			     const struct regset *rs, uint64_t sp,
+			     uint64_t limit, struct regset *next, uint64_t *ra)
+{
+	uint64_t cfa, v;
+	enum step s;
+	bool known;
+
+	/*
+	 * glibc marks the outermost frames (_start, the thread start in
+	 * clone) with DW_CFA_undefined rip: the clean end of a stack,
+	 * whatever the CFA.
+	 */
+	if (row->ra.kind == RULE_UNDEFINED)
+		return OUT_END;
+	if (row->cfa.kind == RULE_REG) {
+		if (!reg_get(rs, row->cfa.reg, &cfa))
+			return OUT_BAD;
+		cfa += (uint64_t)row->cfa.off;
+	} else {
+		s = eval_expr(w, rs, 0, false, row->cfa.ops, row->cfa.nops,
+			      &cfa);
+		if (s != STEP_OK)
+			return s == STEP_FAULT ? OUT_FAULT : OUT_BAD;
+	}
+	/* Checked before any read relative to it: no wild reads. */
+	if (cfa <= sp || cfa > limit)
+		return OUT_LOOP;
+	s = apply_rule(w, &row->ra, rs, DW_RA, cfa, ra, &known);
+	if (s != STEP_OK)
+		return s == STEP_FAULT ? OUT_FAULT : OUT_BAD;
+	if (!known)
+		return OUT_BAD;
+	memset(next, 0, sizeof(*next));
+	for (size_t i = 0; i < NR_SAVED; i++) {
+		s = apply_rule(w, &row->saved[i], rs, saved_regs[i], cfa, &v,
+			       &known);
+		if (s == STEP_FAULT)
+			return OUT_FAULT;
+		/* A rule we cannot follow loses that register, not the stack. */
+		if (s == STEP_OK && known)
+			reg_set(next, saved_regs[i], v);
+	}
+	/* On x86-64 the CFA is, by definition, the caller's rsp. */
+	reg_set(next, DW_RSP, cfa);
+	return OUT_FRAME;
+}
+
+/* One step by the frame pointer, where no CFI covers the pc. */
+static enum outcome step_fp(struct walker *w, const struct regset *rs,
+			    uint64_t limit, struct regset *next, uint64_t *ra)
+{
+	uint64_t rbp, rsp, saved_rbp;
+
+	if (!reg_get(rs, DW_RBP, &rbp) || !reg_get(rs, DW_RSP, &rsp))
+		return OUT_BAD;
+	if (!rbp)
+		return OUT_END;	/* the outermost frame clears rbp */
+	if (rbp & 7 || rbp < rsp || rbp > limit - 16)
+		return OUT_BAD;
+	if (read_u64(w, rbp, 8, &saved_rbp) != STEP_OK ||
+	    read_u64(w, rbp + 8, 8, ra) != STEP_OK)
+		return OUT_FAULT;
+	memset(next, 0, sizeof(*next));
+	reg_set(next, DW_RBP, saved_rbp);
+	reg_set(next, DW_RSP, rbp + 16);
+	return OUT_FRAME;
+}
+
+static void load_regs(const struct ivm_x86_regs *regs, struct regset *rs)
+{
+	memset(rs, 0, sizeof(*rs));
+	reg_set(rs, DW_RSP, regs->rsp);
+	reg_set(rs, DW_RBP, regs->rbp);
+	reg_set(rs, DW_RA, regs->rip);
+	if (!(regs->valid & IVM_X86_REGS_GPRS))
+		return;
+	reg_set(rs, DW_RAX, regs->rax);
+	reg_set(rs, DW_RDX, regs->rdx);
+	reg_set(rs, DW_RCX, regs->rcx);
+	reg_set(rs, DW_RBX, regs->rbx);
+	reg_set(rs, DW_RSI, regs->rsi);
+	reg_set(rs, DW_RDI, regs->rdi);
+	reg_set(rs, DW_R8, regs->r8);
+	reg_set(rs, DW_R9, regs->r9);
+	reg_set(rs, DW_R10, regs->r10);
+	reg_set(rs, DW_R11, regs->r11);
+	reg_set(rs, DW_R12, regs->r12);
+	reg_set(rs, DW_R13, regs->r13);
+	reg_set(rs, DW_R14, regs->r14);
+	reg_set(rs, DW_R15, regs->r15);
+}
+
+struct ivm_error *ivm_uunwind_dwarf(const struct ivm_kmem_reader *mem,
+				    const struct ivm_x86_regs *regs, int la57,
+				    const struct ivm_umapping *maps,
+				    size_t nr_maps, struct ivm_stack *st)
+{
+	uint64_t max = la57 ? IVM_USER_ADDR_MAX_LA57 : IVM_USER_ADDR_MAX;
+	struct walker w = { .mem = mem };
+	struct regset rs;
+	uint64_t pc, sp, limit;
+	bool exact = true;
+
+	if (!mem || !mem->read || !regs || !st || !st->frames || !st->cap ||
+	    (nr_maps && !maps))
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"user dwarf unwind: bad arguments");
+	for (size_t i = 0; i < nr_maps; i++)
+		if (!maps[i].binary || maps[i].start >= maps[i].end)
+			return ivm_error_create(IVM_ERROR_INVALID,
+						"user dwarf unwind: bad mapping %zu",
+						i);
+	pc = regs->rip;
+	sp = regs->rsp;
+	if (!user_pc(pc, max))
+		return NULL;
+	if (!ivm_stack_push(st, pc, sp, IVM_FRAME_USER | IVM_FRAME_REGS))
+		return NULL;
+	limit = sp + IVM_UUNWIND_MAX_SPAN;
+	if (limit < sp || limit > max)
+		limit = max;
+	load_regs(regs, &rs);
+
+	/*
+	 * Each pass pushes one frame or returns, so st->cap bounds the loop;
+	 * the strictly growing stack pointer inside [rsp, limit) makes a
+	 * cycle impossible besides.
+	 */
+	for (;;) {
+		const struct ivm_umapping *map;
+		const struct cfi_row *row = NULL;
+		struct cfi_row scratch;
+		struct regset next;
+		enum outcome out;
+		uint32_t flags = IVM_FRAME_USER;
+		uint64_t ra = 0, cfa;
+
+		/*
+		 * A return address is the instruction after a call, which may
+		 * begin the next function (a call to a noreturn function
+		 * ends one): look up the call itself.
+		 */
+		uint64_t where = exact ? pc : pc - 1;
+
+		map = find_mapping(maps, nr_maps, where);
+		if (map)
+			row = lookup_row(map->binary, where - map->bias,
+					 &scratch);
+		if (row && row->state == ROW_OK) {
+			out = step_cfi(&w, row, &rs, sp, limit, &next, &ra);
+		} else {
+			out = step_fp(&w, &rs, limit, &next, &ra);
+			flags |= IVM_FRAME_INEXACT;
+		}
+		switch (out) {
+		case OUT_FRAME:
+			break;
+		case OUT_END:
+			return NULL;
+		case OUT_FAULT:
+			st->flags |= IVM_STACK_TRUNCATED_FAULT;
+			st->fault_addr = w.fault_addr;
+			return NULL;
+		case OUT_BAD:
+			st->flags |= IVM_STACK_TRUNCATED_BAD_ORC;
+			return NULL;
+		case OUT_LOOP:
+			st->flags |= IVM_STACK_TRUNCATED_LOOP;
+			return NULL;
+		}
+		if (!ra)
+			return NULL;	/* a zeroed return address ends it */
+		cfa = next.r[DW_RSP];
+		if (cfa <= sp || cfa > limit) {
+			st->flags |= IVM_STACK_TRUNCATED_LOOP;
+			return NULL;
+		}
+		if (!user_pc(ra, max)) {
+			st->flags |= IVM_STACK_TRUNCATED_BAD_ORC;
+			return NULL;
+		}
+		/*
+		 * The caller of a signal frame is the interrupted context,
+		 * restored from a sigcontext: its pc is exact.
+		 */
+		exact = !(flags & IVM_FRAME_INEXACT) && row->signal;
+		if (exact)
+			flags |= IVM_FRAME_REGS;
+		if (!ivm_stack_push(st, ra, cfa, flags))
+			return NULL;
+		/* Only a frame actually kept makes the stack inexact. */
+		if (flags & IVM_FRAME_INEXACT)
+			st->flags |= IVM_STACK_FP_FALLBACK;
+		pc = ra;
+		sp = cfa;
+		reg_set(&next, DW_RA, ra);
+		rs = next;
+	}
+}
