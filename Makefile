@@ -14,6 +14,11 @@
 #   $(BUILD)/bench/<name>          benchmarks (`make bench`)
 
 BUILD ?= build
+# VERSION is the one place the version is written (idlevm --version, the
+# helper's HELLO, the .deb packages); GIT_REV is the revision built from.
+VERSION := $(shell cat VERSION)
+GIT_REV ?= $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) || r=unknown; \
+	[ $$r = unknown ] || git diff --quiet HEAD 2>/dev/null || r=$$r-dirty; echo $$r)
 CC ?= cc
 CLANG ?= clang
 PKG_CONFIG ?= pkg-config
@@ -24,7 +29,7 @@ TEST_PKGS := criterion
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter
 CFLAGS ?= -O2 -g
 SAN_CFLAGS ?=
-IVM_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -Ivmm -Iguest-helper -Isymbols \
+IVM_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -Ivmm -Iguest-helper -Isymbols -I$(BUILD)/gen \
 	$(SAN_CFLAGS) $(CFLAGS)
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
@@ -35,7 +40,7 @@ LIBS = $(PKG_LIBS) -lpthread -lz
 # Guest binaries are static (the demo guest is a busybox initramfs) and never
 # sanitized: they run inside the guest, not on the host.
 GUEST_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -static -pthread \
-	-Iguest-helper
+	-Iguest-helper -I$(BUILD)/gen
 
 VMM_SRCS := $(filter-out vmm/cmd/main.c,$(wildcard vmm/*/*.c))
 # The wire protocol codec is shared: the helper and the host use one parser.
@@ -59,7 +64,7 @@ GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/spin
 
 .PHONY: all deps check unit fuzz-replay e2e fuzz bench asan demo image clean \
-	guest workloads-check asan-check
+	guest workloads-check asan-check FORCE
 
 all: $(BUILD)/idlevm guest
 
@@ -67,6 +72,18 @@ guest: $(GUEST_BINS)
 
 deps:
 	@scripts/install-deps
+
+# Rewritten only when VERSION or the git revision changes, so a commit
+# relinks idlevm and the helper but rebuilds nothing else.
+$(BUILD)/gen/ivm_version.h: FORCE
+	@mkdir -p $(dir $@)
+	@printf '#define IVM_VERSION "%s"\n#define IVM_GIT_REV "%s"\n' \
+		'$(VERSION)' '$(GIT_REV)' >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+FORCE:
+
+$(BUILD)/obj/vmm/cmd/main.o: $(BUILD)/gen/ivm_version.h
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -83,7 +100,8 @@ $(BUILD)/libivmsym.a: $(SYM_OBJS)
 $(BUILD)/idlevm: $(BUILD)/obj/vmm/cmd/main.o $(BUILD)/libivm.a $(SYM_LIB)
 	$(CC) $(SAN_CFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/idlevm-helper: $(HELPER_SRCS) $(wildcard guest-helper/*.h)
+$(BUILD)/idlevm-helper: $(HELPER_SRCS) $(wildcard guest-helper/*.h) \
+		$(BUILD)/gen/ivm_version.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GUEST_CFLAGS) -Os -o $@ $(HELPER_SRCS)
 
@@ -202,3 +220,32 @@ clean:
 
 # Keep objects of chained rules (fuzz and bench objects) between runs.
 .SECONDARY:
+
+# ---- install and Debian packages ------------------------------------------
+# make install [PREFIX=/usr/local] [DESTDIR=]; make uninstall the same way.
+# make deb: build/idlevm_VERSION_amd64.deb (host) and
+# build/idlevm-helper_VERSION_amd64.deb (guest), see packaging/build-deb.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+DEB_MAINTAINER ?= The idlevm authors <idlevm@example.org>
+
+.PHONY: install install-helper uninstall deb-helper
+
+install-helper: $(BUILD)/idlevm-helper
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MANDIR)/man8
+	install -m 0755 $(BUILD)/idlevm-helper $(DESTDIR)$(SBINDIR)/idlevm-helper
+	sed 's|/usr/sbin/idlevm-helper|$(SBINDIR)/idlevm-helper|' \
+		images/idlevm-helper.service >$(DESTDIR)$(UNITDIR)/idlevm-helper.service
+	sed 's/@VERSION@/$(VERSION)/' man/idlevm-helper.8 \
+		>$(DESTDIR)$(MANDIR)/man8/idlevm-helper.8
+	chmod 0644 $(DESTDIR)$(UNITDIR)/idlevm-helper.service \
+		$(DESTDIR)$(MANDIR)/man8/idlevm-helper.8
+
+deb-helper: $(BUILD)/idlevm-helper
+	@BUILD=$(BUILD) VERSION=$(VERSION) GIT_REV=$(GIT_REV) \
+		DEB_MAINTAINER='$(DEB_MAINTAINER)' MAKE='$(MAKE)' \
+		packaging/build-deb idlevm-helper

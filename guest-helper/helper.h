@@ -18,7 +18,6 @@
 
 #include "proto.h"
 
-#define HELPER_VERSION "0.1.0"
 #define HELPER_JOURNAL_DEFAULT "/run/idlevm-helper.journal"
 
 /* At most this many threads pinned at once; one per vCPU is the use. */

@@ -33,7 +33,8 @@ static void usage(FILE *out)
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-10s %s\n", commands[i].name,
 			commands[i].summary);
-	fprintf(out, "\nrun 'idlevm <command> --help' for the options of one.\n");
+	fprintf(out, "\nrun 'idlevm <command> --help' for the options of one,\n"
+		"'idlevm --version' for the version and git revision.\n");
 }
 
 int main(int argc, char **argv)
@@ -49,8 +50,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-		printf("idlevm %s\n", IVM_VERSION);
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") ||
+	    !strcmp(argv[1], "version")) {
+		printf("idlevm %s (git %s)\n", IVM_VERSION, IVM_GIT_REV);
 		return 0;
 	}
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
