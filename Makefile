@@ -63,7 +63,8 @@ GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/lockstorm-nofp $(BUILD)/guest/lockstorm-pie \
 	$(BUILD)/guest/spin
 
-.PHONY: all deps check unit fuzz-replay e2e fuzz bench asan demo image clean \
+.PHONY: all deps check unit fuzz-replay e2e e2e-demo e2e-web01 web01 fuzz bench \
+	asan demo image clean \
 	guest workloads-check asan-check FORCE
 
 all: $(BUILD)/idlevm guest
@@ -179,8 +180,23 @@ workloads-check: $(BUILD)/guest/lockstorm-fp $(BUILD)/guest/lockstorm-nofp
 image: guest
 	@BUILD=$(BUILD) images/build-image
 
-e2e: all image
+# The web01 guest: a Debian 12 server image with the helper installed from
+# its package (images/build-web01; cached, rebuilt when an input changes).
+web01: image deb-helper
+	@BUILD=$(BUILD) images/build-web01
+
+# Both test guests, one after the other (two TCG guests at once would
+# share the two cores); fails if either suite failed.
+e2e: all image web01
+	@BUILD=$(BUILD) tests/e2e/run; demo=$$?; \
+	BUILD=$(BUILD) IVM_E2E_GUEST=web01 tests/e2e/run; web01=$$?; \
+	[ $$demo = 0 ] && [ $$web01 = 0 ]
+
+e2e-demo: all image
 	@BUILD=$(BUILD) tests/e2e/run
+
+e2e-web01: all web01
+	@BUILD=$(BUILD) IVM_E2E_GUEST=web01 tests/e2e/run
 
 check: deps
 	@scripts/check-layers
@@ -188,7 +204,7 @@ check: deps
 		$(addsuffix -replay,$(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES)))
 	@# The image first: it fetches the guest kernel's vmlinux, which the
 	@# unit tests of the ORC, BTF and DWARF readers use for real data.
-	@$(MAKE) --no-print-directory image
+	@$(MAKE) --no-print-directory image web01
 	@$(MAKE) --no-print-directory unit fuzz-replay workloads-check
 	@$(MAKE) --no-print-directory -j2 asan
 	@$(MAKE) --no-print-directory asan-check
@@ -201,9 +217,12 @@ asan-check:
 		build-asan/fuzz/$$f-replay tests/fuzz/corpus/$$f; \
 	done
 
+# make demo: the lockstorm demo guest; make demo GUEST=web01: the Debian
+# server guest under its load.
+GUEST ?= demo
 demo: deps
-	@$(MAKE) --no-print-directory all image
-	@BUILD=$(BUILD) images/demo
+	@$(MAKE) --no-print-directory all image $(if $(filter web01,$(GUEST)),web01)
+	@BUILD=$(BUILD) GUEST=$(GUEST) images/demo
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of the host side, unit
 # tests and fuzz replays, in build-asan/.

@@ -45,6 +45,20 @@ ivm_image_env() {
 	export IVM_KVER IVM_KERNEL IVM_INITRD IVM_VMLINUX IVM_SYSTEM_MAP
 }
 
+# ivm_web01_env [FILE]: source the web01.env written by images/build-web01
+# (default $BUILD/guest/web01.env) and check the files it names.
+ivm_web01_env() {
+	local env=${1:-${BUILD:-build}/guest/web01.env}
+	[ -f "$env" ] || ivm_die "$env missing: run 'make web01' first"
+	# shellcheck disable=SC1090
+	. "$env"
+	local f
+	for f in "$IVM_WEB01_DISK" "$IVM_WEB01_KERNEL" "$IVM_WEB01_INITRD"; do
+		[ -f "$f" ] || ivm_die "$f missing: run 'make web01' again"
+	done
+	export IVM_WEB01_DISK IVM_WEB01_KERNEL IVM_WEB01_INITRD IVM_WEB01_KVER
+}
+
 # ivm_virsh ARGS...: virsh on qemu:///system, bounded in time so that a
 # wedged libvirtd cannot hang a test run ($IVM_VIRSH_TIMEOUT, default 240 s:
 # libvirt 9.0 re-probes QEMU's capabilities, 5 to 20 s on two busy cores,
@@ -142,6 +156,24 @@ ivm_domain_create() {
 		>"$rundir/domain.xml" || ivm_die "make-domain-xml failed"
 	# virtlogd appends to the console file; create it so its group can
 	# be read by the caller whatever the umask.
+	: >"$rundir/console.log"
+	ivm_virsh create "$rundir/domain.xml" >/dev/null ||
+		ivm_die "virsh create $name failed"
+}
+
+# ivm_web01_create NAME RUNDIR VCPUS MEMORY_MIB [--test-shell]: start the
+# web01 guest as a transient libvirt domain on RUNDIR/web01.qcow2, a fresh
+# overlay of the cached image (so every boot starts from the same disk and
+# the cache is never written), and write RUNDIR/domain.xml.
+ivm_web01_create() {
+	local name=$1 rundir=$2 vcpus=$3 mem=$4 shell=${5:-}
+	ivm_web01_env
+	qemu-img create -q -f qcow2 -b "$IVM_WEB01_DISK" -F qcow2 \
+		"$rundir/web01.qcow2" || ivm_die "qemu-img create failed"
+	"$IVM_IMAGES/make-domain-xml" --guest web01 --name "$name" \
+		--disk "$rundir/web01.qcow2" --vcpus "$vcpus" --memory "$mem" \
+		--run-dir "$rundir" $shell >"$rundir/domain.xml" ||
+		ivm_die "make-domain-xml failed"
 	: >"$rundir/console.log"
 	ivm_virsh create "$rundir/domain.xml" >/dev/null ||
 		ivm_die "virsh create $name failed"

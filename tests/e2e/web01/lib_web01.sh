@@ -1,0 +1,55 @@
+# Helpers of the web01 end-to-end tests (tests/e2e/web01/t_*.sh).
+
+# The server's processes, as the guest names them (comm).
+WEB01_SERVERS="nginx php-fpm8.2 redis-server"
+
+# web01_server_pids: "PID COMM" of every process of the server stack, from
+# the guest's own /proc (masters and workers).
+web01_server_pids() {
+	guest_sh 'for c in '"$WEB01_SERVERS"'; do
+		for p in $(pgrep -x "$c"); do echo "$p $c"; done
+	done' | sort -n
+}
+
+# web01_wait_rounds N [TIMEOUT_S]: wait until the load generator has
+# logged N rounds since the guest booted; print the last one.
+web01_wait_rounds() {
+	local want=$1 timeout=${2:-120} end=$((SECONDS + ${2:-120})) n
+	while [ "$SECONDS" -lt "$end" ]; do
+		n=$(guest_sh 'grep -c " requests=" /var/log/web01/rounds.log 2>/dev/null || echo 0')
+		if [ "${n:-0}" -ge "$want" ]; then
+			guest_sh 'grep " requests=" /var/log/web01/rounds.log | tail -n 1'
+			return 0
+		fi
+		sleep 2
+	done
+	echo "web01: fewer than $want load rounds after ${timeout} s" >&2
+	return 1
+}
+
+# kernel_raw_frames FOLDED: how many sample-weighted kernel frames of
+# `idlevm report -f folded` output are bare addresses (not named).
+kernel_raw_frames() {
+	echo "$1" | awk '{
+		n = $NF; sub(/ [0-9]+$/, "")
+		k = split($0, f, ";")
+		for (i = 1; i <= k; i++)
+			if (f[i] ~ /^0xffff[0-9a-f]+$/) raw += n
+	} END { print raw + 0 }'
+}
+
+# user_frame_stats FOLDED COMM_REGEX: "samples named raw" over the user
+# frames of the processes whose comm matches (printed, not asserted, while
+# user stacks on web01 are issue 14's work).
+user_frame_stats() {
+	echo "$1" | awk -v re="$2" '
+	{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
+	  k = split(line, f, ";")
+	  if (f[1] !~ re) next
+	  samples += n
+	  for (i = 3; i <= k; i++) {
+		if (f[i] ~ /_\[k\]/) continue
+		if (f[i] ~ /^0x[0-9a-f]+$/) raw += n; else named += n
+	  }
+	} END { printf "%d %d %d\n", samples, named, raw }'
+}

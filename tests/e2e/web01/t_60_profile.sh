@@ -1,0 +1,34 @@
+# A 20 s profile of web01 under its load, then the report: the server's
+# processes are among the to-idle samples, with kernel frames fully named.
+. tests/e2e/web01/lib_web01.sh
+
+prof=$IVM_RUNDIR/web01.prof
+out=$("$idlevm" profile --domain "$IVM_DOMAIN" -D 20 -o "$prof" --no-report 2>&1) ||
+	fail "idlevm profile failed: $out"
+echo "$out"
+report=$("$idlevm" report "$prof" 2>&1) || fail "idlevm report failed: $report"
+echo "$report" | head -n 60
+folded=$("$idlevm" report -f folded -K to_idle "$prof" 2>/dev/null) ||
+	fail "idlevm report -f folded failed"
+
+total=$(echo "$folded" | awk '{s += $NF} END {print s + 0}')
+[ "$total" -ge 200 ] || fail "only $total to-idle samples in 20 s"
+echo "to-idle samples by process:"
+echo "$folded" | awk '{split($1, a, ";"); sub(/_\[[0-9]+\]$/, "", a[1]); n[a[1]] += $NF; t += $NF}
+	END {for (k in n) printf "  %5.1f%% %6d %s\n", n[k] * 100 / t, n[k], k}' | sort -rn | head -n 12
+
+for c in nginx php-fpm8.2 redis-server; do
+	n=$(echo "$folded" | awk -v c="$c" '{split($1, a, ";"); sub(/_\[[0-9]+\]$/, "", a[1])}
+		a[1] == c {s += $NF} END {print s + 0}')
+	[ "$n" -gt 0 ] || fail "no to-idle samples of $c"
+	stats=$(user_frame_stats "$folded" "^$c")
+	set -- $stats
+	echo "$c: $n to-idle samples; user frames: $2 named, $3 unnamed (issue 14)"
+done
+
+raw=$(kernel_raw_frames "$folded")
+[ "$raw" = 0 ] || fail "$raw sample-weighted kernel frames are unnamed in to-idle stacks"
+# The server's to-idle stacks end where such servers wait.
+echo "$folded" | grep -E '^(php-fpm8.2|nginx|redis-server)_' |
+	grep -qE 'ep_poll|unix_accept|do_sys_poll|futex_wait|__skb_wait_for_more_packets|sk_wait_data' ||
+	fail "no server stack blocked in a socket wait or epoll"
