@@ -15,6 +15,7 @@
 
 #include "dwarf_lines.h"
 #include "symfile.h"
+#include "sysmap.h"
 
 #define MAX_DIE_DEPTH		64	/* nesting of functions and blocks */
 #define MAX_UNSIZED_SYMBOL	(1u << 20)	/* last symbol of a map */
@@ -886,8 +887,7 @@ struct ivm_sym_error *ivm_symfile_system_map_from_memory(
 	struct ivm_symfile **ret)
 {
 	struct ivm_symfile *f = symfile_new(name);
-	size_t cap = 0;
-	char *line, *next;
+	size_t cap = 0, pos = 0;
 
 	if (!f)
 		return &ivm_sym_enomem;
@@ -898,25 +898,24 @@ struct ivm_sym_error *ivm_symfile_system_map_from_memory(
 	}
 	memcpy(f->map_text, buf, len);
 	f->map_text[len] = '\0';
-	for (line = f->map_text; line && *line; line = next) {
+	for (;;) {
+		struct ivm_sysmap_line line;
 		struct symbol s = { 0 };
-		char *end, *type, *sym;
+		enum ivm_sysmap_next next = ivm_sysmap_next(f->map_text, len,
+							    &pos, &line);
+		char *sym;
 
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		errno = 0;
-		s.addr = strtoull(line, &end, 16);
-		if (end == line || errno || *end != ' ')
+		if (next == IVM_SYSMAP_END)
+			break;
+		/* Only the kernel image's own text symbols name frames. */
+		if (next != IVM_SYSMAP_LINE || line.module ||
+		    (line.type != 't' && line.type != 'T'))
 			continue;
-		type = end + 1;
-		if ((*type != 't' && *type != 'T') || type[1] != ' ')
-			continue;
-		sym = type + 2;
-		if (!*sym || strpbrk(sym, " \t\r"))
-			continue;
+		sym = f->map_text + (line.name - f->map_text);
+		sym[line.name_len] = '\0';
+		s.addr = line.addr;
 		s.name = sym;
-		s.rank = *type == 'T';
+		s.rank = line.type == 'T';
 		if (!symbols_push(f, &cap, &s)) {
 			ivm_symfile_destroy(f);
 			return &ivm_sym_enomem;

@@ -15,8 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/hexnum.h"
 #include "kernel/ksyms.h"
+#include "sysmap.h"
+
+_Static_assert(IVM_KSYMS_MAX_NAME == IVM_SYSMAP_MAX_NAME,
+	       "one name cap for System.map and kallsyms");
 
 struct ivm_ksyms {
 	struct ivm_ksym *syms;		/* sorted by address, then name */
@@ -132,52 +135,6 @@ struct ivm_error *ivm_ksyms_adopt(struct ivm_ksym *syms, size_t nr,
 
 /* ---- System.map ----------------------------------------------------- */
 
-static bool name_char_ok(char c)
-{
-	/* Kernel symbol names are printable ASCII without blanks. */
-	return c > ' ' && c < 0x7f;
-}
-
-/*
- * Parse one line [line, line + len) (no newline) in place: on success the
- * name is NUL-terminated inside the line.
- */
-static bool parse_line(char *line, size_t len, struct ivm_ksym *ret)
-{
-	size_t i = 0, start, name_len;
-
-	while (i < len && line[i] != ' ')
-		i++;
-	if (!ivm_parse_hex64(line, i, &ret->addr))
-		return false;
-	/* " X " */
-	if (len - i < 4 || line[i] != ' ' || line[i + 2] != ' ' ||
-	    !isalpha((unsigned char)line[i + 1]))
-		return false;
-	ret->type = line[i + 1];
-	start = i + 3;
-	for (i = start; i < len && name_char_ok(line[i]); i++)
-		;
-	name_len = i - start;
-	if (name_len == 0 || name_len > IVM_KSYMS_MAX_NAME)
-		return false;
-	/* kallsyms: an optional "\t[module]" suffix; nothing else. */
-	if (i < len) {
-		size_t j;
-
-		if (line[i] != '\t' || i + 2 >= len || line[i + 1] != '[' ||
-		    line[len - 1] != ']')
-			return false;
-		for (j = i + 2; j < len - 1; j++)
-			if (!name_char_ok(line[j]) || line[j] == ']')
-				return false;
-	}
-	line[start + name_len] = '\0';
-	ret->name = line + start;
-	ret->size = 0;
-	return true;
-}
-
 struct ivm_error *ivm_ksyms_parse_system_map(const char *text, size_t len,
 					     struct ivm_ksyms **ret)
 {
@@ -194,23 +151,22 @@ struct ivm_error *ivm_ksyms_parse_system_map(const char *text, size_t len,
 		return &ivm_enomem;
 	memcpy(arena, text, len);
 	arena[len] = '\0';
-	while (pos < len) {
-		char *line = arena + pos;
-		char *nl = memchr(line, '\n', len - pos);
-		size_t line_len = nl ? (size_t)(nl - line) : len - pos;
+	for (;;) {
+		struct ivm_sysmap_line line;
 		struct ivm_ksym sym;
+		enum ivm_sysmap_next next = ivm_sysmap_next(arena, len, &pos,
+							    &line);
 
-		pos += line_len + (nl ? 1 : 0);
-		if (line_len && line[line_len - 1] == '\r')
-			line_len--;
-		if (line_len == 0)
-			continue;
-		/* An embedded NUL would cut the name short: reject the line. */
-		if (memchr(line, '\0', line_len) || !parse_line(line, line_len,
-								&sym)) {
+		if (next == IVM_SYSMAP_END)
+			break;
+		if (next == IVM_SYSMAP_MALFORMED) {
 			malformed++;
 			continue;
 		}
+		/* The name ends at a blank or tab of the arena's own copy. */
+		arena[line.name - arena + line.name_len] = '\0';
+		sym = (struct ivm_ksym){ .name = line.name, .addr = line.addr,
+					 .type = line.type };
 		if (nr == IVM_KSYMS_MAX_SYMS) {
 			free(syms);
 			free(arena);
