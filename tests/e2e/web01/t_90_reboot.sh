@@ -5,13 +5,13 @@
 n0=$(grep -a -c '^IDLEVM-READY ' "$IVM_CONSOLE_LOG")
 old=$(guest_sh 'cat /proc/sys/kernel/random/boot_id')
 guest_sh 'systemctl reboot' >/dev/null 2>&1 || true
-end=$((SECONDS + 150))
+end=$((SECONDS + 300))
 while [ "$SECONDS" -lt "$end" ]; do
 	[ "$(grep -a -c '^IDLEVM-READY ' "$IVM_CONSOLE_LOG")" -gt "$n0" ] && break
 	sleep 1
 done
 [ "$(grep -a -c '^IDLEVM-READY ' "$IVM_CONSOLE_LOG")" -gt "$n0" ] ||
-	fail "the guest did not come back within 150 s of the reboot"
+	fail "the guest did not come back within 300 s of the reboot"
 new=$(GUEST_SH_TIMEOUT=60 guest_sh 'cat /proc/sys/kernel/random/boot_id')
 [ -n "$new" ] && [ "$new" != "$old" ] || fail "boot id did not change: '$old' -> '$new'"
 grep -a '^IDLEVM-READY ' "$IVM_CONSOLE_LOG" | tail -n 1 | tr -d '\r'
