@@ -61,7 +61,7 @@ SYM_LIB := $(if $(SYM_SRCS),$(BUILD)/libivmsym.a)
 
 GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/lockstorm-nofp $(BUILD)/guest/lockstorm-pie \
-	$(BUILD)/guest/spin
+	$(BUILD)/guest/spin $(BUILD)/guest/mapfiles
 
 .PHONY: all deps check unit fuzz-replay e2e e2e-demo e2e-web01 web01 fuzz bench \
 	asan demo image clean \
@@ -120,6 +120,10 @@ $(BUILD)/guest/lockstorm-pie: tests/workloads/lockstorm.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -static,$(GUEST_CFLAGS)) -fomit-frame-pointer -fPIE -static-pie \
 		-o $@ $<
+
+$(BUILD)/guest/mapfiles: tests/workloads/mapfiles.c
+	@mkdir -p $(dir $@)
+	$(CC) $(GUEST_CFLAGS) -o $@ $<
 
 $(BUILD)/guest/spin: tests/workloads/spin.c
 	@mkdir -p $(dir $@)

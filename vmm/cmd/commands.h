@@ -15,6 +15,7 @@
 int ivm_cmd_helper(int argc, char **argv);
 int ivm_cmd_report(int argc, char **argv);
 int ivm_cmd_info(int argc, char **argv);
+int ivm_cmd_maps(int argc, char **argv);
 int ivm_cmd_modules(int argc, char **argv);
 int ivm_cmd_profile(int argc, char **argv);
 int ivm_cmd_ps(int argc, char **argv);

@@ -17,6 +17,7 @@ struct ivm_command {
 static const struct ivm_command commands[] = {
 	{ "info", ivm_cmd_info, "show the guest kernel, vCPUs and their current tasks" },
 	{ "ps", ivm_cmd_ps, "list the guest's tasks, read from the host" },
+	{ "maps", ivm_cmd_maps, "list a guest process's memory mappings, read from the host" },
 	{ "modules", ivm_cmd_modules, "list the guest kernel's modules and where they are loaded" },
 	{ "regs", ivm_cmd_regs, "show each vCPU's registers from QEMU's memory and its monitor" },
 	{ "stack", ivm_cmd_stack, "print a guest thread's kernel and user stack" },

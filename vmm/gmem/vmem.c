@@ -16,6 +16,22 @@ static struct ivm_error *gmem_read(void *ctx, uint64_t va, void *buf,
 	return ivm_gmem_read_virt(g->gmem, g->cr3, g->la57, va, buf, len);
 }
 
+bool ivm_kmem_is_kernel_address(uint64_t va, bool la57)
+{
+	return (va >> 63) && ivm_x86_64_canonical(va, la57);
+}
+
+struct ivm_error *ivm_kmem_read_kernel(const struct ivm_kmem_reader *r,
+				       bool la57, uint64_t va, void *buf,
+				       size_t len)
+{
+	if (!ivm_kmem_is_kernel_address(va, la57) || va + len < va)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"0x%llx is not a kernel address",
+					(unsigned long long)va);
+	return r->read(r->ctx, va, buf, len);
+}
+
 void ivm_kmem_reader_gmem(struct ivm_kmem_gmem *g,
 			  struct ivm_kmem_reader *ret)
 {

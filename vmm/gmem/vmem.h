@@ -9,6 +9,7 @@
 #ifndef IVM_VMEM_H
 #define IVM_VMEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,18 @@ struct ivm_kmem_gmem {
 	int la57;
 	struct ivm_x86_64_walk_memo *memo;
 };
+
+/* True if va is a canonical upper-half address, as kernel pointers are. */
+bool ivm_kmem_is_kernel_address(uint64_t va, bool la57);
+
+/*
+ * Read len bytes at va through r after checking that va is a kernel
+ * address and the range does not wrap (IVM_ERROR_PROTOCOL naming va
+ * otherwise): for walkers following pointers read from the guest.
+ */
+struct ivm_error *ivm_kmem_read_kernel(const struct ivm_kmem_reader *r,
+				       bool la57, uint64_t va, void *buf,
+				       size_t len);
 
 /* Fill *ret with a reader over g; g is borrowed and must outlive it. */
 void ivm_kmem_reader_gmem(struct ivm_kmem_gmem *g,

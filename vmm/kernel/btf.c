@@ -527,28 +527,29 @@ static struct ivm_error *size_check(const char *type_name, const char *path,
 				size, want);
 }
 
-/*
- * A required member of the given size: its absence is an error naming it.
- * Sizes are those of the C types (pid_t, unsigned long, pointers,
- * list_head) on x86-64, which no kernel version changed.
- */
-#define REQ(type, path, field, want)                                          \
-	do {                                                                  \
-		uint32_t size_;                                               \
-		err = offset_get(btf, type, path, &o.field, &size_);          \
-		if (!err)                                                     \
-			err = size_check(type, path, size_, want);            \
-		if (err)                                                      \
-			return err;                                           \
-	} while (0)
-
-/* An optional member: IVM_KOFF_NONE when absent, other errors fail. */
-static struct ivm_error *offset_opt(const struct ivm_btf *btf,
-				    const char *type_name, const char *path,
-				    uint32_t *ret_off, uint32_t *ret_size)
+struct ivm_error *ivm_btf_offset(const struct ivm_btf *btf,
+				 const char *type_name, const char *path,
+				 uint32_t want, uint32_t *ret_off,
+				 uint32_t *ret_size)
 {
+	uint32_t size;
 	struct ivm_error *err = offset_get(btf, type_name, path, ret_off,
-					   ret_size);
+					   &size);
+
+	if (!err && want)
+		err = size_check(type_name, path, size, want);
+	if (!err && ret_size)
+		*ret_size = size;
+	return err;
+}
+
+struct ivm_error *ivm_btf_offset_opt(const struct ivm_btf *btf,
+				     const char *type_name, const char *path,
+				     uint32_t want, uint32_t *ret_off,
+				     uint32_t *ret_size)
+{
+	struct ivm_error *err = ivm_btf_offset(btf, type_name, path, want,
+					       ret_off, ret_size);
 
 	if (err && err->code == IVM_ERROR_NOT_FOUND) {
 		ivm_error_destroy(err);
@@ -560,18 +561,50 @@ static struct ivm_error *offset_opt(const struct ivm_btf *btf,
 	return err;
 }
 
-#define OPT(type, path, field, want)                                          \
+struct ivm_error *ivm_btf_offsets_find(const struct ivm_btf *btf,
+				       const struct ivm_btf_field_spec *spec,
+				       size_t n, void *out)
+{
+	struct ivm_error *err;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t *field = (uint32_t *)((char *)out + spec[i].field);
+
+		err = spec[i].optional ?
+		      ivm_btf_offset_opt(btf, spec[i].type, spec[i].path,
+					 spec[i].want, field, NULL) :
+		      ivm_btf_offset(btf, spec[i].type, spec[i].path,
+				     spec[i].want, field, NULL);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
+/*
+ * A required member of the given size: its absence is an error naming it.
+ * Sizes are those of the C types (pid_t, unsigned long, pointers,
+ * list_head) on x86-64, which no kernel version changed.
+ */
+#define REQ(type, path, field, want)                                          \
 	do {                                                                  \
-		uint32_t size_;                                               \
-		err = offset_opt(btf, type, path, &o.field, &size_);          \
-		if (!err && o.field != IVM_KOFF_NONE)                         \
-			err = size_check(type, path, size_, want);            \
+		err = ivm_btf_offset(btf, type, path, want, &o.field, NULL);  \
 		if (err)                                                      \
 			return err;                                           \
 	} while (0)
 
-static struct ivm_error *struct_size(const struct ivm_btf *btf,
-				     const char *name, uint32_t *ret)
+/* An optional member: IVM_KOFF_NONE when absent, other errors fail. */
+#define OPT(type, path, field, want)                                          \
+	do {                                                                  \
+		err = ivm_btf_offset_opt(btf, type, path, want, &o.field,     \
+					 NULL);                               \
+		if (err)                                                      \
+			return err;                                           \
+	} while (0)
+
+struct ivm_error *ivm_btf_struct_size(const struct ivm_btf *btf,
+				      const char *name, uint32_t *ret)
 {
 	struct ivm_error *err;
 	uint64_t size;
@@ -595,7 +628,7 @@ struct ivm_error *ivm_kernel_offsets_from_btf(const struct ivm_btf *btf,
 	uint32_t cpu_size = 0;
 
 	memset(&o, 0, sizeof(o));
-	err = struct_size(btf, "task_struct", &o.task_struct_size);
+	err = ivm_btf_struct_size(btf, "task_struct", &o.task_struct_size);
 	if (err)
 		return err;
 	REQ("task_struct", "tasks", task_tasks, 16);
@@ -610,8 +643,8 @@ struct ivm_error *ivm_kernel_offsets_from_btf(const struct ivm_btf *btf,
 					"task_struct.comm: implausible size %u",
 					o.task_comm_size);
 	/* 5.14 renamed the long "state" to the unsigned int "__state". */
-	err = offset_opt(btf, "task_struct", "__state", &o.task_state,
-			 &o.task_state_size);
+	err = ivm_btf_offset_opt(btf, "task_struct", "__state", 0,
+				 &o.task_state, &o.task_state_size);
 	if (!err && o.task_state == IVM_KOFF_NONE)
 		err = offset_get(btf, "task_struct", "state", &o.task_state,
 				 &o.task_state_size);
@@ -627,7 +660,8 @@ struct ivm_error *ivm_kernel_offsets_from_btf(const struct ivm_btf *btf,
 	 * member of task_struct until 5.15; 5.16 moved it back into
 	 * thread_info (the first member of task_struct).
 	 */
-	err = offset_opt(btf, "task_struct", "cpu", &o.task_cpu, &cpu_size);
+	err = ivm_btf_offset_opt(btf, "task_struct", "cpu", 0, &o.task_cpu,
+				 &cpu_size);
 	if (!err && o.task_cpu == IVM_KOFF_NONE)
 		err = offset_get(btf, "task_struct", "thread_info.cpu",
 				 &o.task_cpu, &cpu_size);
@@ -662,7 +696,7 @@ struct ivm_error *ivm_kernel_offsets_from_btf(const struct ivm_btf *btf,
 						"task_struct: neither thread_node with signal_struct.thread_head nor thread_group found");
 	}
 	REQ("list_head", "next", list_head_next, 8);
-	err = struct_size(btf, "pt_regs", &o.pt_regs_size);
+	err = ivm_btf_struct_size(btf, "pt_regs", &o.pt_regs_size);
 	if (err)
 		return err;
 	REQ("pt_regs", "ip", pt_regs_ip, 8);
@@ -680,7 +714,7 @@ struct ivm_error *ivm_kernel_offsets_from_btf(const struct ivm_btf *btf,
 	if (err)
 		return err;
 	REQ("pt_regs", "orig_ax", pt_regs_orig_ax, 8);
-	err = struct_size(btf, "inactive_task_frame",
+	err = ivm_btf_struct_size(btf, "inactive_task_frame",
 			  &o.inactive_task_frame_size);
 	if (err && err->code == IVM_ERROR_NOT_FOUND) {
 		ivm_error_destroy(err);

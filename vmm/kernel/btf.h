@@ -95,6 +95,47 @@ struct ivm_error *ivm_btf_enum_value(const struct ivm_btf *btf,
 #define IVM_KOFF_NONE UINT32_MAX
 
 /*
+ * Offset of member path of type_name as a reader of want bytes of it
+ * (0: any size) needs it: offset and size below IVM_KOFF_NONE
+ * (IVM_ERROR_PROTOCOL otherwise, or for another size), errors of
+ * ivm_btf_member_find() else.  *ret_size (may be NULL) gets its size.
+ */
+struct ivm_error *ivm_btf_offset(const struct ivm_btf *btf,
+				 const char *type_name, const char *path,
+				 uint32_t want, uint32_t *ret_off,
+				 uint32_t *ret_size);
+
+/*
+ * The same for an optional member: *ret_off = IVM_KOFF_NONE (and size 0)
+ * with no error when it, or its struct, is absent.
+ */
+struct ivm_error *ivm_btf_offset_opt(const struct ivm_btf *btf,
+				     const char *type_name, const char *path,
+				     uint32_t want, uint32_t *ret_off,
+				     uint32_t *ret_size);
+
+/*
+ * Many members at once: for each spec, the uint32_t at byte field of out
+ * gets the offset of spec->path in struct spec->type (ivm_btf_offset with
+ * spec->want), or IVM_KOFF_NONE when an optional one is absent.  Fails
+ * at the first required member missing, naming it.
+ */
+struct ivm_btf_field_spec {
+	const char *type, *path;
+	uint32_t want;		/* bytes read of it; 0: any size */
+	size_t field;		/* offsetof() the uint32_t in out */
+	bool optional;
+};
+
+struct ivm_error *ivm_btf_offsets_find(const struct ivm_btf *btf,
+				       const struct ivm_btf_field_spec *spec,
+				       size_t n, void *out);
+
+/* sizeof(struct name), checked to be non-zero and below IVM_KOFF_NONE. */
+struct ivm_error *ivm_btf_struct_size(const struct ivm_btf *btf,
+				      const char *name, uint32_t *ret);
+
+/*
  * Everything later stages (dispatch monitor, capture, unwinder) need about
  * the guest kernel's structures, found once.  Offsets are in bytes from the
  * start of the named struct; members marked optional are IVM_KOFF_NONE when

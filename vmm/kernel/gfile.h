@@ -57,7 +57,7 @@ struct ivm_gfile_offsets {
 	uint32_t xa_node_shift, xa_node_slots;
 	uint32_t xa_chunk_shift;	/* log2 of the slots per node */
 	uint32_t page_size;		/* sizeof(struct page) */
-	uint32_t page_flags, page_index;
+	uint32_t page_flags, page_mapping, page_index;
 	uint32_t pg_uptodate;		/* bit number in page->flags */
 };
 
@@ -144,6 +144,27 @@ struct ivm_gfile_stats {
 	uint64_t pages_from[4];	/* own, page cache, other, absent */
 };
 void ivm_gfile_stats(const struct ivm_gfile *g, struct ivm_gfile_stats *ret);
+
+/*
+ * A reader (struct ivm_kmem_reader) whose addresses are offsets in a
+ * guest file, over ivm_gfile_read() with the sources given: for parsers
+ * that take a reader, such as an ELF file's headers and notes.  A range
+ * not wholly present fails with IVM_ERROR_FAULT at the offset of its
+ * first absent byte.  Fill in g, file, own, others and nr_others (all
+ * borrowed; own and others may be NULL); sources accumulates the
+ * IVM_GFILE_* bits of every read.
+ */
+struct ivm_gfile_file {
+	struct ivm_gfile *g;
+	const struct ivm_guest_file *file;
+	const struct ivm_gfile_space *own;
+	const struct ivm_gfile_space *others;
+	size_t nr_others;
+	unsigned int sources;
+};
+
+void ivm_gfile_file_reader(struct ivm_gfile_file *f,
+			   struct ivm_kmem_reader *ret);
 
 /*
  * A reader of a process's user memory (struct ivm_kmem_reader): its page

@@ -115,6 +115,20 @@ struct ivm_error *ivm_kernel_read(const struct ivm_kernel_layout *layout,
 	return ivm_gmem_read_virt(l->gmem, l->cr3, l->la57, va, buf, len);
 }
 
+static struct ivm_error *layout_read(void *ctx, uint64_t va, void *buf,
+				     size_t len)
+{
+	return ivm_kernel_read(ctx, va, buf, len);
+}
+
+void ivm_kernel_layout_reader(const struct ivm_kernel_layout *layout,
+			      struct ivm_kmem_reader *ret)
+{
+	/* The reader's ctx is not const; ivm_kernel_read only reads it. */
+	ret->read = layout_read;
+	ret->ctx = (void *)layout;
+}
+
 struct ivm_error *ivm_kernel_translate(const struct ivm_kernel_layout *layout,
 				       uint64_t va, uint64_t *pa,
 				       uint64_t *contiguous)

@@ -37,6 +37,7 @@
 #include "kernel/btf.h"
 #include "base/error.h"
 #include "gmem/gmem.h"
+#include "gmem/vmem.h"
 #include "kernel/ksyms.h"
 #include "base/x86_64_regs.h"
 
@@ -127,6 +128,13 @@ struct ivm_error *ivm_kernel_symbol(const struct ivm_kernel_layout *layout,
  */
 struct ivm_error *ivm_kernel_read(const struct ivm_kernel_layout *layout,
 				  uint64_t va, void *buf, size_t len);
+
+/*
+ * A reader of kernel memory over ivm_kernel_read() (layout borrowed, must
+ * outlive it), for the walkers that take any struct ivm_kmem_reader.
+ */
+void ivm_kernel_layout_reader(const struct ivm_kernel_layout *layout,
+			      struct ivm_kmem_reader *ret);
 
 /*
  * Guest physical address of kernel virtual address va (the direct map by

@@ -20,7 +20,10 @@
  * d_name up the d_parent chain to the mount's root, then across to the
  * parent mount's mountpoint (struct mount: mnt_parent, mnt_mountpoint),
  * up to the root of the mount tree; " (deleted)" when the file's dentry
- * is unhashed and not a root, as the kernel says it.  Anonymous mappings
+ * is unhashed and not a root, as the kernel says it.  A file on no
+ * directory (a pseudo dentry: memfds, SysV shared memory, shared
+ * anonymous memory, anonymous inodes) is named as its dentry operations'
+ * d_dname names it: "/NAME (deleted)", or "anon_inode:NAME".  Anonymous mappings
  * get the names /proc/PID/maps gives them ([heap], [stack], [vdso],
  * [vvar], [anon:NAME]).  The gate page ([vsyscall]) is in no mm and is
  * not listed.
@@ -146,6 +149,7 @@ struct ivm_mm_offsets {
 	uint32_t file_mnt, file_dentry, file_inode;
 	uint32_t dentry_parent, dentry_name_len, dentry_name;
 	uint32_t dentry_hash_pprev;	/* d_hash.pprev: NULL when unhashed */
+	uint32_t dentry_op, dentry_op_dname;	/* d_op, d_op->d_dname */
 	uint32_t inode_ino, inode_sb, inode_mapping, inode_size;
 	uint32_t inode_generation;	/* optional */
 	uint32_t sb_dev;
@@ -168,12 +172,16 @@ struct ivm_mm_source {
 	struct ivm_kmem_reader kmem;	/* kernel memory; its ctx borrowed */
 	bool la57;			/* 5-level paging: wider kernel range */
 	/*
-	 * Run-time addresses of special_mapping_vmops and
-	 * legacy_special_mapping_vmops, whose VMAs ([vdso], [vvar]) are
-	 * named by their vm_special_mapping; 0 when unknown (such VMAs are
-	 * then unnamed).
+	 * Run-time address of special_mapping_vmops, the vm_ops of the VMAs
+	 * named by their vm_special_mapping ([vdso], [vvar]); 0 when unknown
+	 * (such VMAs are then unnamed).
 	 */
-	uint64_t special_vmops[2];
+	uint64_t special_vmops;
+	/*
+	 * Run-time address of anon_inodefs_dname, the d_dname of anonymous
+	 * inodes ("anon_inode:NAME"); 0 when unknown.
+	 */
+	uint64_t anon_inode_dname;
 };
 
 /*

@@ -21,9 +21,9 @@ static bool user_addr(uint64_t va, uint64_t len, int la57)
 	return va >= PAGE_SIZE_4K && len <= max && va <= max - len;
 }
 
-/* The GNU build-id note among notes (len bytes), or false. */
+/* The GNU build-id note among notes (len bytes) into id, or false. */
 static bool find_build_id(const uint8_t *notes, size_t len,
-			  struct ivm_uexe *x)
+			  uint8_t id[IVM_UBINARY_MAX_BUILD_ID], size_t *id_len)
 {
 	size_t off = 0;
 
@@ -40,9 +40,9 @@ static bool find_build_id(const uint8_t *notes, size_t len,
 			return false;
 		if (type == NT_GNU_BUILD_ID && namesz == 4 &&
 		    !memcmp(notes + name, "GNU", 4) && descsz > 0 &&
-		    descsz <= sizeof(x->build_id)) {
-			memcpy(x->build_id, notes + desc, descsz);
-			x->build_id_len = descsz;
+		    descsz <= IVM_UBINARY_MAX_BUILD_ID) {
+			memcpy(id, notes + desc, descsz);
+			*id_len = descsz;
 			return true;
 		}
 		if (next > len)
@@ -204,12 +204,58 @@ struct ivm_error *ivm_uexe_identify(const struct ivm_kmem_reader *umem,
 			ivm_error_destroy(err);
 			continue;
 		}
-		if (find_build_id(notes, len, ret))
+		if (find_build_id(notes, len, ret->build_id,
+				  &ret->build_id_len))
 			return NULL;
 	}
 	return ivm_error_create(IVM_ERROR_NOT_FOUND,
 				"the executable at %#llx has no build-id note",
 				(unsigned long long)hdr);
+}
+
+struct ivm_error *ivm_uexe_file_build_id(const struct ivm_kmem_reader *file,
+					 uint8_t id[IVM_UBINARY_MAX_BUILD_ID],
+					 size_t *len)
+{
+	uint8_t ehdr[sizeof(Elf64_Ehdr)];
+	uint8_t phdrs[IVM_UEXE_MAX_PHNUM * sizeof(Elf64_Phdr)];
+	uint8_t notes[IVM_UEXE_MAX_NOTES];
+	struct ivm_error *err;
+	uint64_t phoff, phnum;
+	size_t i;
+
+	err = file->read(file->ctx, 0, ehdr, sizeof(ehdr));
+	if (err)
+		return err;
+	phoff = ivm_le64(ehdr + offsetof(Elf64_Ehdr, e_phoff));
+	phnum = ivm_le_load(ehdr + offsetof(Elf64_Ehdr, e_phnum), 2);
+	if (memcmp(ehdr, ELFMAG, SELFMAG) || ehdr[EI_CLASS] != ELFCLASS64 ||
+	    ehdr[EI_DATA] != ELFDATA2LSB ||
+	    ivm_le_load(ehdr + offsetof(Elf64_Ehdr, e_phentsize), 2) !=
+	    sizeof(Elf64_Phdr) || !phnum || phnum > IVM_UEXE_MAX_PHNUM ||
+	    phoff > UINT64_MAX - sizeof(phdrs))
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"not a 64-bit ELF file with program headers");
+	err = file->read(file->ctx, phoff, phdrs, phnum * sizeof(Elf64_Phdr));
+	if (err)
+		return err;
+	for (i = 0; i < phnum; i++) {
+		Elf64_Phdr ph;
+		size_t n;
+
+		get_phdr(phdrs + i * sizeof(ph), &ph);
+		if (ph.p_type != PT_NOTE || !ph.p_filesz ||
+		    ph.p_offset > UINT64_MAX - sizeof(notes))
+			continue;
+		n = ph.p_filesz < sizeof(notes) ? ph.p_filesz : sizeof(notes);
+		err = file->read(file->ctx, ph.p_offset, notes, n);
+		if (err)
+			return err;
+		if (find_build_id(notes, n, id, len))
+			return NULL;
+	}
+	return ivm_error_create(IVM_ERROR_NOT_FOUND,
+				"the ELF file has no build-id note");
 }
 
 struct ivm_error *ivm_uexe_check(const struct ivm_uexe *x,

@@ -66,6 +66,18 @@ struct ivm_error *ivm_uexe_identify(const struct ivm_kmem_reader *umem,
 				    int la57, struct ivm_uexe *ret);
 
 /*
+ * The GNU build-id of an ELF file, through a reader whose addresses are
+ * offsets in the file (a guest file's bytes, kernel/gfile.h): its ELF
+ * header, at most IVM_UEXE_MAX_PHNUM program headers and the first
+ * IVM_UEXE_MAX_NOTES bytes of each PT_NOTE segment.  id gets len bytes.
+ * IVM_ERROR_NOT_FOUND when it is no 64-bit little-endian ELF file or has
+ * no build-id note; the reader's error when a part cannot be read.
+ */
+struct ivm_error *ivm_uexe_file_build_id(const struct ivm_kmem_reader *file,
+					 uint8_t id[IVM_UBINARY_MAX_BUILD_ID],
+					 size_t *len);
+
+/*
  * Whether the host file b is the executable x: the same build-id, the same
  * ELF type, the same executable segments, and its program headers place
  * file offset 0 where the guest has the ELF header (the same bias).
