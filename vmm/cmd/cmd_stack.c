@@ -190,6 +190,8 @@ static void print_exe(const struct ivm_capture_exe *x)
 	       ivm_build_id_hex(x->id.build_id, x->id.build_id_len, hex));
 	if (x->id.dyn)
 		printf(", PIE at bias 0x%" PRIx64, x->id.bias);
+	if (x->from_page_cache)
+		printf(", headers from the page cache");
 	if (x->host_path)
 		printf("; user frames by the CFI of %s)\n", x->host_path);
 	else

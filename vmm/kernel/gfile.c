@@ -303,9 +303,19 @@ static struct ivm_error *xa_lookup(struct ivm_gfile *g, uint64_t mapping,
 	const struct ivm_gfile_offsets *o = &g->cfg.off;
 	unsigned int cs = o->xa_chunk_shift, level;
 	uint64_t slots = 1ull << cs, head, node;
-	uint8_t buf[8 << MAX_CHUNK_SHIFT];
+	const struct ivm_kernel_field f[] = {
+		{ o->xa_node_shift, 1 }, { o->xa_node_slots, (uint32_t)slots * 8 },
+	};
+	uint8_t buf[(8 << MAX_CHUNK_SHIFT) + 512];
 	struct ivm_error *err;
 	int want_shift = -1;
+	uint32_t lo, hi;
+
+	/* Each node in one read: its shift and its slots. */
+	ivm_kernel_fields_span(f, 2, &lo, &hi);
+	if (hi - lo > sizeof(buf))
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"xa_node: %u bytes to read", hi - lo);
 
 	err = kread(g, mapping + o->mapping_xa_head, buf, 8);
 	if (err)
@@ -323,12 +333,10 @@ static struct ivm_error *xa_lookup(struct ivm_gfile *g, uint64_t mapping,
 		uint8_t shift;
 		uint64_t off, e;
 
-		err = kread(g, node + o->xa_node_shift, &shift, 1);
-		if (!err)
-			err = kread(g, node + o->xa_node_slots, buf,
-				    slots * 8);
+		err = kread(g, node + lo, buf, hi - lo);
 		if (err)
 			return err;
+		shift = buf[o->xa_node_shift - lo];
 		if (shift % cs || shift >= 64 ||
 		    (want_shift >= 0 && shift != want_shift))
 			return ivm_error_create(IVM_ERROR_PROTOCOL,
@@ -346,7 +354,7 @@ static struct ivm_error *xa_lookup(struct ivm_gfile *g, uint64_t mapping,
 			return NULL;
 		}
 		off = (index >> shift) & (slots - 1);
-		e = ivm_le64(buf + 8 * off);
+		e = ivm_le64(buf + o->xa_node_slots - lo + 8 * off);
 		/* A sibling names the slot holding the multi-order entry. */
 		if ((e & 3) == XA_INTERNAL && (e >> 2) < slots) {
 			uint64_t canon = e >> 2;
@@ -358,7 +366,7 @@ static struct ivm_error *xa_lookup(struct ivm_gfile *g, uint64_t mapping,
 							(unsigned long long)off,
 							(unsigned long long)canon);
 			off = canon;
-			e = ivm_le64(buf + 8 * off);
+			e = ivm_le64(buf + o->xa_node_slots - lo + 8 * off);
 		}
 		if (xa_is_node(e)) {
 			if (shift == 0)

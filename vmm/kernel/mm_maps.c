@@ -332,8 +332,9 @@ static struct ivm_error *kread_ptr(const struct ivm_mm_source *src,
 }
 
 /*
- * Up to cap - 1 bytes of the NUL-terminated string at va into buf, read a
- * page piece at a time so a short string before an unmapped page reads.
+ * Up to cap - 1 bytes of the NUL-terminated string at va into buf, read
+ * 32 bytes at a time, never across a page: the names read this way are
+ * short, and the end of their object may end what is mapped.
  */
 static struct ivm_error *kread_str(const struct ivm_mm_source *src,
 				   uint64_t va, char *buf, size_t cap)
@@ -345,6 +346,8 @@ static struct ivm_error *kread_str(const struct ivm_mm_source *src,
 		struct ivm_error *err;
 		char *nul;
 
+		if (n > 32)
+			n = 32;
 		if (n > cap - 1 - got)
 			n = cap - 1 - got;
 		err = kread(src, va + got, buf + got, n);
@@ -400,13 +403,25 @@ struct path_buf {
 
 static bool path_prepend(struct path_buf *p, const char *s, size_t len)
 {
-	if (len > p->pos - 1) {		/* keep the leading '/' room */
+	if (len > p->pos) {
 		p->cut = true;
 		return false;
 	}
 	p->pos -= len;
 	memcpy(p->buf + p->pos, s, len);
 	return true;
+}
+
+/* "/name" in front, whole or not at all. */
+static bool path_prepend_component(struct path_buf *p, const char *name,
+				   size_t len)
+{
+	if (len + 1 > p->pos) {
+		p->cut = true;
+		return false;
+	}
+	path_prepend(p, name, len);
+	return path_prepend(p, "/", 1);
 }
 
 /* One dentry's name, bounded; NUL bytes (hostile) become '?'. */
@@ -485,8 +500,8 @@ static struct ivm_error *build_path(const struct ivm_mm_source *src,
 				    enum ivm_vma_path_state *state)
 {
 	const struct ivm_mm_offsets *o = &src->off;
-	uint32_t dlen = o->dentry_parent, mlen;
-	uint8_t d[512], m[64];
+	uint32_t dlen = o->dentry_parent + 8, mlen;
+	uint8_t d[512], m[512];
 	char name[IVM_MM_MAX_NAME];
 	uint64_t mount, mnt_root = 0, leaf = dentry;
 	struct ivm_error *err = NULL;
@@ -564,7 +579,7 @@ static struct ivm_error *build_path(const struct ivm_mm_source *src,
 		err = dentry_name(src, d, name, &len);
 		if (err)
 			break;
-		if (!path_prepend(p, name, len) || !path_prepend(p, "/", 1))
+		if (!path_prepend_component(p, name, len))
 			break;
 		if (!kernel_ptr(src, parent)) {
 			err = ivm_error_create(IVM_ERROR_PROTOCOL,
@@ -602,73 +617,142 @@ done:
 	return NULL;
 }
 
+/* ---- files -------------------------------------------------------------- */
+
+/* What a struct file says: where it is (mount, dentry) and its inode. */
+struct file_fields {
+	uint64_t mnt, dentry, inode;
+};
+
+static struct ivm_error *read_file_fields(const struct ivm_mm_source *src,
+					  uint64_t file, struct file_fields *ret)
+{
+	const struct ivm_mm_offsets *o = &src->off;
+	const struct ivm_kernel_field f[] = {
+		{ o->file_mnt, 8 }, { o->file_dentry, 8 }, { o->file_inode, 8 },
+	};
+	uint8_t b[256];
+	uint32_t lo, hi;
+	struct ivm_error *err;
+
+	ivm_kernel_fields_span(f, 3, &lo, &hi);
+	if (hi - lo > sizeof(b))
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"struct file: %u bytes to read",
+					hi - lo);
+	err = kread(src, file + lo, b, hi - lo);
+	if (err)
+		return ivm_error_wrap(err, "reading file 0x%llx",
+				      (unsigned long long)file);
+	ret->mnt = ivm_le64(b + o->file_mnt - lo);
+	ret->dentry = ivm_le64(b + o->file_dentry - lo);
+	ret->inode = ivm_le64(b + o->file_inode - lo);
+	if (!kernel_ptr(src, ret->mnt) || !kernel_ptr(src, ret->dentry) ||
+	    !kernel_ptr(src, ret->inode))
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"file 0x%llx: mount 0x%llx, dentry 0x%llx or inode 0x%llx is not a kernel address",
+					(unsigned long long)file,
+					(unsigned long long)ret->mnt,
+					(unsigned long long)ret->dentry,
+					(unsigned long long)ret->inode);
+	return NULL;
+}
+
+/* The inode's identity: one read of its fields, one of its device. */
+static struct ivm_error *read_guest_file(const struct ivm_mm_source *src,
+					 uint64_t file, uint64_t inode,
+					 struct ivm_guest_file *ret)
+{
+	const struct ivm_mm_offsets *o = &src->off;
+	const struct ivm_kernel_field f[] = {
+		{ o->inode_sb, 8 }, { o->inode_mapping, 8 },
+		{ o->inode_ino, 8 }, { o->inode_size, 8 },
+		{ o->inode_generation, 4 },
+	};
+	uint8_t b[2048], dev[4];
+	struct ivm_error *err;
+	uint64_t sb, size;
+	uint32_t lo, hi;
+
+	memset(ret, 0, sizeof(*ret));
+	ivm_kernel_fields_span(f, sizeof(f) / sizeof(f[0]), &lo, &hi);
+	if (hi - lo > sizeof(b))
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"struct inode: %u bytes to read",
+					hi - lo);
+	err = kread(src, inode + lo, b, hi - lo);
+	if (err)
+		return ivm_error_wrap(err, "reading inode 0x%llx of file 0x%llx",
+				      (unsigned long long)inode,
+				      (unsigned long long)file);
+	sb = ivm_le64(b + o->inode_sb - lo);
+	ret->mapping = ivm_le64(b + o->inode_mapping - lo);
+	ret->ino = ivm_le64(b + o->inode_ino - lo);
+	size = ivm_le64(b + o->inode_size - lo);
+	/* i_size is a loff_t: a negative one is no size at all. */
+	ret->size = (int64_t)size < 0 ? 0 : size;
+	if (o->inode_generation != IVM_KOFF_NONE)
+		ret->generation = ivm_le32(b + o->inode_generation - lo);
+	if (ret->mapping && !kernel_ptr(src, ret->mapping))
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"inode 0x%llx: i_mapping 0x%llx is not a kernel address",
+					(unsigned long long)inode,
+					(unsigned long long)ret->mapping);
+	err = kread(src, sb + o->sb_dev, dev, sizeof(dev));
+	if (err)
+		return ivm_error_wrap(err, "reading the superblock of inode 0x%llx",
+				      (unsigned long long)inode);
+	ret->dev = ivm_le32(dev);
+	ret->file = file;
+	ret->inode = inode;
+	return NULL;
+}
+
+static struct ivm_error *file_path(const struct ivm_mm_source *src,
+				   const struct file_fields *ff, char **ret,
+				   enum ivm_vma_path_state *state)
+{
+	struct path_buf *p = malloc(sizeof(*p));
+	struct ivm_error *err;
+
+	if (!p)
+		return &ivm_enomem;
+	err = build_path(src, ff->mnt, ff->dentry, p, state);
+	*ret = err ? NULL : strdup(p->buf + p->pos);
+	free(p);
+	if (err)
+		return err;
+	return *ret ? NULL : &ivm_enomem;
+}
+
 struct ivm_error *ivm_mm_file_path(const struct ivm_mm_source *src,
 				   uint64_t file, char **ret,
 				   enum ivm_vma_path_state *state)
 {
-	const struct ivm_mm_offsets *o = &src->off;
-	struct path_buf *p;
+	struct file_fields ff;
 	struct ivm_error *err;
-	uint64_t mnt, dentry;
 
-	err = kread_ptr(src, file + o->file_mnt, "file.f_path.mnt", false,
-			&mnt);
-	if (!err)
-		err = kread_ptr(src, file + o->file_dentry,
-				"file.f_path.dentry", false, &dentry);
+	if (!kernel_ptr(src, file))
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"file 0x%llx is not a kernel address",
+					(unsigned long long)file);
+	err = read_file_fields(src, file, &ff);
 	if (err)
 		return err;
-	p = malloc(sizeof(*p));
-	if (!p)
-		return &ivm_enomem;
-	build_path(src, mnt, dentry, p, state);
-	*ret = strdup(p->buf + p->pos);
-	free(p);
-	return *ret ? NULL : &ivm_enomem;
+	return file_path(src, &ff, ret, state);
 }
 
-/* ---- files -------------------------------------------------------------- */
-
-static struct ivm_error *read_guest_file(const struct ivm_mm_source *src,
-					 uint64_t file,
-					 struct ivm_guest_file *ret)
+/* The identity of the struct file at file. */
+static struct ivm_error *guest_file_of(const struct ivm_mm_source *src,
+				       uint64_t file,
+				       struct ivm_guest_file *ret)
 {
-	const struct ivm_mm_offsets *o = &src->off;
-	struct ivm_error *err;
-	uint64_t inode, sb, v;
-	uint8_t b[4];
+	struct file_fields ff;
+	struct ivm_error *err = read_file_fields(src, file, &ff);
 
-	memset(ret, 0, sizeof(*ret));
-	err = kread_ptr(src, file + o->file_inode, "file.f_inode", false,
-			&inode);
-	if (!err)
-		err = kread_ptr(src, inode + o->inode_sb, "inode.i_sb", false,
-				&sb);
-	if (!err)
-		err = kread_ptr(src, inode + o->inode_mapping,
-				"inode.i_mapping", true, &ret->mapping);
-	if (!err)
-		err = kread_u64(src, inode + o->inode_ino, &ret->ino);
-	if (!err)
-		err = kread_u64(src, inode + o->inode_size, &v);
-	if (!err)
-		err = kread(src, sb + o->sb_dev, b, sizeof(b));
 	if (err)
-		return ivm_error_wrap(err, "file 0x%llx",
-				      (unsigned long long)file);
-	ret->dev = ivm_le32(b);
-	/* i_size is a loff_t: a negative one is no size at all. */
-	ret->size = (int64_t)v < 0 ? 0 : v;
-	if (o->inode_generation != IVM_KOFF_NONE) {
-		err = kread(src, inode + o->inode_generation, b, sizeof(b));
-		if (err)
-			return ivm_error_wrap(err, "inode 0x%llx",
-					      (unsigned long long)inode);
-		ret->generation = ivm_le32(b);
-	}
-	ret->file = file;
-	ret->inode = inode;
-	return NULL;
+		return err;
+	return read_guest_file(src, file, ff.inode, ret);
 }
 
 /* The file's identity and path, once per walk per struct file. */
@@ -676,6 +760,7 @@ static struct file_memo *file_of(struct walk *w, uint64_t file,
 				 struct ivm_error **errp)
 {
 	struct file_memo *m = &w->memo[ivm_hash_addr(file) % FILE_MEMO];
+	struct file_fields ff;
 	struct ivm_error *err;
 	char *path;
 
@@ -683,9 +768,11 @@ static struct file_memo *file_of(struct walk *w, uint64_t file,
 	if (m->file == file)
 		return m;
 	m->file = 0;
-	err = read_guest_file(w->src, file, &m->gf);
+	err = read_file_fields(w->src, file, &ff);
 	if (!err)
-		err = ivm_mm_file_path(w->src, file, &path, &m->state);
+		err = read_guest_file(w->src, file, ff.inode, &m->gf);
+	if (!err)
+		err = file_path(w->src, &ff, &path, &m->state);
 	if (err) {
 		*errp = err;
 		return NULL;
@@ -1056,7 +1143,7 @@ static void walk_node(struct walk *w, uint64_t enode, uint64_t min,
 {
 	struct ivm_error *err;
 	struct mnode *n;
-	uint64_t lo = min, hi;
+	uint64_t lo = min, hi = min;
 	unsigned int i;
 
 	if (depth > IVM_MM_MAX_TREE_HEIGHT) {
@@ -1115,6 +1202,14 @@ static void walk_node(struct walk *w, uint64_t enode, uint64_t min,
 			break;
 		lo = hi + 1;
 	}
+	/* The slots in use cover the node's whole range. */
+	if (!w->stopped && hi != max)
+		walk_stop(w, ivm_error_create(IVM_ERROR_PROTOCOL,
+					      "maple node 0x%llx: its %u slots end at 0x%llx, before 0x%llx",
+					      (unsigned long long)n->addr,
+					      n->end + 1,
+					      (unsigned long long)hi,
+					      (unsigned long long)max));
 	free(n);
 }
 
@@ -1427,7 +1522,7 @@ found:
 	if (ret->file.file) {
 		uint64_t file = ret->file.file;
 
-		err = read_guest_file(src, file, &ret->file);
+		err = guest_file_of(src, file, &ret->file);
 		if (err)
 			return err;
 	}
@@ -1458,5 +1553,5 @@ struct ivm_error *ivm_mm_exe_file(const struct ivm_mm_source *src,
 					"mm 0x%llx: exe_file 0x%llx is not a kernel address",
 					(unsigned long long)mm,
 					(unsigned long long)f.exe_file);
-	return read_guest_file(src, f.exe_file, ret);
+	return guest_file_of(src, f.exe_file, ret);
 }

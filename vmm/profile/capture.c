@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel/gfile.h"
+#include "kernel/mm_maps.h"
 #include "profile/capture.h"
 #include "unwind/kunwind.h"
 #include "unwind/uunwind.h"
@@ -31,6 +33,7 @@ struct mm_binding {
 	struct ivm_uexe exe;
 	struct ivm_uexe_handle host;	/* slot -1: no host copy */
 	const char *why;		/* static: why none */
+	bool from_file;			/* headers read from the page cache */
 };
 
 struct ivm_capture_engine {
@@ -68,6 +71,15 @@ struct ivm_capture_engine {
 	struct ivm_kmem_reader umem_reader;
 	struct ivm_kmem_cache ucache;
 	bool has_cpu_stacks;
+	/*
+	 * The files behind user memory (kernel/gfile.h): a page of the
+	 * executable's headers that the process's page tables lack (a fork
+	 * child's) is read from the file's page cache.  gfile NULL: the
+	 * guest's BTF lacks what that needs, and such children stay unknown.
+	 */
+	struct ivm_gfile *gfile;
+	struct ivm_mm_source mm_src;
+	struct ivm_gfile_user fuser;
 	/* ORC tables of the modules loaded when the engine was made. */
 	struct ivm_kunwind_orc_range *module_orc;
 	size_t nr_module_orc;
@@ -175,6 +187,23 @@ static void auxv_init(struct ivm_capture_engine *e)
 				 m.size : IVM_UEXE_MAX_AUXV * 16) & ~15u;
 }
 
+/* Best effort: without it only fork children lose their executable. */
+static void gfile_init(struct ivm_capture_engine *e)
+{
+	struct ivm_gfile_config cfg;
+	struct ivm_error *err;
+
+	err = ivm_mm_source_init(&e->mm_src, e->guest->layout, e->guest->btf);
+	if (!err)
+		err = ivm_gfile_config_init(&cfg, e->guest->layout,
+					    e->guest->btf);
+	if (!err)
+		err = ivm_gfile_create(&cfg, &e->gfile);
+	if (err)
+		e->gfile = NULL;
+	ivm_error_destroy(err);
+}
+
 struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 					    struct ivm_capture_engine **ret)
 {
@@ -229,6 +258,7 @@ struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 	cpu_stacks_init(e);
 	module_orc_init(e);
 	auxv_init(e);
+	gfile_init(e);
 	*ret = e;
 	return NULL;
 }
@@ -264,6 +294,7 @@ void ivm_capture_engine_destroy(struct ivm_capture_engine *e)
 	if (!e)
 		return;
 	ivm_uexe_cache_destroy(e->ubins);
+	ivm_gfile_destroy(e->gfile);
 	ivm_orc_destroy(e->orc);
 	for (i = 0; i < e->nr_module_orc; i++)
 		ivm_orc_destroy((struct ivm_orc_table *)e->module_orc[i].orc);
@@ -359,11 +390,21 @@ static const struct mm_binding *binding_of(struct ivm_capture_engine *e,
 {
 	struct mm_binding *slot = &e->mm_cache[(mm >> 6) % MM_CACHE_SLOTS];
 	uint8_t auxv[IVM_UEXE_MAX_AUXV * 16];
+	struct ivm_kmem_reader freader;
 	struct ivm_error *err;
 	bool retry = false;
 
 	if (slot->mm == mm && slot->cr3 == cr3)
 		return slot;
+	/* Pages the page tables lack come from the files mapped there. */
+	if (e->gfile) {
+		e->fuser = (struct ivm_gfile_user){
+			.g = e->gfile, .src = &e->mm_src, .mm = mm,
+			.umem = ureader,
+		};
+		ivm_gfile_user_reader(&e->fuser, &freader);
+		ureader = &freader;
+	}
 	memset(slot, 0, sizeof(*slot));
 	slot->mm = mm;
 	slot->cr3 = cr3;
@@ -393,6 +434,7 @@ static const struct mm_binding *binding_of(struct ivm_capture_engine *e,
 			retry = false;
 	}
 	ivm_error_destroy(err);
+	slot->from_file = e->gfile && e->fuser.file_pages;
 	if (retry)
 		slot->mm = 0;
 	return slot;
@@ -405,6 +447,7 @@ static void describe_exe(struct ivm_capture *cap, const struct mm_binding *b,
 	struct ivm_capture_exe *x = &cap->exe;
 
 	x->known = b->known;
+	x->from_page_cache = b->from_file;
 	x->why = host ? NULL : b->why;
 	x->host_path = host ? ivm_ubinary_path(host) : NULL;
 	if (!b->known)

@@ -88,6 +88,11 @@ struct ivm_capture_exe {
 	 */
 	const char *host_path;
 	const char *why;	/* static: why no host copy, or NULL */
+	/*
+	 * Its headers came from the file's page cache, not the process's
+	 * page tables (a fork child that never touched them).
+	 */
+	bool from_page_cache;
 };
 
 /* One capture's result: the sample points into this struct. */
