@@ -61,4 +61,20 @@ struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
 				    int32_t skip_tgid, uint64_t now_ns,
 				    uint64_t *ret);
 
+/*
+ * The first task switched in on guest CPU cpu after its run-queue clock
+ * read since (rq->clock, read while the CPU was idle: see
+ * ivm_kernel_cpu_rq_clock_va): among the CPU's tasks, the one whose
+ * sched_info.last_arrival is the smallest above since.  This names the
+ * from-idle task of an idle period after the fact.  A task switched in
+ * again since has a later arrival, so the answer is exact only while the
+ * first task ran once; it may then name the second.  IVM_ERROR_NOT_FOUND
+ * when the kernel has no sched_info (CONFIG_SCHED_INFO) or no task
+ * arrived; IVM_ERROR_GONE when the guest is gone.
+ */
+struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
+					   unsigned int cpu, int32_t skip_tgid,
+					   uint64_t since, uint64_t now_ns,
+					   uint64_t *ret);
+
 #endif /* IVM_LAST_RAN_H */

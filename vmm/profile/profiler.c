@@ -10,8 +10,11 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "profile/kvm_events.h"
+#include "kernel/irq_stat.h"
 #include "kernel/last_ran.h"
+#include "profile/idle_periods.h"
+#include "profile/kvm_events.h"
+#include "profile/sched_events.h"
 #include "profile/ksym_hits.h"
 #include "profile/profiler.h"
 #include "profile/vcpu_watch.h"
@@ -24,6 +27,8 @@ const char *ivm_idle_source_name(enum ivm_idle_source source)
 		return "qmp";
 	case IVM_IDLE_SOURCE_KVM:
 		return "kvm";
+	case IVM_IDLE_SOURCE_SCHED:
+		return "sched";
 	default:
 		return "thread";
 	}
@@ -50,7 +55,18 @@ struct vcpu_poll {
 	uint64_t last_current;
 	bool last_is_helper;
 	bool was_idle;		/* idle at the previous observation */
+	uint64_t woke_ns;	/* sched source: the thread's last wakeup */
 };
+
+/*
+ * Sched source: after a vCPU thread's wakeup in an idle period, the guest
+ * dispatches the from-idle task within a few hundred microseconds (TCG
+ * included): look that often until it shows, for at most FAST_WINDOW_NS.
+ * Otherwise look at least every SLOW_POLL_NS (on-CPU ticks, flushes).
+ */
+#define FAST_POLL_NS 50000ull
+#define FAST_WINDOW_NS 20000000ull
+#define SLOW_POLL_NS 10000000ull
 
 struct profiler {
 	struct ivm_guest *guest;
@@ -65,8 +81,17 @@ struct profiler {
 	uint32_t nvcsw_off, nivcsw_off;
 	bool gone;
 	bool warned_degraded;
-	struct ivm_kvm_events *kvm_events;	/* idle source kvm */
+	struct ivm_kvm_events *kvm_events;	/* idle source kvm, or sched on KVM */
+	struct ivm_sched_events *sched_events;	/* idle source sched */
 	struct ivm_trace_session *trace;
+	uint64_t trace_lost;			/* already passed on */
+	struct ivm_irq_stat *irq_stat;		/* or NULL: no irq counts */
+	struct ivm_idle_periods *periods;
+	enum ivm_idle_source source;		/* the one running */
+	/* The last first_since() answer, good for one poll. */
+	bool first_cache_ok;
+	int first_cache_cpu;
+	uint64_t first_cache_since, first_cache_poll, first_cache_task;
 	struct ivm_vcpu_watch *watch;
 	struct ivm_vcpu_watch_view *views;
 	struct ivm_ksym_hits *ksym_hits;	/* no vmlinux: names to keep */
@@ -122,17 +147,86 @@ static int on_kvm_record(void *ctx, const void *data, size_t size, int cpu,
 	return 0;
 }
 
+static int vcpu_of_tid(const struct profiler *p, int32_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < p->guest->nr_vcpus; i++)
+		if (p->guest->vcpus[i].tid == tid)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * One record of the sched source: a vCPU thread slept, woke, or (KVM)
+ * exited for HLT.  Only candidates: idle_periods confirms them against
+ * the guest at the next look.
+ */
+static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
+			   uint64_t ts)
+{
+	struct profiler *p = ctx;
+	struct ivm_sched_event ev;
+	struct ivm_error *err;
+	int v;
+
+	(void)cpu;
+	err = ivm_sched_events_decode(p->sched_events, data, size, &ev);
+	if (err && err->code == IVM_ERROR_NOT_FOUND && p->kvm_events) {
+		struct ivm_kvm_event kev;
+
+		ivm_error_destroy(err);
+		err = ivm_kvm_events_decode(p->kvm_events, data, size, &kev);
+		if (!err && kev.kind == IVM_KVM_EXIT && kev.halt &&
+		    (v = vcpu_of_tid(p, kev.tid)) >= 0)
+			ivm_idle_periods_host_halt_exit(p->periods, (uint32_t)v,
+							kev.exit_reason);
+	}
+	if (err) {
+		ivm_error_destroy(err);
+		return 0;
+	}
+	if (ev.kind == IVM_SCHED_SWITCH) {
+		v = vcpu_of_tid(p, ev.prev_tid);
+		if (v >= 0 && ivm_sched_state_sleeping(ev.prev_state)) {
+			p->vcpus[v].halted = true;
+			ivm_idle_periods_host_sleep(p->periods, (uint32_t)v, ts);
+		}
+		v = vcpu_of_tid(p, ev.next_tid);
+		if (v >= 0)
+			p->vcpus[v].halted = false;
+		return 0;
+	}
+	v = vcpu_of_tid(p, ev.tid);
+	if (v >= 0) {
+		if (p->vcpus[v].halted)
+			p->vcpus[v].woke_ns = ts;
+		p->vcpus[v].halted = false;
+		ivm_idle_periods_host_wake(p->periods, (uint32_t)v, ts);
+	}
+	return 0;
+}
+
 static struct ivm_error *poll_halted(struct profiler *p)
 {
 	struct ivm_guest *g = p->guest;
 	struct ivm_error *err;
 	size_t i;
 
-	if (p->cfg->idle_source == IVM_IDLE_SOURCE_KVM)
+	if (p->source == IVM_IDLE_SOURCE_KVM)
 		/* State carries over between polls: only changes arrive. */
 		return ivm_trace_session_read(p->trace, on_kvm_record, p);
+	if (p->source == IVM_IDLE_SOURCE_SCHED) {
+		uint64_t lost;
 
-	if (p->cfg->idle_source == IVM_IDLE_SOURCE_QMP) {
+		err = ivm_trace_session_read(p->trace, on_sched_record, p);
+		lost = ivm_trace_session_lost(p->trace);
+		ivm_idle_periods_host_lost(p->periods, lost - p->trace_lost);
+		p->trace_lost = lost;
+		return err;
+	}
+
+	if (p->source == IVM_IDLE_SOURCE_QMP) {
 		err = ivm_guest_refresh_vcpus(g);
 		if (err)
 			return err;
@@ -297,6 +391,15 @@ static bool is_helper_task(struct profiler *p, struct vcpu_poll *vp,
 	return vp->last_is_helper;
 }
 
+
+/* The helper's process, whose threads are idlevm's own work; or 0. */
+static int32_t helper_tgid(const struct profiler *p)
+{
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin)
+		return (int32_t)ivm_pin_capture_helper_pid(p->cfg->pin);
+	return 0;
+}
+
 /*
  * A to-idle target the poll could not be sure of: ask guest memory who ran
  * last on the CPU.  Without an answer the dispatch monitor's guess stands,
@@ -307,14 +410,11 @@ static struct ivm_error *resolve_to_idle(struct profiler *p,
 					 uint64_t now,
 					 struct ivm_capture_req *req)
 {
-	int32_t helper = 0;
 	struct ivm_error *err;
 	uint64_t task;
 
-	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin)
-		helper = (int32_t)ivm_pin_capture_helper_pid(p->cfg->pin);
-	err = ivm_last_ran_find(p->last_ran, (unsigned int)v->cpu, helper,
-				now, &task);
+	err = ivm_last_ran_find(p->last_ran, (unsigned int)v->cpu,
+				helper_tgid(p), now, &task);
 	if (err && err->code == IVM_ERROR_GONE)
 		return err;
 	if (err) {
@@ -329,6 +429,192 @@ static struct ivm_error *resolve_to_idle(struct profiler *p,
 	return NULL;
 }
 
+
+/*
+ * The first task switched in on v's CPU since its run-queue clock read
+ * since, or 0.  The dispatch monitor and the idle period that ended ask
+ * for the same one in the same poll: the last answer is kept for that.
+ */
+static struct ivm_error *first_since(struct profiler *p,
+				     const struct ivm_guest_vcpu *v,
+				     uint64_t since, uint64_t *ret)
+{
+	struct ivm_error *err;
+
+	*ret = 0;
+	if (!p->last_ran || v->cpu < 0)
+		return NULL;
+	if (p->first_cache_ok && p->first_cache_cpu == v->cpu &&
+	    p->first_cache_since == since &&
+	    p->first_cache_poll == p->res->polls) {
+		*ret = p->first_cache_task;
+		return NULL;
+	}
+	err = ivm_last_ran_first_since(p->last_ran, (unsigned int)v->cpu,
+				       helper_tgid(p), since, ivm_mono_ns(),
+				       ret);
+	if (err && err->code == IVM_ERROR_GONE)
+		return err;
+	ivm_error_destroy(err);
+	p->first_cache_ok = true;
+	p->first_cache_cpu = v->cpu;
+	p->first_cache_since = since;
+	p->first_cache_poll = p->res->polls;
+	p->first_cache_task = *ret;
+	return NULL;
+}
+
+/* The guest task at addr as a period record names it; zeros if unknown. */
+static void task_id(struct profiler *p, uint64_t addr,
+		    struct ivm_idle_task_id *ret)
+{
+	struct ivm_guest_task t;
+	struct ivm_error *err;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!addr)
+		return;
+	err = ivm_kernel_read_task(p->guest->layout, addr, &t);
+	if (err) {
+		ivm_error_destroy(err);
+		return;
+	}
+	ret->pid = t.tgid > 0 ? (uint32_t)t.tgid : 0;
+	ret->tid = t.pid > 0 ? (uint32_t)t.pid : 0;
+	memcpy(ret->comm, t.comm, strnlen(t.comm, sizeof(ret->comm) - 1));
+}
+
+static struct ivm_error *write_period(struct profiler *p,
+				      const struct ivm_idle_period *ip)
+{
+	struct ivm_idle_record r = {
+		.vcpu = ip->vcpu, .flags = ip->flags, .start_ns = ip->start_ns,
+		.end_ns = ip->end_ns, .halts = ip->halts,
+		.wake_mask = ip->wake_mask, .exit_reason = ip->exit_reason,
+		.before = ip->before, .wake_before = ip->wake_before,
+		.after = ip->after,
+	};
+	struct ivm_error *err;
+	uint64_t from = ip->from_idle_task;
+
+	if (!from && ip->before.rq_clock) {
+		err = first_since(p, &p->guest->vcpus[ip->vcpu],
+				  ip->before.rq_clock, &from);
+		if (err)
+			return err;
+		if (from)
+			r.flags |= IVM_IDLE_FROM_IDLE_RESOLVED;
+	}
+	task_id(p, ip->to_idle_task, &r.to_idle);
+	task_id(p, from, &r.from_idle);
+	err = ivm_profile_write_idle_period(p->writer, &r);
+	if (!err)
+		p->res->periods_written++;
+	return err;
+}
+
+/* Feed one look to the idle-period machine; write what it finished. */
+static struct ivm_error *observe_periods(struct profiler *p, uint32_t vcpu,
+					 const struct ivm_vcpu_obs *obs,
+					 const struct ivm_vcpu_watch_view *view,
+					 bool after_own_run)
+{
+	struct ivm_idle_obs io = {
+		.time_ns = obs->time_ns,
+		.current_ok = obs->current_known,
+		.current = obs->current,
+		.current_is_idle = obs->current_is_idle,
+		.idle_switches_ok = obs->idle_switches_known,
+		.idle_switches = obs->idle_switches,
+		.cpu_switches_ok = obs->cpu_switches_known,
+		.cpu_switches = obs->cpu_switches,
+		.rq_clock_ok = obs->rq_clock_known,
+		.rq_clock = obs->rq_clock,
+		.irqs = view->irqs,
+	};
+	struct ivm_idle_period done;
+	bool ended = after_own_run ?
+		ivm_idle_periods_rebase(p->periods, vcpu, &io, &done) :
+		ivm_idle_periods_observe(p->periods, vcpu, &io, &done);
+
+	return ended ? write_period(p, &done) : NULL;
+}
+
+/*
+ * Pin mode ran the helper's holder on the vCPU: the idle task's switches
+ * since the last look are ours.  Look again, so the idle period goes on.
+ */
+static struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu)
+{
+	struct vcpu_poll *vp = &p->vcpus[vcpu];
+	const struct ivm_vcpu_watch_view *view = &p->views[vcpu];
+	struct ivm_vcpu_obs obs = { .time_ns = ivm_mono_ns() };
+	struct ivm_error *err;
+
+	if (p->cfg->capture_mode != IVM_CAPTURE_MODE_PIN || !p->cfg->pin)
+		return NULL;
+	err = ivm_vcpu_watch_read(p->watch, obs.time_ns, p->views, NULL);
+	if (err)
+		return err;
+	if (!view->current_ok)
+		return NULL;
+	obs.current_known = true;
+	obs.current = view->current;
+	obs.current_is_idle = view->current == vp->idle_task ||
+			      is_helper_task(p, vp, view->current);
+	obs.idle_switches_known = view->idle_switches_ok;
+	obs.idle_switches = view->idle_switches;
+	obs.cpu_switches_known = view->cpu_switches_ok;
+	obs.cpu_switches = view->cpu_switches;
+	obs.rq_clock_known = view->rq_clock_ok;
+	obs.rq_clock = view->rq_clock;
+	return observe_periods(p, vcpu, &obs, view, true);
+}
+
+
+/*
+ * A from-idle target that left before it was seen: the first task switched
+ * in on the CPU since the idle look.  req->task 0: nothing found.
+ */
+static struct ivm_error *resolve_from_idle(struct profiler *p,
+					   const struct ivm_guest_vcpu *v,
+					   uint64_t now,
+					   struct ivm_capture_req *req)
+{
+	struct ivm_error *err;
+
+	(void)now;
+	err = first_since(p, v, req->since, &req->task);
+	if (err)
+		return err;
+	if (req->task)
+		p->res->from_idle_resolved++;
+	else
+		p->res->from_idle_unresolved++;
+	return NULL;
+}
+
+/* Resolve, capture and account one request of the dispatch monitor. */
+static struct ivm_error *handle_request(struct profiler *p,
+					struct ivm_guest_vcpu *v, uint64_t now,
+					struct ivm_capture_req *req)
+{
+	struct ivm_error *err = NULL;
+
+	if (req->resolve)
+		err = req->kind == IVM_SAMPLE_FROM_IDLE ?
+			resolve_from_idle(p, v, now, req) :
+			resolve_to_idle(p, v, now, req);
+	if (!err && req->task && req->kind == IVM_SAMPLE_TO_IDLE)
+		ivm_idle_periods_set_to_idle(p->periods, req->vcpu, req->task);
+	if (!err && req->task)
+		err = capture(p, req);
+	if (!err && req->task)
+		err = look_after_capture(p, req->vcpu);
+	ivm_dispatch_capture_done(p->dispatch, req->vcpu);
+	return err;
+}
+
 static void poll_once(struct profiler *p, uint64_t now)
 {
 	struct ivm_guest *g = p->guest;
@@ -339,6 +625,8 @@ static void poll_once(struct profiler *p, uint64_t now)
 
 	p->res->polls++;
 	err = poll_halted(p);
+	/* Events read just now may be newer than the caller's clock. */
+	now = ivm_mono_ns();
 	if (!err)
 		err = ivm_vcpu_watch_read(p->watch, now, p->views, &failed);
 	if (err) {
@@ -357,7 +645,7 @@ static void poll_once(struct profiler *p, uint64_t now)
 
 		if (v->cpu < 0)
 			continue;
-		if (p->cfg->idle_source == IVM_IDLE_SOURCE_THREAD &&
+		if (p->source == IVM_IDLE_SOURCE_THREAD &&
 		    (!view->current_ok ||
 		     (view->current == vp->idle_task) != vp->was_idle)) {
 			err = thread_halted(vp, &vp->halted);
@@ -391,12 +679,15 @@ static void poll_once(struct profiler *p, uint64_t now)
 		obs.idle_switches_known = view->idle_switches_ok;
 		obs.cpu_switches = view->cpu_switches;
 		obs.cpu_switches_known = view->cpu_switches_ok;
-		if (!ivm_dispatch_observe(p->dispatch, (uint32_t)i, &obs, &req))
-			continue;
-		err = req.resolve ? resolve_to_idle(p, v, now, &req) : NULL;
-		if (!err && req.task)
-			err = capture(p, &req);
-		ivm_dispatch_capture_done(p->dispatch, (uint32_t)i);
+		obs.rq_clock = view->rq_clock;
+		obs.rq_clock_known = view->rq_clock_ok;
+		err = observe_periods(p, (uint32_t)i, &obs, view, false);
+		if (!err && ivm_dispatch_observe(p->dispatch, (uint32_t)i,
+						 &obs, &req))
+			err = handle_request(p, v, now, &req);
+		if (!err && ivm_dispatch_take_pending(p->dispatch, (uint32_t)i,
+						      &req))
+			err = handle_request(p, v, now, &req);
 		if (err) {
 			p->res->capture_errors++;
 			if (err->code == IVM_ERROR_GONE ||
@@ -440,6 +731,34 @@ static struct ivm_error *write_new_ksyms(struct profiler *p)
 	return err;
 }
 
+/*
+ * What the idle signal saw, and the guest's idle transitions counted from
+ * its own idle-task switch counts: every period whose start was seen, and
+ * every one that came and went between two looks.
+ */
+static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
+			    size_t *nr)
+{
+	const struct ivm_idle_stats *is = ivm_idle_periods_stats(p->periods);
+	size_t n = *nr;
+
+	st[n++] = (struct ivm_stat){ "idle_periods_seen", is->periods_seen };
+	st[n++] = (struct ivm_stat){ "idle_periods_ended", is->periods_ended };
+	st[n++] = (struct ivm_stat){ "idle_periods_unseen",
+				     is->unseen_periods };
+	st[n++] = (struct ivm_stat){ "idle_periods_written",
+				     p->res->periods_written };
+	st[n++] = (struct ivm_stat){ "from_idle_late", is->from_idle_late };
+	st[n++] = (struct ivm_stat){ "host_sleeps", is->host_sleeps };
+	st[n++] = (struct ivm_stat){ "host_sleeps_idle", is->host_sleeps_idle };
+	st[n++] = (struct ivm_stat){ "host_sleeps_busy", is->host_sleeps_busy };
+	st[n++] = (struct ivm_stat){ "host_wakes", is->host_wakes };
+	st[n++] = (struct ivm_stat){ "wakes_no_switch", is->wakes_no_switch };
+	st[n++] = (struct ivm_stat){ "own_switches", is->own_switches };
+	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
+	*nr = n;
+}
+
 static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		       size_t *nr)
 {
@@ -475,6 +794,10 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 				     r->to_idle_retargeted };
 	st[n++] = (struct ivm_stat){ "to_idle_unresolved",
 				     r->to_idle_unresolved };
+	st[n++] = (struct ivm_stat){ "from_idle_resolved",
+				     r->from_idle_resolved };
+	st[n++] = (struct ivm_stat){ "from_idle_unresolved",
+				     r->from_idle_unresolved };
 	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
 		const struct ivm_pin_stats *ps =
 			ivm_pin_capture_stats(p->cfg->pin);
@@ -491,6 +814,7 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		st[n++] = (struct ivm_stat){ "pin_failed", ps->failed };
 		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
 	}
+	fill_idle_stats(p, st, &n);
 	st[n++] = (struct ivm_stat){ "polls", r->polls };
 	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
 	*nr = n;
@@ -584,7 +908,7 @@ static struct ivm_error *write_meta(struct profiler *p)
 	META("kaslr_offset", buf);
 	snprintf(buf, sizeof(buf), "%zu", g->nr_vcpus);
 	META("vcpus", buf);
-	META("idle_source", ivm_idle_source_name(c->idle_source));
+	META("idle_source", ivm_idle_source_name(p->source));
 	META("capture", ivm_capture_mode_name(c->capture_mode));
 	/* Where running vCPUs' registers came from (on-CPU, from-idle). */
 	META("registers", c->tcg_env ? "qemu memory" : "monitor");
@@ -648,15 +972,55 @@ static struct ivm_error *setup_watch(struct profiler *p)
 						 &targets[i].switches_va);
 		watched += !err;
 		ivm_error_destroy(err);	/* 0 stays: not watched */
+		/* Names the from-idle task after the fact (last_ran.h). */
+		err = ivm_kernel_cpu_rq_clock_va(g->layout,
+						 (unsigned int)g->vcpus[i].cpu,
+						 &targets[i].rq_clock_va);
+		ivm_error_destroy(err);
 	}
 	if (!watched) {
 		ivm_last_ran_destroy(p->last_ran);
 		p->last_ran = NULL;
 	}
+	/* Interrupt counts make idle periods say what woke the vCPU. */
+	err = g->btf ? ivm_irq_stat_create(g->btf, g->layout, &p->irq_stat) :
+		       NULL;
+	ivm_error_destroy(err);
 	err = ivm_vcpu_watch_create(g->layout, g->gmem, targets, g->nr_vcpus,
-				    p->nvcsw_off, p->nivcsw_off, &p->watch);
+				    p->nvcsw_off, p->nivcsw_off, p->irq_stat,
+				    &p->watch);
 	free(targets);
 	return err;
+}
+
+static struct ivm_error *setup_sched_source(struct profiler *p)
+{
+	const char *events[5] = { "sched:sched_switch", "sched:sched_waking",
+				  "sched:sched_wakeup" };
+	struct ivm_guest *g = p->guest;
+	struct ivm_error *err;
+	size_t i, n = 0, nr_events = 3;
+	pid_t tids[256];
+	bool kvm = false;
+
+	err = ivm_sched_events_load(NULL, &p->sched_events);
+	if (err)
+		return err;
+	/* Hardware KVM: the HLT exit reasons too (never fire under TCG). */
+	ivm_error_destroy(ivm_guest_uses_kvm(g, &kvm));
+	if (kvm) {
+		err = ivm_kvm_events_load(NULL, &p->kvm_events);
+		if (err)
+			return err;
+		events[nr_events++] = "kvm:kvm_exit";
+	}
+	for (i = 0; i < g->nr_vcpus && n < 256; i++)
+		tids[n++] = g->vcpus[i].tid;
+	err = ivm_trace_session_create(events, nr_events, tids, n, &p->trace);
+	if (err)
+		return err;
+	p->res->tracefs_mounted = ivm_trace_session_mounted(p->trace);
+	return NULL;
 }
 
 static struct ivm_error *setup(struct profiler *p)
@@ -697,7 +1061,29 @@ static struct ivm_error *setup(struct profiler *p)
 	p->vcpus = calloc(g->nr_vcpus, sizeof(*p->vcpus));
 	if (!p->vcpus)
 		return &ivm_enomem;
-	if (p->cfg->idle_source == IVM_IDLE_SOURCE_KVM) {
+	err = ivm_idle_periods_create((uint32_t)g->nr_vcpus, &p->periods);
+	if (err)
+		return err;
+	if (p->source == IVM_IDLE_SOURCE_SCHED) {
+		err = setup_sched_source(p);
+		if (err && !p->cfg->source_fallback)
+			return err;
+		if (err) {
+			/* Auto: polling works wherever /proc does. */
+			fprintf(stderr,
+				"idlevm: warning: the sched idle source cannot start (%s): idle source thread (polling) instead\n",
+				ivm_error_string(err));
+			ivm_error_destroy(err);
+			ivm_trace_session_destroy(p->trace);
+			p->trace = NULL;
+			p->source = IVM_IDLE_SOURCE_THREAD;
+		} else if (p->res->tracefs_mounted) {
+			fprintf(stderr,
+				"idlevm: mounted tracefs on /sys/kernel/tracing for the sched idle source\n");
+		}
+	}
+	p->res->idle_source = p->source;
+	if (p->source == IVM_IDLE_SOURCE_KVM) {
 		static const char *const events[] = {
 			"kvm:kvm_exit", "kvm:kvm_vcpu_wakeup", "kvm:kvm_entry",
 		};
@@ -729,7 +1115,7 @@ static struct ivm_error *setup(struct profiler *p)
 		if (g->vcpus[i].cpu >= 0)
 			vp->idle_task = ivm_kernel_layout_idle_task(
 				g->layout, (unsigned int)g->vcpus[i].cpu);
-		if (p->cfg->idle_source != IVM_IDLE_SOURCE_THREAD)
+		if (p->source != IVM_IDLE_SOURCE_THREAD)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat",
 			 (int)g->qemu_pid, (int)g->vcpus[i].tid);
@@ -765,8 +1151,32 @@ static void teardown(struct profiler *p)
 	ivm_ksym_hits_destroy(p->ksym_hits);
 	ivm_trace_session_destroy(p->trace);
 	ivm_kvm_events_destroy(p->kvm_events);
+	ivm_sched_events_destroy(p->sched_events);
+	ivm_idle_periods_destroy(p->periods);
+	ivm_irq_stat_destroy(p->irq_stat);
 	ivm_capture_engine_destroy(p->engine);
 	ivm_dispatch_destroy(p->dispatch);
+}
+
+/*
+ * Sched source: sleep until a vCPU thread's event, or the next look that
+ * is due anyway: soon after a wakeup in an idle period (the from-idle task
+ * is about to show), else at the on-CPU tick or SLOW_POLL_NS.
+ */
+static struct ivm_error *wait_for_events(struct profiler *p, uint64_t now)
+{
+	uint64_t timeout = SLOW_POLL_NS;
+	bool ready;
+	size_t i;
+
+	if (p->cfg->frequency_hz > 0 &&
+	    (uint64_t)(1e9 / p->cfg->frequency_hz) < timeout)
+		timeout = (uint64_t)(1e9 / p->cfg->frequency_hz);
+	for (i = 0; i < p->guest->nr_vcpus; i++)
+		if (ivm_idle_periods_waking(p->periods, (uint32_t)i) &&
+		    now - p->vcpus[i].woke_ns < FAST_WINDOW_NS)
+			timeout = FAST_POLL_NS;
+	return ivm_trace_session_wait(p->trace, timeout, &ready);
 }
 
 struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
@@ -776,9 +1186,9 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 				    struct ivm_profiler_result *result)
 {
 	struct profiler p = { .guest = guest, .cfg = config, .writer = writer,
-			      .res = result };
+			      .res = result, .source = config->idle_source };
 	uint64_t interval, next, last_flush, now, end_ns = 0;
-	struct ivm_stat stats[48];
+	struct ivm_stat stats[64];
 	struct ivm_error *err, *ferr;
 	size_t nr_stats;
 
@@ -829,6 +1239,13 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 				status_line(&p, now, false);
 			last_flush = now;
 		}
+		if (p.trace && p.source == IVM_IDLE_SOURCE_SCHED) {
+			err = wait_for_events(&p, now);
+			if (err)
+				break;
+			now = ivm_mono_ns();
+			continue;
+		}
 		next += interval;
 		if (next <= now)
 			next = now + interval;	/* overrun: don't burst */
@@ -840,6 +1257,7 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	}
 	result->elapsed_s = (double)(ivm_mono_ns() - p.start_ns) / 1e9;
 	result->dispatch = *ivm_dispatch_stats(p.dispatch);
+	result->idle = *ivm_idle_periods_stats(p.periods);
 	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin)
 		result->pin = *ivm_pin_capture_stats(config->pin);
 	if (config->status_line)
