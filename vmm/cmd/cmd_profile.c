@@ -402,12 +402,14 @@ int ivm_cmd_profile(int argc, char **argv)
 	fprintf(stderr,
 		"idlevm: idle source %s: %" PRIu64 " idle periods seen (%" PRIu64
 		" ended, recorded), %" PRIu64
-		" came and went unseen; %" PRIu64 " vCPU-thread sleeps (%" PRIu64
+		" came and went unseen (%" PRIu64
+		" rebuilt from the guest scheduler's stamps); %" PRIu64
+		" vCPU-thread sleeps (%" PRIu64
 		" idle, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
 		" trace events lost\n",
 		ivm_idle_source_name(res.idle_source), res.idle.periods_seen,
 		res.periods_written, res.idle.unseen_periods,
-		res.idle.host_sleeps, res.idle.host_sleeps_idle,
+		res.idle.recovered_periods, res.idle.host_sleeps, res.idle.host_sleeps_idle,
 		res.idle.host_sleeps_busy, res.idle.lost_events);
 	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN)
 		fprintf(stderr,

@@ -307,3 +307,45 @@ struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 	*ret = best;
 	return NULL;
 }
+
+struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
+				      int32_t skip_tgid, uint64_t since,
+				      uint64_t now_ns,
+				      struct ivm_last_ran_run *runs,
+				      size_t max, size_t *nr)
+{
+	struct ivm_error *err;
+	size_t i, n = 0;
+
+	*nr = 0;
+	if (lr->off_arrival == IVM_KOFF_NONE)
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"this kernel has no sched_info.last_arrival");
+	err = refresh_if_due(lr, now_ns);
+	if (!err)
+		err = read_all(lr, false);
+	if (!err)
+		err = read_all(lr, true);
+	if (err)
+		return err;
+	for (i = 0; i < lr->nr && n < max; i++) {
+		const uint8_t *b = lr->buf + i * lr->span;
+		struct ivm_last_ran_run *r = &runs[n];
+
+		if (!lr->cand[i].ok || !lr->cand[i].arrival_ok ||
+		    ivm_le32(b + lr->off_cpu) != cpu ||
+		    (skip_tgid && lr->cand[i].tgid == skip_tgid))
+			continue;
+		r->arrival = ivm_le64(lr->arrivals + i * 8);
+		r->end = ivm_le64(b + lr->off_exec_start);
+		if (r->arrival <= since && r->end <= since)
+			continue;
+		r->task = lr->cand[i].task;
+		r->tgid = lr->cand[i].tgid;
+		r->on_cpu = lr->off_on_cpu != IVM_KOFF_NONE &&
+			    ivm_le32(b + lr->off_on_cpu);
+		n++;
+	}
+	*nr = n;
+	return NULL;
+}

@@ -15,6 +15,8 @@ struct vcpu_periods {
 	uint32_t exit_reason;
 	bool seen;		/* last holds a look */
 	struct ivm_idle_obs last;
+	uint64_t unseen_last;	/* found by the last look */
+	uint64_t since_last;	/* rq clock of the look before it */
 	bool open;		/* cur is an idle period under way */
 	struct ivm_idle_period cur;
 };
@@ -225,6 +227,10 @@ bool ivm_idle_periods_observe(struct ivm_idle_periods *ip, uint32_t vcpu,
 			ip->stats.host_sleeps_busy++;
 		}
 	}
+	v->unseen_last = 0;
+	v->since_last = v->seen && v->last.rq_clock_ok ? v->last.rq_clock : 0;
+	if (ended > 1 || (ended && !v->open))
+		v->unseen_last = v->open ? ended - 1 : ended;
 	if (v->open && !ended) {
 		if (!obs->current_is_idle) {
 			ip->stats.inconsistent++;
@@ -273,15 +279,18 @@ void ivm_idle_periods_set_to_idle(struct ivm_idle_periods *ip, uint32_t vcpu,
 	ip->vcpus[vcpu].cur.flags |= IVM_IDLE_TO_IDLE_KNOWN;
 }
 
-bool ivm_idle_periods_waking(const struct ivm_idle_periods *ip,
-			     uint32_t vcpu)
+uint64_t ivm_idle_periods_unseen_last(const struct ivm_idle_periods *ip,
+				      uint32_t vcpu, uint64_t *since)
 {
-	const struct vcpu_periods *v;
-
 	if (vcpu >= ip->nr_vcpus)
-		return false;
-	v = &ip->vcpus[vcpu];
-	return v->open && !v->asleep && v->woken;
+		return 0;
+	*since = ip->vcpus[vcpu].since_last;
+	return ip->vcpus[vcpu].unseen_last;
+}
+
+void ivm_idle_periods_recovered(struct ivm_idle_periods *ip, uint64_t n)
+{
+	ip->stats.recovered_periods += n;
 }
 
 const struct ivm_idle_stats *

@@ -81,6 +81,8 @@ enum {
 	IVM_IDLE_TO_IDLE_KNOWN = 1 << 4,	/* to_idle_task was set */
 	/* from_idle_task named after the fact (first arrival, last_ran.h) */
 	IVM_IDLE_FROM_IDLE_RESOLVED = 1 << 5,
+	/* rebuilt from the scheduler's stamps (replay.h): no counters */
+	IVM_IDLE_REPLAYED = 1 << 6,
 };
 
 struct ivm_idle_period {
@@ -108,6 +110,7 @@ struct ivm_idle_stats {
 	uint64_t inconsistent;		/* a task current, idle count still */
 	uint64_t lost_events;		/* host events the buffers dropped */
 	uint64_t own_switches;		/* idle switch-outs idlevm caused */
+	uint64_t recovered_periods;	/* unseen ones rebuilt after the fact */
 };
 
 struct ivm_idle_periods;
@@ -144,16 +147,19 @@ bool ivm_idle_periods_rebase(struct ivm_idle_periods *ip, uint32_t vcpu,
 			     const struct ivm_idle_obs *obs,
 			     struct ivm_idle_period *ret);
 
+/*
+ * What vcpu's last look found unseen: idle periods that came and went
+ * since the look before it, whose run-queue clock is *since (0: unknown).
+ * The caller may rebuild them (vmm/profile/replay.h) and report how many
+ * it did with ivm_idle_periods_recovered().
+ */
+uint64_t ivm_idle_periods_unseen_last(const struct ivm_idle_periods *ip,
+				      uint32_t vcpu, uint64_t *since);
+void ivm_idle_periods_recovered(struct ivm_idle_periods *ip, uint64_t n);
+
 /* The task that went to idle in vcpu's open period (a guest address). */
 void ivm_idle_periods_set_to_idle(struct ivm_idle_periods *ip, uint32_t vcpu,
 				  uint64_t task);
-
-/*
- * Whether vcpu is in an idle period and its thread was woken since its
- * last sleep: the from-idle task is about to be dispatched, look soon.
- */
-bool ivm_idle_periods_waking(const struct ivm_idle_periods *ip,
-			     uint32_t vcpu);
 
 const struct ivm_idle_stats *
 ivm_idle_periods_stats(const struct ivm_idle_periods *ip);

@@ -17,6 +17,7 @@
 #include "profile/sched_events.h"
 #include "profile/ksym_hits.h"
 #include "profile/profiler.h"
+#include "profile/replay.h"
 #include "profile/vcpu_watch.h"
 #include "profile/trace_session.h"
 
@@ -55,17 +56,16 @@ struct vcpu_poll {
 	uint64_t last_current;
 	bool last_is_helper;
 	bool was_idle;		/* idle at the previous observation */
-	uint64_t woke_ns;	/* sched source: the thread's last wakeup */
 };
 
 /*
- * Sched source: after a vCPU thread's wakeup in an idle period, the guest
- * dispatches the from-idle task within a few hundred microseconds (TCG
- * included): look that often until it shows, for at most FAST_WINDOW_NS.
- * Otherwise look at least every SLOW_POLL_NS (on-CPU ticks, flushes).
+ * Sched source: the loop looks at the guest when a vCPU thread's event
+ * arrives, and at least every SLOW_POLL_NS (on-CPU ticks, flushes).  It
+ * does not poll faster after a wakeup to catch the from-idle task: on two
+ * shared host cores that polling took the CPU the woken vCPU needed (the
+ * guest ran at a third of its speed); the task is named after the fact
+ * from the scheduler's stamps instead (last_ran.h, replay.h).
  */
-#define FAST_POLL_NS 50000ull
-#define FAST_WINDOW_NS 20000000ull
 #define SLOW_POLL_NS 10000000ull
 
 struct profiler {
@@ -199,8 +199,6 @@ static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
 	}
 	v = vcpu_of_tid(p, ev.tid);
 	if (v >= 0) {
-		if (p->vcpus[v].halted)
-			p->vcpus[v].woke_ns = ts;
 		p->vcpus[v].halted = false;
 		ivm_idle_periods_host_wake(p->periods, (uint32_t)v, ts);
 	}
@@ -513,6 +511,79 @@ static struct ivm_error *write_period(struct profiler *p,
 	return err;
 }
 
+/* Bounds on one replay: a look rarely follows more than a few periods. */
+#define MAX_REPLAY_RUNS 256
+#define MAX_REPLAY_GAPS 32
+
+/* One rebuilt idle period: its record, and its two tasks' stacks. */
+static struct ivm_error *replayed_period(struct profiler *p, uint32_t vcpu,
+					 const struct ivm_replay_gap *gap,
+					 uint64_t host_minus_guest)
+{
+	struct ivm_idle_period ip = {
+		.vcpu = vcpu,
+		.flags = IVM_IDLE_REPLAYED | IVM_IDLE_TO_IDLE_KNOWN |
+			 IVM_IDLE_FROM_IDLE_KNOWN,
+		.start_ns = gap->start + host_minus_guest,
+		.end_ns = gap->end + host_minus_guest,
+		.to_idle_task = gap->to_idle,
+		.from_idle_task = gap->from_idle,
+	};
+	struct ivm_capture_req req = { .vcpu = vcpu, .time_ns = ip.end_ns };
+	struct ivm_error *err = write_period(p, &ip);
+
+	if (err || p->cfg->idle_every != 1)
+		return err;
+	req.kind = IVM_SAMPLE_TO_IDLE;
+	req.task = gap->to_idle;
+	err = capture(p, &req);
+	if (!err) {
+		req.kind = IVM_SAMPLE_FROM_IDLE;
+		req.task = gap->from_idle;
+		err = capture(p, &req);
+	}
+	return err;
+}
+
+/*
+ * The last look found idle periods that came and went unseen: rebuild
+ * them from the scheduler's stamps (replay.h), as many as were counted.
+ */
+static struct ivm_error *replay_unseen(struct profiler *p, uint32_t vcpu,
+				       const struct ivm_vcpu_obs *obs)
+{
+	static struct ivm_last_ran_run runs[MAX_REPLAY_RUNS];
+	struct ivm_replay_gap gaps[MAX_REPLAY_GAPS];
+	const struct ivm_guest_vcpu *v = &p->guest->vcpus[vcpu];
+	uint64_t since, unseen, offset;
+	struct ivm_error *err;
+	size_t nr, n, i;
+
+	unseen = ivm_idle_periods_unseen_last(p->periods, vcpu, &since);
+	if (!unseen || !since || !p->last_ran || !obs->rq_clock_known ||
+	    v->cpu < 0)
+		return NULL;
+	err = ivm_last_ran_window(p->last_ran, (unsigned int)v->cpu,
+				  helper_tgid(p), since, obs->time_ns, runs,
+				  MAX_REPLAY_RUNS, &nr);
+	if (err && err->code == IVM_ERROR_GONE)
+		return err;
+	if (err) {
+		ivm_error_destroy(err);
+		return NULL;
+	}
+	n = ivm_replay_gaps(runs, nr, since, gaps, MAX_REPLAY_GAPS);
+	/* Never more than the guest's own count says happened. */
+	if (n > unseen)
+		n = unseen;
+	ivm_idle_periods_recovered(p->periods, n);
+	/* The run-queue clock and ours both count nanoseconds. */
+	offset = obs->time_ns - obs->rq_clock;
+	for (i = 0; i < n && !err; i++)
+		err = replayed_period(p, vcpu, &gaps[i], offset);
+	return err;
+}
+
 /* Feed one look to the idle-period machine; write what it finished. */
 static struct ivm_error *observe_periods(struct profiler *p, uint32_t vcpu,
 					 const struct ivm_vcpu_obs *obs,
@@ -533,11 +604,16 @@ static struct ivm_error *observe_periods(struct profiler *p, uint32_t vcpu,
 		.irqs = view->irqs,
 	};
 	struct ivm_idle_period done;
+	struct ivm_error *err = NULL;
 	bool ended = after_own_run ?
 		ivm_idle_periods_rebase(p->periods, vcpu, &io, &done) :
 		ivm_idle_periods_observe(p->periods, vcpu, &io, &done);
 
-	return ended ? write_period(p, &done) : NULL;
+	if (ended)
+		err = write_period(p, &done);
+	if (!err && !after_own_run)
+		err = replay_unseen(p, vcpu, obs);
+	return err;
 }
 
 /*
@@ -755,6 +831,8 @@ static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	st[n++] = (struct ivm_stat){ "host_wakes", is->host_wakes };
 	st[n++] = (struct ivm_stat){ "wakes_no_switch", is->wakes_no_switch };
 	st[n++] = (struct ivm_stat){ "own_switches", is->own_switches };
+	st[n++] = (struct ivm_stat){ "idle_periods_replayed",
+				     is->recovered_periods };
 	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
 	*nr = n;
 }
@@ -766,6 +844,8 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	const struct ivm_dispatch_stats *d = ivm_dispatch_stats(p->dispatch);
 	size_t n = 0;
 
+	st[n++] = (struct ivm_stat){ "elapsed_ms",
+				     (ivm_mono_ns() - p->start_ns) / 1000000 };
 	st[n++] = (struct ivm_stat){ "to_idle", r->kept[IVM_SAMPLE_TO_IDLE] };
 	st[n++] = (struct ivm_stat){ "from_idle", r->kept[IVM_SAMPLE_FROM_IDLE] };
 	st[n++] = (struct ivm_stat){ "on_cpu", r->kept[IVM_SAMPLE_ON_CPU] };
@@ -1160,22 +1240,16 @@ static void teardown(struct profiler *p)
 
 /*
  * Sched source: sleep until a vCPU thread's event, or the next look that
- * is due anyway: soon after a wakeup in an idle period (the from-idle task
- * is about to show), else at the on-CPU tick or SLOW_POLL_NS.
+ * is due anyway (the on-CPU tick, or SLOW_POLL_NS).
  */
-static struct ivm_error *wait_for_events(struct profiler *p, uint64_t now)
+static struct ivm_error *wait_for_events(struct profiler *p)
 {
 	uint64_t timeout = SLOW_POLL_NS;
 	bool ready;
-	size_t i;
 
 	if (p->cfg->frequency_hz > 0 &&
 	    (uint64_t)(1e9 / p->cfg->frequency_hz) < timeout)
 		timeout = (uint64_t)(1e9 / p->cfg->frequency_hz);
-	for (i = 0; i < p->guest->nr_vcpus; i++)
-		if (ivm_idle_periods_waking(p->periods, (uint32_t)i) &&
-		    now - p->vcpus[i].woke_ns < FAST_WINDOW_NS)
-			timeout = FAST_POLL_NS;
 	return ivm_trace_session_wait(p->trace, timeout, &ready);
 }
 
@@ -1240,7 +1314,7 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 			last_flush = now;
 		}
 		if (p.trace && p.source == IVM_IDLE_SOURCE_SCHED) {
-			err = wait_for_events(&p, now);
+			err = wait_for_events(&p);
 			if (err)
 				break;
 			now = ivm_mono_ns();
