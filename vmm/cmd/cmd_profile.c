@@ -48,6 +48,10 @@ IVM_GUEST_USAGE
 "                         the vCPU threads, event-driven; TCG and KVM),\n"
 "                         thread (polls vCPU thread state), qmp (polls HLT)\n"
 "                         or kvm (kvm_exit tracepoints, hardware KVM only)\n"
+"      --no-realtime      keep normal scheduling priority; by default the\n"
+"                         sched source waits for events at real-time\n"
+"                         priority (SCHED_FIFO 1), so that it looks at a\n"
+"                         halted vCPU before it wakes on a loaded host\n"
 "      --registers SRC    where on-CPU and from-idle samples take the vCPU's\n"
 "                         registers: auto (default: QEMU's memory under TCG,\n"
 "                         else the monitor), memory, or monitor (HMP `info\n"
@@ -91,6 +95,7 @@ static bool parse_double(const char *s, double *ret)
 int ivm_cmd_profile(int argc, char **argv)
 {
 	enum { OPT_IDLE_EVERY = 256, OPT_POLL, OPT_SOURCE, OPT_CAPTURE,
+	       OPT_REALTIME, OPT_NO_REALTIME,
 	       OPT_COMM, OPT_NO_REPORT, OPT_BINARY, OPT_HELPER_SOCKET,
 	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_SYMDIR, OPT_REGISTERS };
 	static const struct option longopts[] = {
@@ -101,6 +106,8 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "idle-every", required_argument, NULL, OPT_IDLE_EVERY },
 		{ "poll-interval", required_argument, NULL, OPT_POLL },
 		{ "idle-source", required_argument, NULL, OPT_SOURCE },
+		{ "realtime", no_argument, NULL, OPT_REALTIME },
+		{ "no-realtime", no_argument, NULL, OPT_NO_REALTIME },
 		{ "capture", required_argument, NULL, OPT_CAPTURE },
 		{ "registers", required_argument, NULL, OPT_REGISTERS },
 		{ "pid", required_argument, NULL, 'p' },
@@ -116,6 +123,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	};
 	struct ivm_profiler_config cfg = {
 		.frequency_hz = 99, .idle_every = 1, .poll_interval_ms = 1,
+		.realtime = true,
 		.idle_source = IVM_IDLE_SOURCE_THREAD,
 		.capture_mode = IVM_CAPTURE_MODE_PIN, .filter_pid = -1,
 	};
@@ -170,6 +178,12 @@ int ivm_cmd_profile(int argc, char **argv)
 			    cfg.poll_interval_ms < 0.1 ||
 			    cfg.poll_interval_ms > 1000)
 				goto bad_value;
+			break;
+		case OPT_REALTIME:
+			cfg.realtime = true;
+			break;
+		case OPT_NO_REALTIME:
+			cfg.realtime = false;
 			break;
 		case OPT_SOURCE:
 			auto_source = false;
@@ -406,11 +420,12 @@ int ivm_cmd_profile(int argc, char **argv)
 		" rebuilt from the guest scheduler's stamps); %" PRIu64
 		" vCPU-thread sleeps (%" PRIu64
 		" idle, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
-		" trace events lost\n",
+		" trace events lost%s\n",
 		ivm_idle_source_name(res.idle_source), res.idle.periods_seen,
 		res.periods_written, res.idle.unseen_periods,
 		res.idle.recovered_periods, res.idle.host_sleeps, res.idle.host_sleeps_idle,
-		res.idle.host_sleeps_busy, res.idle.lost_events);
+		res.idle.host_sleeps_busy, res.idle.lost_events,
+		res.realtime ? "; waited at real-time priority" : "");
 	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN)
 		fprintf(stderr,
 			"idlevm: pin: %" PRIu64 " pinned, %" PRIu64

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1253,6 +1254,26 @@ static struct ivm_error *wait_for_events(struct profiler *p)
 	return ivm_trace_session_wait(p->trace, timeout, &ready);
 }
 
+/*
+ * Real-time priority for the event loop, or back to normal.  Its work per
+ * event is bounded (a batched read, a capture), and the kernel's RT
+ * throttling bounds a runaway; without the privilege it warns and goes on.
+ */
+static void set_realtime(struct profiler *p, bool on)
+{
+	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
+
+	if (sched_setscheduler(0, on ? SCHED_FIFO : SCHED_OTHER, &sp) < 0) {
+		if (on)
+			fprintf(stderr,
+				"idlevm: warning: no real-time priority (%s): events may be seen late on a loaded host\n",
+				strerror(errno));
+		return;
+	}
+	if (on)
+		p->res->realtime = true;
+}
+
 struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 				    const struct ivm_profiler_config *config,
 				    struct ivm_profile_writer *writer,
@@ -1276,6 +1297,8 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 		ivm_profile_writer_destroy(writer);
 		return err;
 	}
+	if (config->realtime && p.source == IVM_IDLE_SOURCE_SCHED)
+		set_realtime(&p, true);
 	p.start_ns = now = next = last_flush = ivm_mono_ns();
 	if (config->duration_s > 0)
 		end_ns = p.start_ns + (uint64_t)(config->duration_s * 1e9);
@@ -1329,6 +1352,8 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 		now = ivm_mono_ns();
 	}
+	if (result->realtime)
+		set_realtime(&p, false);
 	result->elapsed_s = (double)(ivm_mono_ns() - p.start_ns) / 1e9;
 	result->dispatch = *ivm_dispatch_stats(p.dispatch);
 	result->idle = *ivm_idle_periods_stats(p.periods);

@@ -75,6 +75,12 @@ struct ivm_profiler_config {
 	enum ivm_idle_source idle_source;
 	/* sched source that cannot start: poll the threads instead. */
 	bool source_fallback;
+	/*
+	 * Sched source: wait for events at SCHED_FIFO priority 1 once set
+	 * up (back to normal before returning).  On a loaded host a normal
+	 * thread is woken milliseconds late, after short idle periods ended.
+	 */
+	bool realtime;
 	enum ivm_capture_mode capture_mode;
 	int filter_pid;			/* guest tgid, or -1 */
 	const char *filter_comm;	/* fnmatch pattern on comm, or NULL */
@@ -118,6 +124,7 @@ struct ivm_profiler_result {
 	uint64_t periods_written;	/* IDLE_PERIOD records */
 	bool tracefs_mounted;		/* sched source: we mounted tracefs */
 	enum ivm_idle_source idle_source;	/* the one that ran */
+	bool realtime;			/* ran at SCHED_FIFO priority */
 	char end_reason[128];		/* "duration", "interrupted", ... */
 };
 
