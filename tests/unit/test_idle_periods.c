@@ -315,3 +315,22 @@ Test(idle_periods, kvm_exit_reason_travels_with_the_period)
 	cr_assert_eq(p.wake_mask, 1u << IVM_IRQ_RESCHED);
 	ivm_idle_periods_destroy(ip);
 }
+
+/* The look right after the wakeup names the cause; later ones add noise. */
+Test(idle_periods, wake_cause_from_the_first_look_after_the_wakeup)
+{
+	struct ivm_idle_periods *ip = make();
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+
+	begin_idle(ip, 0, &g, 10);
+	ivm_idle_periods_host_wake(ip, 0, 20);
+	g.irqs.count[IVM_IRQ_RESCHED]++;
+	cr_assert_not(look_at(ip, 0, &g, 21, &p));
+	/* The timer ticks before the look that sees the switch. */
+	g.irqs.count[IVM_IRQ_TIMER]++;
+	guest_switch(&g, TASK_A);
+	cr_assert(look_at(ip, 0, &g, 60, &p));
+	cr_assert_eq(p.wake_mask, 1u << IVM_IRQ_RESCHED);
+	ivm_idle_periods_destroy(ip);
+}

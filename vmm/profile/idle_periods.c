@@ -11,6 +11,9 @@ struct vcpu_periods {
 	uint64_t sleep_ts;
 	bool woken;		/* woken since its last sleep */
 	uint64_t wake_ts;
+	/* Interrupt counts at the first look after that wakeup. */
+	bool wake_looked;
+	struct ivm_irq_counts wake_irqs;
 	bool exit_known;
 	uint32_t exit_reason;
 	bool seen;		/* last holds a look */
@@ -62,6 +65,7 @@ void ivm_idle_periods_host_sleep(struct ivm_idle_periods *ip, uint32_t vcpu,
 	v->sleep_pending = true;
 	v->sleep_ts = ts;
 	v->woken = false;
+	v->wake_looked = false;
 }
 
 void ivm_idle_periods_host_wake(struct ivm_idle_periods *ip, uint32_t vcpu,
@@ -162,8 +166,16 @@ static void end_period(struct ivm_idle_periods *ip, struct vcpu_periods *v,
 	}
 	if (ret->end_ns < ret->start_ns)
 		ret->end_ns = ret->start_ns;
-	ret->wake_mask = ivm_irq_counts_moved(&ret->wake_before.irqs,
-					      &ret->after.irqs);
+	/*
+	 * The first look after the wakeup has the interrupt that woke the
+	 * vCPU and little else; the end of the period may have more.
+	 */
+	ret->wake_mask = v->wake_looked ?
+		ivm_irq_counts_moved(&ret->wake_before.irqs, &v->wake_irqs) : 0;
+	/* A look before the vCPU took the interrupt shows nothing yet. */
+	if (!ret->wake_mask)
+		ret->wake_mask = ivm_irq_counts_moved(&ret->wake_before.irqs,
+						      &ret->after.irqs);
 	if (v->exit_known) {
 		ret->exit_reason = v->exit_reason;
 		ret->flags |= IVM_IDLE_EXIT_REASON;
@@ -226,6 +238,10 @@ bool ivm_idle_periods_observe(struct ivm_idle_periods *ip, uint32_t vcpu,
 		} else {
 			ip->stats.host_sleeps_busy++;
 		}
+	}
+	if (v->woken && !v->asleep && !v->wake_looked) {
+		v->wake_looked = true;
+		v->wake_irqs = obs->irqs;
 	}
 	v->unseen_last = 0;
 	v->since_last = v->seen && v->last.rq_clock_ok ? v->last.rq_clock : 0;
