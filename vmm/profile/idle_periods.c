@@ -21,6 +21,7 @@ struct vcpu_periods {
 	uint64_t unseen_last;	/* found by the last look */
 	uint64_t since_last;	/* rq clock of the look before it */
 	bool open;		/* cur is an idle period under way */
+	bool opened;		/* ... since the last look */
 	struct ivm_idle_period cur;
 };
 
@@ -166,13 +167,9 @@ static void end_period(struct ivm_idle_periods *ip, struct vcpu_periods *v,
 	}
 	if (ret->end_ns < ret->start_ns)
 		ret->end_ns = ret->start_ns;
-	/*
-	 * The first look after the wakeup has the interrupt that woke the
-	 * vCPU and little else; the end of the period may have more.
-	 */
+	/* Else the end of the period, which may hold more than one. */
 	ret->wake_mask = v->wake_looked ?
 		ivm_irq_counts_moved(&ret->wake_before.irqs, &v->wake_irqs) : 0;
-	/* A look before the vCPU took the interrupt shows nothing yet. */
 	if (!ret->wake_mask)
 		ret->wake_mask = ivm_irq_counts_moved(&ret->wake_before.irqs,
 						      &ret->after.irqs);
@@ -209,6 +206,7 @@ static void start_period(struct ivm_idle_periods *ip, struct vcpu_periods *v,
 	v->cur.wake_before = v->cur.before;
 	v->exit_known = v->exit_known && halt_now;
 	v->open = true;
+	v->opened = true;
 	ip->stats.periods_seen++;
 }
 
@@ -239,7 +237,13 @@ bool ivm_idle_periods_observe(struct ivm_idle_periods *ip, uint32_t vcpu,
 			ip->stats.host_sleeps_busy++;
 		}
 	}
-	if (v->woken && !v->asleep && !v->wake_looked) {
+	v->opened = false;
+	/*
+	 * The first look after the wakeup whose counts moved holds the
+	 * interrupt that woke the vCPU, and seldom another one.
+	 */
+	if (v->open && v->woken && !v->asleep && !v->wake_looked &&
+	    ivm_irq_counts_moved(&v->cur.wake_before.irqs, &obs->irqs)) {
 		v->wake_looked = true;
 		v->wake_irqs = obs->irqs;
 	}
@@ -284,6 +288,12 @@ bool ivm_idle_periods_rebase(struct ivm_idle_periods *ip, uint32_t vcpu,
 	ip->stats.own_switches += periods_ended(v, obs);
 	v->last = *obs;
 	return false;
+}
+
+bool ivm_idle_periods_opened(const struct ivm_idle_periods *ip,
+			     uint32_t vcpu)
+{
+	return vcpu < ip->nr_vcpus && ip->vcpus[vcpu].opened;
 }
 
 void ivm_idle_periods_set_to_idle(struct ivm_idle_periods *ip, uint32_t vcpu,

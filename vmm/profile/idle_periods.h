@@ -157,6 +157,10 @@ uint64_t ivm_idle_periods_unseen_last(const struct ivm_idle_periods *ip,
 				      uint32_t vcpu, uint64_t *since);
 void ivm_idle_periods_recovered(struct ivm_idle_periods *ip, uint64_t n);
 
+/* Whether vcpu's last look opened an idle period (its start was seen). */
+bool ivm_idle_periods_opened(const struct ivm_idle_periods *ip,
+			     uint32_t vcpu);
+
 /* The task that went to idle in vcpu's open period (a guest address). */
 void ivm_idle_periods_set_to_idle(struct ivm_idle_periods *ip, uint32_t vcpu,
 				  uint64_t task);

@@ -48,6 +48,8 @@ const char *ivm_capture_mode_name(enum ivm_capture_mode mode)
 	}
 }
 
+#define NR_FOLLOW 6	/* looks after a wakeup: follow_ns below */
+
 struct vcpu_poll {
 	int stat_fd;		/* /proc/PID/task/TID/stat of its thread */
 	bool halted;
@@ -57,17 +59,26 @@ struct vcpu_poll {
 	uint64_t last_current;
 	bool last_is_helper;
 	bool was_idle;		/* idle at the previous observation */
+	uint64_t follow_at[NR_FOLLOW];	/* sched: looks due after a wakeup */
 };
 
 /*
  * Sched source: the loop looks at the guest when a vCPU thread's event
  * arrives, and at least every SLOW_POLL_NS (on-CPU ticks, flushes).  It
- * does not poll faster after a wakeup to catch the from-idle task: on two
+ * does not poll fast after a wakeup to catch the from-idle task: on two
  * shared host cores that polling took the CPU the woken vCPU needed (the
- * guest ran at a third of its speed); the task is named after the fact
- * from the scheduler's stamps instead (last_ran.h, replay.h).
+ * guest ran at a third of its speed); a task it misses is named after the
+ * fact from the scheduler's stamps instead (last_ran.h, replay.h).
  */
 #define SLOW_POLL_NS 10000000ull
+/*
+ * ... but it looks again a few times after a wakeup, when the guest has likely
+ * dispatched the task it woke for (TCG takes a few hundred microseconds),
+ * so that task is seen running, not named after the fact.
+ */
+static const uint64_t follow_ns[NR_FOLLOW] = {
+	100000ull, 250000ull, 500000ull, 1000000ull, 2000000ull, 4000000ull,
+};
 
 struct profiler {
 	struct ivm_guest *guest;
@@ -89,16 +100,26 @@ struct profiler {
 	struct ivm_irq_stat *irq_stat;		/* or NULL: no irq counts */
 	struct ivm_idle_periods *periods;
 	enum ivm_idle_source source;		/* the one running */
+	uint32_t period_every[IVM_SAMPLE_NR_KINDS];	/* --idle-every */
+	bool look_due;			/* a vCPU thread slept or woke */
+	uint64_t next_look_ns;
 	/* The last first_since() answer, good for one poll. */
 	bool first_cache_ok;
 	int first_cache_cpu;
 	uint64_t first_cache_since, first_cache_poll, first_cache_task;
 	struct ivm_vcpu_watch *watch;
 	struct ivm_vcpu_watch_view *views;
+	/* settle_views(): a second read, and the last look's. */
+	struct ivm_vcpu_watch_view *views2, *last_views;
 	struct ivm_ksym_hits *ksym_hits;	/* no vmlinux: names to keep */
 	/* Who really went to idle, when polling cannot tell; or NULL. */
 	struct ivm_last_ran *last_ran;
 };
+
+static struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu);
+static struct ivm_error *period_capture(struct profiler *p, uint32_t vcpu,
+					enum ivm_sample_kind kind,
+					uint64_t task, uint64_t time_ns);
 
 /* Halted per the vCPU thread's state letter (after "comm) "). */
 static struct ivm_error *thread_halted(struct vcpu_poll *vp, bool *ret)
@@ -191,6 +212,7 @@ static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
 		v = vcpu_of_tid(p, ev.prev_tid);
 		if (v >= 0 && ivm_sched_state_sleeping(ev.prev_state)) {
 			p->vcpus[v].halted = true;
+			p->look_due = true;
 			ivm_idle_periods_host_sleep(p->periods, (uint32_t)v, ts);
 		}
 		v = vcpu_of_tid(p, ev.next_tid);
@@ -200,6 +222,12 @@ static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
 	}
 	v = vcpu_of_tid(p, ev.tid);
 	if (v >= 0) {
+		size_t k;
+
+		if (p->vcpus[v].halted)
+			for (k = 0; k < NR_FOLLOW; k++)
+				p->vcpus[v].follow_at[k] = ts + follow_ns[k];
+		p->look_due |= p->vcpus[v].halted;
 		p->vcpus[v].halted = false;
 		ivm_idle_periods_host_wake(p->periods, (uint32_t)v, ts);
 	}
@@ -483,6 +511,11 @@ static void task_id(struct profiler *p, uint64_t addr,
 	memcpy(ret->comm, t.comm, strnlen(t.comm, sizeof(ret->comm) - 1));
 }
 
+/*
+ * A period that ended: name its from-idle task (the one seen, or the first
+ * switched in since the idle look), write its record, and with the sched
+ * source sample that task.
+ */
 static struct ivm_error *write_period(struct profiler *p,
 				      const struct ivm_idle_period *ip)
 {
@@ -507,14 +540,88 @@ static struct ivm_error *write_period(struct profiler *p,
 	task_id(p, ip->to_idle_task, &r.to_idle);
 	task_id(p, from, &r.from_idle);
 	err = ivm_profile_write_idle_period(p->writer, &r);
-	if (!err)
-		p->res->periods_written++;
+	if (err)
+		return err;
+	p->res->periods_written++;
+	if (r.flags & IVM_IDLE_FROM_IDLE_RESOLVED)
+		p->res->from_idle_resolved++;
+	else if (!from)
+		p->res->from_idle_unresolved++;
+	if (from && !(ip->flags & IVM_IDLE_REPLAYED))
+		err = period_capture(p, ip->vcpu, IVM_SAMPLE_FROM_IDLE, from,
+				     ip->end_ns);
 	return err;
+}
+
+/*
+ * A look opened an idle period: its to-idle task is the one that ran last
+ * on the CPU, read while the CPU is idle (last_ran.h), sampled at once.
+ */
+static struct ivm_error *to_idle_of_opened(struct profiler *p, uint32_t vcpu,
+					   uint64_t now)
+{
+	const struct ivm_guest_vcpu *v = &p->guest->vcpus[vcpu];
+	struct ivm_error *err;
+	uint64_t task;
+
+	if (!p->last_ran || v->cpu < 0)
+		return NULL;
+	err = ivm_last_ran_find(p->last_ran, (unsigned int)v->cpu,
+				helper_tgid(p), now, &task);
+	if (err && err->code == IVM_ERROR_GONE)
+		return err;
+	if (err) {
+		ivm_error_destroy(err);
+		p->res->to_idle_unresolved++;
+		return NULL;
+	}
+	p->res->to_idle_resolved++;
+	ivm_idle_periods_set_to_idle(p->periods, vcpu, task);
+	return period_capture(p, vcpu, IVM_SAMPLE_TO_IDLE, task, now);
 }
 
 /* Bounds on one replay: a look rarely follows more than a few periods. */
 #define MAX_REPLAY_RUNS 256
 #define MAX_REPLAY_GAPS 32
+
+/*
+ * Sched source: the idle-period machine decides the to-idle and from-idle
+ * samples, one of each per period (the dispatch monitor keeps the on-CPU
+ * ticks).  Every --idle-every'th of each kind is taken.
+ */
+static bool periods_sample(const struct profiler *p)
+{
+	return p->source == IVM_IDLE_SOURCE_SCHED && p->cfg->idle_every;
+}
+
+static struct ivm_error *period_capture(struct profiler *p, uint32_t vcpu,
+					enum ivm_sample_kind kind,
+					uint64_t task, uint64_t time_ns)
+{
+	struct ivm_capture_req req = { .vcpu = vcpu, .kind = kind,
+				       .task = task, .time_ns = time_ns };
+	struct ivm_error *err;
+
+	if (!periods_sample(p) || !task ||
+	    ++p->period_every[kind] < p->cfg->idle_every)
+		return NULL;
+	p->period_every[kind] = 0;
+	err = capture(p, &req);
+	/*
+	 * A from-idle task often runs during its first read and is
+	 * discarded; read a moment later it has usually blocked, and its
+	 * saved frame is consistent.  One retry, so short runners are not
+	 * the ones the profile loses.
+	 */
+	if (!err && p->cap.outcome != IVM_CAPTURE_KEPT &&
+	    p->cap.outcome != IVM_CAPTURE_FAILED) {
+		p->res->retries++;
+		err = capture(p, &req);
+	}
+	if (!err)
+		err = look_after_capture(p, vcpu);
+	return err;
+}
 
 /* One rebuilt idle period: its record, and its two tasks' stacks. */
 static struct ivm_error *replayed_period(struct profiler *p, uint32_t vcpu,
@@ -533,16 +640,13 @@ static struct ivm_error *replayed_period(struct profiler *p, uint32_t vcpu,
 	struct ivm_capture_req req = { .vcpu = vcpu, .time_ns = ip.end_ns };
 	struct ivm_error *err = write_period(p, &ip);
 
-	if (err || p->cfg->idle_every != 1)
-		return err;
-	req.kind = IVM_SAMPLE_TO_IDLE;
-	req.task = gap->to_idle;
-	err = capture(p, &req);
-	if (!err) {
-		req.kind = IVM_SAMPLE_FROM_IDLE;
-		req.task = gap->from_idle;
-		err = capture(p, &req);
-	}
+	(void)req;
+	if (!err)
+		err = period_capture(p, vcpu, IVM_SAMPLE_TO_IDLE, gap->to_idle,
+				     ip.start_ns);
+	if (!err)
+		err = period_capture(p, vcpu, IVM_SAMPLE_FROM_IDLE,
+				     gap->from_idle, ip.end_ns);
 	return err;
 }
 
@@ -612,6 +716,9 @@ static struct ivm_error *observe_periods(struct profiler *p, uint32_t vcpu,
 
 	if (ended)
 		err = write_period(p, &done);
+	if (!err && !after_own_run && periods_sample(p) &&
+	    ivm_idle_periods_opened(p->periods, vcpu))
+		err = to_idle_of_opened(p, vcpu, obs->time_ns);
 	if (!err && !after_own_run)
 		err = replay_unseen(p, vcpu, obs);
 	return err;
@@ -692,6 +799,82 @@ static struct ivm_error *handle_request(struct profiler *p,
 	return err;
 }
 
+/* Sched source: the longest a vCPU goes unlooked at (on-CPU ticks). */
+static uint64_t look_interval(const struct profiler *p)
+{
+	uint64_t t = SLOW_POLL_NS;
+
+	if (p->cfg->frequency_hz > 0 &&
+	    (uint64_t)(1e9 / p->cfg->frequency_hz) < t)
+		t = (uint64_t)(1e9 / p->cfg->frequency_hz);
+	return t;
+}
+
+/*
+ * Sched source: when the next look is due without an event: the on-CPU
+ * tick, or a follow-up look after a wakeup (those passed are dropped).
+ */
+static uint64_t next_look(struct profiler *p, uint64_t now)
+{
+	uint64_t next = now + look_interval(p);
+	size_t i, k;
+
+	for (i = 0; i < p->guest->nr_vcpus; i++)
+		for (k = 0; k < NR_FOLLOW; k++) {
+			uint64_t *f = &p->vcpus[i].follow_at[k];
+
+			if (*f && *f <= now)
+				*f = 0;
+			else if (*f && *f < next)
+				next = *f;
+		}
+	return next;
+}
+
+/* Whether two reads of a vCPU saw the same task and the same switches. */
+static bool same_view(const struct ivm_vcpu_watch_view *a,
+		      const struct ivm_vcpu_watch_view *b)
+{
+	return a->current_ok == b->current_ok && a->current == b->current &&
+	       a->idle_switches == b->idle_switches &&
+	       a->cpu_switches == b->cpu_switches;
+}
+
+/*
+ * One batched read is not a snapshot: its words are copied one after the
+ * other while the guest runs, so a switch in the middle can show the new
+ * task with the old counts, and a from-idle task would be "seen" that was
+ * not the first.  When a look may decide something (a vCPU's task or its
+ * idle count moved since the last look), read again: a vCPU whose two
+ * reads differ keeps the second read without its CPU switch count, so
+ * nothing is taken as exact from it.
+ */
+static struct ivm_error *settle_views(struct profiler *p, uint64_t now)
+{
+	struct ivm_guest *g = p->guest;
+	struct ivm_error *err;
+	bool moved = false;
+	size_t i;
+
+	if (p->source != IVM_IDLE_SOURCE_SCHED)
+		return NULL;
+	for (i = 0; i < g->nr_vcpus; i++)
+		moved |= !same_view(&p->views[i], &p->last_views[i]);
+	if (moved) {
+		memcpy(p->views2, p->views, g->nr_vcpus * sizeof(*p->views));
+		err = ivm_vcpu_watch_read(p->watch, now, p->views, NULL);
+		if (err)
+			return err;
+		for (i = 0; i < g->nr_vcpus; i++)
+			if (!same_view(&p->views[i], &p->views2[i])) {
+				p->views[i].cpu_switches_ok = false;
+				p->res->torn_reads++;
+			}
+	}
+	memcpy(p->last_views, p->views, g->nr_vcpus * sizeof(*p->views));
+	return NULL;
+}
+
 static void poll_once(struct profiler *p, uint64_t now)
 {
 	struct ivm_guest *g = p->guest;
@@ -700,12 +883,23 @@ static void poll_once(struct profiler *p, uint64_t now)
 
 	uint64_t failed = 0;
 
-	p->res->polls++;
 	err = poll_halted(p);
 	/* Events read just now may be newer than the caller's clock. */
 	now = ivm_mono_ns();
+	/*
+	 * Sched source: look when a vCPU thread slept or was woken, or when
+	 * a look is due anyway (on-CPU ticks), not for every event.
+	 */
+	if (!err && p->source == IVM_IDLE_SOURCE_SCHED && !p->look_due &&
+	    now < p->next_look_ns)
+		return;
+	p->look_due = false;
+	p->next_look_ns = next_look(p, now);
+	p->res->polls++;
 	if (!err)
 		err = ivm_vcpu_watch_read(p->watch, now, p->views, &failed);
+	if (!err)
+		err = settle_views(p, now);
 	if (err) {
 		p->res->poll_errors++;
 		read_failed(p, err);
@@ -875,6 +1069,8 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 				     r->to_idle_retargeted };
 	st[n++] = (struct ivm_stat){ "to_idle_unresolved",
 				     r->to_idle_unresolved };
+	st[n++] = (struct ivm_stat){ "capture_retries", r->retries };
+	st[n++] = (struct ivm_stat){ "torn_reads", r->torn_reads };
 	st[n++] = (struct ivm_stat){ "from_idle_resolved",
 				     r->from_idle_resolved };
 	st[n++] = (struct ivm_stat){ "from_idle_unresolved",
@@ -1026,6 +1222,11 @@ static struct ivm_error *setup_watch(struct profiler *p)
 	size_t i, watched = 0;
 
 	p->views = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*p->views));
+	p->views2 = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*p->views));
+	p->last_views = calloc(g->nr_vcpus ? g->nr_vcpus : 1,
+			       sizeof(*p->views));
+	if (!p->views2 || !p->last_views)
+		return &ivm_enomem;
 	targets = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*targets));
 	if (!p->views || !targets) {
 		free(targets);
@@ -1100,6 +1301,13 @@ static struct ivm_error *setup_sched_source(struct profiler *p)
 	err = ivm_trace_session_create(events, nr_events, tids, n, &p->trace);
 	if (err)
 		return err;
+	/*
+	 * Only sleeps (S, D, I): a busy host preempts the vCPU threads
+	 * thousands of times a second, and each switch would wake us for
+	 * nothing.  An older kernel without the filter just wakes us more.
+	 */
+	ivm_error_destroy(ivm_trace_session_filter(p->trace, "sched:sched_switch",
+						   "prev_state & 131"));
 	p->res->tracefs_mounted = ivm_trace_session_mounted(p->trace);
 	return NULL;
 }
@@ -1122,9 +1330,6 @@ static struct ivm_error *setup(struct profiler *p)
 	off = ivm_kernel_layout_offsets(g->layout);
 	p->nvcsw_off = off->task_nvcsw;
 	p->nivcsw_off = off->task_nivcsw;
-	err = ivm_dispatch_create((uint32_t)g->nr_vcpus, &dc, &p->dispatch);
-	if (err)
-		return err;
 	err = ivm_capture_engine_create(g, &p->engine);
 	if (err)
 		return err;
@@ -1164,6 +1369,15 @@ static struct ivm_error *setup(struct profiler *p)
 		}
 	}
 	p->res->idle_source = p->source;
+	/*
+	 * The sched source samples idle periods itself, one to-idle and one
+	 * from-idle each; the dispatch monitor keeps the on-CPU ticks.
+	 */
+	if (p->source == IVM_IDLE_SOURCE_SCHED)
+		dc.idle_every = 0;
+	err = ivm_dispatch_create((uint32_t)g->nr_vcpus, &dc, &p->dispatch);
+	if (err)
+		return err;
 	if (p->source == IVM_IDLE_SOURCE_KVM) {
 		static const char *const events[] = {
 			"kvm:kvm_exit", "kvm:kvm_vcpu_wakeup", "kvm:kvm_entry",
@@ -1227,6 +1441,8 @@ static void teardown(struct profiler *p)
 				close(p->vcpus[i].stat_fd);
 	free(p->vcpus);
 	free(p->views);
+	free(p->views2);
+	free(p->last_views);
 	ivm_vcpu_watch_destroy(p->watch);
 	ivm_last_ran_destroy(p->last_ran);
 	ivm_ksym_hits_destroy(p->ksym_hits);
@@ -1243,14 +1459,11 @@ static void teardown(struct profiler *p)
  * Sched source: sleep until a vCPU thread's event, or the next look that
  * is due anyway (the on-CPU tick, or SLOW_POLL_NS).
  */
-static struct ivm_error *wait_for_events(struct profiler *p)
+static struct ivm_error *wait_for_events(struct profiler *p, uint64_t now)
 {
-	uint64_t timeout = SLOW_POLL_NS;
+	uint64_t timeout = p->next_look_ns > now ? p->next_look_ns - now : 0;
 	bool ready;
 
-	if (p->cfg->frequency_hz > 0 &&
-	    (uint64_t)(1e9 / p->cfg->frequency_hz) < timeout)
-		timeout = (uint64_t)(1e9 / p->cfg->frequency_hz);
 	return ivm_trace_session_wait(p->trace, timeout, &ready);
 }
 
@@ -1337,7 +1550,7 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 			last_flush = now;
 		}
 		if (p.trace && p.source == IVM_IDLE_SOURCE_SCHED) {
-			err = wait_for_events(&p);
+			err = wait_for_events(&p, now);
 			if (err)
 				break;
 			now = ivm_mono_ns();

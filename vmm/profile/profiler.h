@@ -120,6 +120,8 @@ struct ivm_profiler_result {
 	/* from-idle targets gone before seen, named from guest memory */
 	uint64_t from_idle_resolved;
 	uint64_t from_idle_unresolved;
+	uint64_t retries;		/* discarded idle captures read again */
+	uint64_t torn_reads;		/* looks a switch cut through */
 	struct ivm_idle_stats idle;	/* idle periods and host events */
 	uint64_t periods_written;	/* IDLE_PERIOD records */
 	bool tracefs_mounted;		/* sched source: we mounted tracefs */

@@ -252,6 +252,26 @@ void ivm_trace_session_destroy(struct ivm_trace_session *s)
 	free(s);
 }
 
+struct ivm_error *ivm_trace_session_filter(struct ivm_trace_session *s,
+					   const char *event,
+					   const char *filter)
+{
+	const char *colon = strchr(event, ':');
+	char sys[64];
+
+	if (!colon || (size_t)(colon - event) >= sizeof(sys))
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"bad trace event '%s' (want system:event)",
+					event);
+	snprintf(sys, sizeof(sys), "%.*s", (int)(colon - event), event);
+	if (tracefs_event_file_write(s->instance, sys, colon + 1, "filter",
+				     filter) < 0)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"the kernel refuses filter '%s' on %s",
+					filter, event);
+	return NULL;
+}
+
 bool ivm_trace_session_mounted(const struct ivm_trace_session *s)
 {
 	return s->mounted;

@@ -41,6 +41,16 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 					   size_t nr_tids,
 					   struct ivm_trace_session **ret);
 
+/*
+ * Record event ("system:event", one of the session's) only when filter
+ * holds (the kernel's event filter syntax, e.g. "prev_state & 3"), so the
+ * reader is not woken for the others.  IVM_ERROR_INVALID when the kernel
+ * refuses the filter.
+ */
+struct ivm_error *ivm_trace_session_filter(struct ivm_trace_session *s,
+					   const char *event,
+					   const char *filter);
+
 /* Stop recording and remove the instance.  NULL is fine. */
 void ivm_trace_session_destroy(struct ivm_trace_session *s);
 

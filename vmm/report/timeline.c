@@ -193,8 +193,9 @@ struct ivm_error *ivm_timeline_html(const struct ivm_idle_summary *s,
 		double x = px(t, t0, t1);
 
 		fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%u\" stroke=\"#eee\"/>"
-			"<text x=\"%.1f\" y=\"%d\">%.3f s</text>\n", x, TOP - 14, x,
+			"<text x=\"%.1f\" y=\"%d\"%s>%.3f s</text>\n", x, TOP - 14, x,
 			TOP + ROW * s->nr_vcpus, x, TOP - 18,
+			tick == 10 ? " text-anchor=\"end\"" : "",
 			(double)(t - t0) / 1e9);
 	}
 	for (c = 0; c < s->nr_vcpus; c++) {
@@ -211,6 +212,18 @@ struct ivm_error *ivm_timeline_html(const struct ivm_idle_summary *s,
 		char wake[64];
 
 		ivm_idle_wake_name(r->wake_mask, wake, sizeof(wake));
+		if (i + 1 < s->nr_periods && v[i + 1]->vcpu == r->vcpu &&
+		    v[i + 1]->start_ns > r->end_ns) {
+			char run[2 * IVM_COMM_LEN + 8];
+			double x2 = px(v[i + 1]->start_ns, t0, t1);
+
+			running_name(r, v[i + 1], run, sizeof(run));
+			fprintf(out, "<rect class=\"running\" x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\">"
+				"<title>vCPU %u running %.1f us: %s</title></rect>\n",
+				x1, TOP + ROW * r->vcpu, x2 - x1, BAR,
+				RUNNING_COLOR, r->vcpu,
+				(double)(v[i + 1]->start_ns - r->end_ns) / 1e3, run);
+		}
 		/* At least a pixel: short periods stay visible. */
 		if (x1 - x0 < 1)
 			x1 = x0 + 1;
