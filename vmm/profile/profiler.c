@@ -428,6 +428,30 @@ static int32_t helper_tgid(const struct profiler *p)
 }
 
 /*
+ * Who ran last on v's CPU, now idle (last_ran.h), counted; *ret 0 when
+ * nobody is found.  Only a guest that is gone is an error.
+ */
+static struct ivm_error *last_ran_task(struct profiler *p,
+				       const struct ivm_guest_vcpu *v,
+				       uint64_t now, uint64_t *ret)
+{
+	struct ivm_error *err;
+
+	*ret = 0;
+	err = ivm_last_ran_find(p->last_ran, (unsigned int)v->cpu,
+				helper_tgid(p), now, ret);
+	if (err && err->code == IVM_ERROR_GONE)
+		return err;
+	if (err) {
+		ivm_error_destroy(err);
+		p->res->to_idle_unresolved++;
+		return NULL;
+	}
+	p->res->to_idle_resolved++;
+	return NULL;
+}
+
+/*
  * A to-idle target the poll could not be sure of: ask guest memory who ran
  * last on the CPU.  Without an answer the dispatch monitor's guess stands,
  * if it has one; req->task 0 means nothing to capture.
@@ -440,16 +464,9 @@ static struct ivm_error *resolve_to_idle(struct profiler *p,
 	struct ivm_error *err;
 	uint64_t task;
 
-	err = ivm_last_ran_find(p->last_ran, (unsigned int)v->cpu,
-				helper_tgid(p), now, &task);
-	if (err && err->code == IVM_ERROR_GONE)
+	err = last_ran_task(p, v, now, &task);
+	if (err || !task)
 		return err;
-	if (err) {
-		ivm_error_destroy(err);
-		p->res->to_idle_unresolved++;
-		return NULL;
-	}
-	p->res->to_idle_resolved++;
 	if (task != req->task)
 		p->res->to_idle_retargeted++;
 	req->task = task;
@@ -566,16 +583,9 @@ static struct ivm_error *to_idle_of_opened(struct profiler *p, uint32_t vcpu,
 
 	if (!p->last_ran || v->cpu < 0)
 		return NULL;
-	err = ivm_last_ran_find(p->last_ran, (unsigned int)v->cpu,
-				helper_tgid(p), now, &task);
-	if (err && err->code == IVM_ERROR_GONE)
+	err = last_ran_task(p, v, now, &task);
+	if (err || !task)
 		return err;
-	if (err) {
-		ivm_error_destroy(err);
-		p->res->to_idle_unresolved++;
-		return NULL;
-	}
-	p->res->to_idle_resolved++;
 	ivm_idle_periods_set_to_idle(p->periods, vcpu, task);
 	return period_capture(p, vcpu, IVM_SAMPLE_TO_IDLE, task, now);
 }
