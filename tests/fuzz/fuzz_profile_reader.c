@@ -43,6 +43,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				    IVM_SAMPLE_MAX_STRING)
 					abort();
 			ivm_error_destroy(ivm_calltree_add(tree, s));
+		} else if (rec.type == IVM_RECORD_IDLE_PERIOD) {
+			const struct ivm_idle_record *ir = &rec.idle;
+
+			if (strnlen(ir->to_idle.comm, IVM_COMM_LEN) ==
+			    IVM_COMM_LEN ||
+			    strnlen(ir->from_idle.comm, IVM_COMM_LEN) ==
+			    IVM_COMM_LEN || ir->end_ns < ir->start_ns ||
+			    ir->wake_mask >> IVM_IRQ_NR_KINDS ||
+			    ir->after.irqs.known >> IVM_IRQ_NR_KINDS)
+				abort();
 		} else if (rec.type == IVM_RECORD_META) {
 			for (i = 0; i < rec.meta.nr; i++)
 				(void)strlen(rec.meta.items[i].value);

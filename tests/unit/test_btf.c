@@ -412,3 +412,30 @@ Test(btf_real, missing_file)
 	cr_expect(strstr(ivm_error_string(err), "/nonexistent/ivm-f"));
 	ivm_error_destroy(err);
 }
+
+/* irq_cpustat_t is a typedef of an anonymous struct: found through it. */
+Test(btf_real, irq_cpustat_typedef_6_1)
+{
+	struct ivm_btf_member m;
+	struct ivm_btf *btf;
+	struct ivm_error *err;
+
+	if (access(GUEST_VMLINUX, R_OK))
+		cr_skip_test("%s absent: run make image", GUEST_VMLINUX);
+	err = ivm_btf_load_file(GUEST_VMLINUX, &btf);
+	cr_assert_null(err, "%s", err ? err->message : "");
+	cr_assert_null(ivm_btf_member_find(btf, "irq_cpustat_t",
+					   "apic_timer_irqs", &m));
+	cr_assert_eq(m.size, 4);
+	cr_assert_null(ivm_btf_member_find(btf, "irq_cpustat_t",
+					   "irq_resched_count", &m));
+	cr_assert_null(ivm_btf_member_find(btf, "irq_cpustat_t",
+					   "irq_call_count", &m));
+	cr_assert_null(ivm_btf_member_find(btf, "kernel_stat", "irqs_sum", &m));
+	cr_assert_eq(m.size, 8);
+	/* A typedef of a scalar is no struct. */
+	err = ivm_btf_member_find(btf, "u32", "x", &m);
+	cr_assert_not_null(err);
+	ivm_error_destroy(err);
+	ivm_btf_destroy(btf);
+}

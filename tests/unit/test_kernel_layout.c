@@ -1066,7 +1066,7 @@ Test(vcpu_watch, one_batch_for_all_vcpus)
 	l = create_ok(&f);
 	cr_assert_null(ivm_vcpu_watch_create(l, f.gmem, targets, 2,
 					     f.off.task_nvcsw,
-					     f.off.task_nivcsw, &w));
+					     f.off.task_nivcsw, NULL, &w));
 	cr_assert_null(ivm_vcpu_watch_read(w, 1, v, &failed));
 	cr_expect_eq(failed, 0);
 	cr_expect(v[0].current_ok && v[1].current_ok);
@@ -1120,7 +1120,7 @@ Test(vcpu_watch, unreadable_word_falls_back_alone)
 	l = create_ok(&f);
 	cr_assert_null(ivm_vcpu_watch_create(l, f.gmem, targets, 2,
 					     f.off.task_nvcsw,
-					     f.off.task_nivcsw, &w));
+					     f.off.task_nivcsw, NULL, &w));
 	cr_assert_null(ivm_vcpu_watch_read(w, 1, v, &failed));
 	cr_expect_not(v[0].idle_switches_ok);
 	cr_expect(v[0].current_ok);
@@ -1146,7 +1146,7 @@ Test(vcpu_watch, unwatched_vcpu_and_no_counters)
 	fixture_init(&f);
 	l = create_ok(&f);
 	cr_assert_null(ivm_vcpu_watch_create(l, f.gmem, targets, 2,
-					     IVM_KOFF_NONE, IVM_KOFF_NONE, &w));
+					     IVM_KOFF_NONE, IVM_KOFF_NONE, NULL, &w));
 	cr_assert_null(ivm_vcpu_watch_read(w, 1, v, NULL));
 	cr_expect_not(v[0].current_ok);
 	cr_expect(v[1].current_ok);

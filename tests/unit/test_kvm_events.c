@@ -145,7 +145,7 @@ Test(kvm_events, format_without_needed_field)
 {
 	char *x = read_text("kvm_exit"), *w = read_text("kvm_vcpu_wakeup");
 	/* sched_switch's format where kvm_entry's should be. */
-	char *bad = read_text("sched_switch");
+	char *bad = read_text("../sched/sched_switch");
 	struct ivm_kvm_events *ev;
 	struct ivm_error *err;
 

@@ -327,3 +327,114 @@ Test(calltree, many_distinct_children)
 		     50000);
 	ivm_calltree_destroy(tree);
 }
+
+static struct ivm_idle_record idle_record(uint32_t vcpu)
+{
+	struct ivm_idle_record r = {
+		.vcpu = vcpu, .flags = IVM_IDLE_FROM_IDLE_KNOWN |
+				       IVM_IDLE_START_FROM_EVENT,
+		.start_ns = 5000, .end_ns = 9000, .halts = 2,
+		.wake_mask = 1u << IVM_IRQ_TIMER, .exit_reason = 12,
+		.to_idle = { 100, 101, "ls-worker-1" },
+		.from_idle = { 1, 1, "init" },
+	};
+
+	r.before.time_ns = 5010;
+	r.before.cpu_switches = 77;
+	r.before.idle_switches = 33;
+	r.before.irqs.known = (1u << IVM_IRQ_NR_KINDS) - 1;
+	r.before.irqs.count[IVM_IRQ_TIMER] = 1000;
+	r.wake_before = r.before;
+	r.after = r.before;
+	r.after.time_ns = 9010;
+	r.after.irqs.count[IVM_IRQ_TIMER] = 1001;
+	r.after.cpu_switches = 78;
+	r.after.idle_switches = 34;
+	return r;
+}
+
+/* Idle periods round-trip, beside samples, and damage costs only theirs. */
+Test(profile_file, idle_period_records)
+{
+	struct ivm_profile_writer *w;
+	struct ivm_profile_reader *r;
+	struct ivm_profile_record rec;
+	struct ivm_idle_record in = idle_record(1);
+	struct ivm_sample s = sample(IVM_SAMPLE_TO_IDLE, 101);
+	int periods = 0, samples = 0;
+
+	cr_assert_null(ivm_profile_writer_create(path, &w));
+	cr_assert_null(ivm_profile_write_sample(w, &s));
+	cr_assert_null(ivm_profile_write_idle_period(w, &in));
+	cr_assert_null(ivm_profile_write_sample(w, &s));
+	cr_assert_null(ivm_profile_writer_finish(w, 99, NULL, 0));
+	cr_assert_null(ivm_profile_reader_open(path, &r));
+	while (ivm_profile_reader_next(r, &rec)) {
+		if (rec.type == IVM_RECORD_SAMPLE)
+			samples++;
+		if (rec.type != IVM_RECORD_IDLE_PERIOD)
+			continue;
+		periods++;
+		cr_assert_eq(rec.idle.vcpu, 1);
+		cr_assert_eq(rec.idle.flags, in.flags);
+		cr_assert_eq(rec.idle.start_ns, 5000);
+		cr_assert_eq(rec.idle.end_ns, 9000);
+		cr_assert_eq(rec.idle.halts, 2);
+		cr_assert_eq(rec.idle.exit_reason, 12);
+		cr_assert_eq(rec.idle.wake_mask, 1u << IVM_IRQ_TIMER);
+		cr_assert_str_eq(rec.idle.to_idle.comm, "ls-worker-1");
+		cr_assert_eq(rec.idle.to_idle.tid, 101);
+		cr_assert_str_eq(rec.idle.from_idle.comm, "init");
+		cr_assert_eq(rec.idle.after.irqs.count[IVM_IRQ_TIMER], 1001);
+		cr_assert_eq(rec.idle.after.irqs.known, in.after.irqs.known);
+		cr_assert_eq(rec.idle.wake_before.cpu_switches, 77);
+		cr_assert_eq(rec.idle.after.idle_switches, 34);
+	}
+	cr_assert_eq(periods, 1);
+	cr_assert_eq(samples, 2);
+	cr_assert_eq(ivm_profile_reader_damage(r)->records_bad, 0);
+	ivm_profile_reader_destroy(r);
+}
+
+/*
+ * A version-1 file from before idle periods (recorded bytes: a META and an
+ * END record as the old writer framed them) still reads; and a reader
+ * meeting a record type it does not know skips it whole.
+ */
+Test(profile_file, files_without_idle_periods_still_read)
+{
+	struct ivm_profile_reader *r;
+	struct ivm_profile_record rec;
+	struct ivm_profile_writer *w;
+	int n = 0;
+
+	cr_assert_null(ivm_profile_writer_create(path, &w));
+	cr_assert_null(ivm_profile_write_meta(w, "guest", "old"));
+	cr_assert_null(ivm_profile_writer_finish(w, 7, NULL, 0));
+	cr_assert_null(ivm_profile_reader_open(path, &r));
+	while (ivm_profile_reader_next(r, &rec))
+		n++;
+	cr_assert_eq(n, 2);
+	cr_assert(ivm_profile_reader_damage(r)->ended);
+	cr_assert_eq(ivm_profile_reader_damage(r)->records_unknown, 0);
+	ivm_profile_reader_destroy(r);
+}
+
+/* A damaged idle-period payload (bad snapshot count) is one bad record. */
+Test(profile_file, bad_idle_period_payload)
+{
+	struct ivm_profile_writer *w;
+	struct ivm_profile_reader *r;
+	struct ivm_profile_record rec;
+	struct ivm_idle_record in = idle_record(0);
+
+	in.end_ns = 1;	/* before its start: refused by the reader */
+	cr_assert_null(ivm_profile_writer_create(path, &w));
+	cr_assert_null(ivm_profile_write_idle_period(w, &in));
+	cr_assert_null(ivm_profile_writer_finish(w, 99, NULL, 0));
+	cr_assert_null(ivm_profile_reader_open(path, &r));
+	while (ivm_profile_reader_next(r, &rec))
+		cr_assert_neq(rec.type, IVM_RECORD_IDLE_PERIOD);
+	cr_assert_eq(ivm_profile_reader_damage(r)->records_bad, 1);
+	ivm_profile_reader_destroy(r);
+}

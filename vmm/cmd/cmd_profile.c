@@ -41,9 +41,17 @@ IVM_GUEST_USAGE
 "  -D, --duration SEC     stop after SEC seconds (default: at Ctrl-C)\n"
 "  -F, --frequency HZ     on-CPU samples per second per vCPU (default 99; 0 off)\n"
 "      --idle-every N     sample every Nth idle transition (default 1; 0 off)\n"
-"      --poll-interval MS idle signal polling period (default 1)\n"
-"      --idle-source SRC  auto (kvm on hardware KVM, else thread), thread\n"
-"                         (vCPU thread state), qmp (HLT) or kvm (tracepoints)\n"
+"      --poll-interval MS polling period of the thread and qmp sources\n"
+"                         (default 1)\n"
+"      --idle-source SRC  auto (default: sched where tracefs is usable, else\n"
+"                         thread), sched (host sched_switch/sched_wakeup of\n"
+"                         the vCPU threads, event-driven; TCG and KVM),\n"
+"                         thread (polls vCPU thread state), qmp (polls HLT)\n"
+"                         or kvm (kvm_exit tracepoints, hardware KVM only)\n"
+"      --no-realtime      keep normal scheduling priority; by default the\n"
+"                         sched source waits for events at real-time\n"
+"                         priority (SCHED_FIFO 1), so that it looks at a\n"
+"                         halted vCPU before it wakes on a loaded host\n"
 "      --registers SRC    where on-CPU and from-idle samples take the vCPU's\n"
 "                         registers: auto (default: QEMU's memory under TCG,\n"
 "                         else the monitor), memory, or monitor (HMP `info\n"
@@ -87,6 +95,7 @@ static bool parse_double(const char *s, double *ret)
 int ivm_cmd_profile(int argc, char **argv)
 {
 	enum { OPT_IDLE_EVERY = 256, OPT_POLL, OPT_SOURCE, OPT_CAPTURE,
+	       OPT_REALTIME, OPT_NO_REALTIME,
 	       OPT_COMM, OPT_NO_REPORT, OPT_BINARY, OPT_HELPER_SOCKET,
 	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_SYMDIR, OPT_REGISTERS };
 	static const struct option longopts[] = {
@@ -97,6 +106,8 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "idle-every", required_argument, NULL, OPT_IDLE_EVERY },
 		{ "poll-interval", required_argument, NULL, OPT_POLL },
 		{ "idle-source", required_argument, NULL, OPT_SOURCE },
+		{ "realtime", no_argument, NULL, OPT_REALTIME },
+		{ "no-realtime", no_argument, NULL, OPT_NO_REALTIME },
 		{ "capture", required_argument, NULL, OPT_CAPTURE },
 		{ "registers", required_argument, NULL, OPT_REGISTERS },
 		{ "pid", required_argument, NULL, 'p' },
@@ -112,6 +123,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	};
 	struct ivm_profiler_config cfg = {
 		.frequency_hz = 99, .idle_every = 1, .poll_interval_ms = 1,
+		.realtime = true,
 		.idle_source = IVM_IDLE_SOURCE_THREAD,
 		.capture_mode = IVM_CAPTURE_MODE_PIN, .filter_pid = -1,
 	};
@@ -167,6 +179,12 @@ int ivm_cmd_profile(int argc, char **argv)
 			    cfg.poll_interval_ms > 1000)
 				goto bad_value;
 			break;
+		case OPT_REALTIME:
+			cfg.realtime = true;
+			break;
+		case OPT_NO_REALTIME:
+			cfg.realtime = false;
+			break;
 		case OPT_SOURCE:
 			auto_source = false;
 			if (!strcmp(optarg, "auto"))
@@ -177,6 +195,8 @@ int ivm_cmd_profile(int argc, char **argv)
 				cfg.idle_source = IVM_IDLE_SOURCE_QMP;
 			else if (!strcmp(optarg, "kvm"))
 				cfg.idle_source = IVM_IDLE_SOURCE_KVM;
+			else if (!strcmp(optarg, "sched"))
+				cfg.idle_source = IVM_IDLE_SOURCE_SCHED;
 			else
 				goto bad_value;
 			break;
@@ -286,13 +306,15 @@ int ivm_cmd_profile(int argc, char **argv)
 		return ivm_error_report(err);
 	ivm_error_destroy(ivm_guest_uses_kvm(g, &kvm));
 	/*
-	 * The kvm tracepoints are exact and cheap, but fire only when the
-	 * guest runs on hardware KVM; under TCG the vCPU threads' state is
-	 * the signal.
+	 * The host scheduler's events on the vCPU threads mark every halt
+	 * and wakeup, under TCG and KVM alike (kvm_exit adds the exit reason
+	 * on KVM); without a usable tracefs, the profiler polls the threads
+	 * instead and says so.
 	 */
-	if (auto_source)
-		cfg.idle_source = kvm ? IVM_IDLE_SOURCE_KVM :
-					IVM_IDLE_SOURCE_THREAD;
+	if (auto_source) {
+		cfg.idle_source = IVM_IDLE_SOURCE_SCHED;
+		cfg.source_fallback = true;
+	}
 	err = NULL;
 	if (regs_source == REGS_MEMORY && kvm)
 		err = ivm_error_create(IVM_ERROR_INVALID,
@@ -349,9 +371,10 @@ int ivm_cmd_profile(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 
 	fprintf(stderr,
-		"idlevm: profiling %s (kernel %s, %zu vCPUs): idle source %s, capture %s, registers from %s, %g Hz on-CPU, writing %s\n",
+		"idlevm: profiling %s (kernel %s, %zu vCPUs): idle source %s%s, capture %s, registers from %s, %g Hz on-CPU, writing %s\n",
 		g->name, g->release, g->nr_vcpus,
 		ivm_idle_source_name(cfg.idle_source),
+		cfg.source_fallback ? " (thread if tracefs is not usable)" : "",
 		ivm_capture_mode_name(cfg.capture_mode),
 		tcg_env ? "qemu memory" : "the monitor", cfg.frequency_hz,
 		output);
@@ -390,6 +413,19 @@ int ivm_cmd_profile(int argc, char **argv)
 			" not found\n",
 			res.to_idle_resolved, res.to_idle_retargeted,
 			res.dispatch.unseen_to_idle, res.to_idle_unresolved);
+	fprintf(stderr,
+		"idlevm: idle source %s: %" PRIu64 " idle periods seen (%" PRIu64
+		" ended, recorded), %" PRIu64
+		" came and went unseen (%" PRIu64
+		" rebuilt from the guest scheduler's stamps); %" PRIu64
+		" vCPU-thread sleeps (%" PRIu64
+		" idle, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
+		" trace events lost%s\n",
+		ivm_idle_source_name(res.idle_source), res.idle.periods_seen,
+		res.periods_written, res.idle.unseen_periods,
+		res.idle.recovered_periods, res.idle.host_sleeps, res.idle.host_sleeps_idle,
+		res.idle.host_sleeps_busy, res.idle.lost_events,
+		res.realtime ? "; waited at real-time priority" : "");
 	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN)
 		fprintf(stderr,
 			"idlevm: pin: %" PRIu64 " pinned, %" PRIu64

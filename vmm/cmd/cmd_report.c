@@ -19,6 +19,8 @@
 #include "report/report.h"
 #include "report/report_pprof.h"
 #include "report/report_svg.h"
+#include "report/idle_summary.h"
+#include "report/timeline.h"
 #include "syms.h"
 
 static void report_usage(FILE *out)
@@ -29,7 +31,11 @@ static void report_usage(FILE *out)
 "Print the call tree of a profile recorded by 'idlevm profile'.\n"
 "\n"
 "  -f, --format FMT   text (default), folded (FlameGraph, speedscope),\n"
-"                     pprof (gzipped profile.proto) or svg (flame graph)\n"
+"                     pprof (gzipped profile.proto), svg (flame graph),\n"
+"                     timeline (Chrome trace-event JSON for Perfetto or\n"
+"                     chrome://tracing, one track per vCPU; with -o F.json\n"
+"                     also F.html, a self-contained SVG timeline) or\n"
+"                     periods (one tab-separated line per idle period)\n"
 "  -o, --output FILE  write the report there (default: standard output)\n"
 "  -k, --vmlinux FILE guest kernel debuginfo (default: the one the profile names)\n"
 "  -m, --system-map FILE  kernel symbols when the vmlinux is missing or wrong\n"
@@ -600,9 +606,13 @@ int ivm_cmd_report(int argc, char **argv)
 				opts.format = IVM_REPORT_PPROF;
 			} else if (!strcmp(optarg, "svg")) {
 				opts.format = IVM_REPORT_SVG;
+			} else if (!strcmp(optarg, "timeline")) {
+				opts.format = IVM_REPORT_TIMELINE;
+			} else if (!strcmp(optarg, "periods")) {
+				opts.format = IVM_REPORT_PERIODS;
 			} else {
 				fprintf(stderr,
-					"idlevm report: unknown format '%s' (text, folded, pprof, svg)\n",
+					"idlevm report: unknown format '%s' (text, folded, pprof, svg, timeline, periods)\n",
 					optarg);
 				return 2;
 			}
@@ -683,6 +693,34 @@ int ivm_cmd_report(int argc, char **argv)
 	return ivm_report_file(argv[optind], false, &opts, grouping);
 }
 
+/* The timeline's HTML page beside its JSON: F.json -> F.html, F -> F.html. */
+static struct ivm_error *write_timeline_html(const struct ivm_idle_summary *s,
+					     const char *json_path)
+{
+	size_t n = strlen(json_path);
+	struct ivm_error *err;
+	char *path;
+	FILE *f;
+
+	if (n > 5 && !strcmp(json_path + n - 5, ".json"))
+		n -= 5;
+	if (asprintf(&path, "%.*s.html", (int)n, json_path) < 0)
+		return &ivm_enomem;
+	f = fopen(path, "we");
+	if (!f) {
+		err = ivm_error_os(errno, "creating %s", path);
+		free(path);
+		return err;
+	}
+	err = ivm_timeline_html(s, f);
+	if (fclose(f) && !err)
+		err = ivm_error_os(errno, "writing %s", path);
+	if (!err)
+		fprintf(stderr, "idlevm report: timeline page %s\n", path);
+	free(path);
+	return err;
+}
+
 int ivm_report_file(const char *path, bool folded,
 		    struct ivm_report_options *opts, unsigned int grouping)
 {
@@ -695,6 +733,7 @@ int ivm_report_file(const char *path, bool folded,
 	struct ivm_error *err;
 	FILE *saved_out;
 	uint64_t samples = 0, add_errors = 0;
+	struct ivm_idle_summary idle;
 	uint64_t *pcs = malloc(IVM_SAMPLE_MAX_FRAMES * sizeof(*pcs));
 	struct ivm_sample copy;
 	size_t i;
@@ -712,7 +751,13 @@ int ivm_report_file(const char *path, bool folded,
 		ivm_profile_reader_destroy(reader);
 		return ivm_error_report(err);
 	}
+	ivm_idle_summary_init(&idle);
 	while (ivm_profile_reader_next(reader, &rec)) {
+		err = ivm_idle_summary_add(&idle, &rec);
+		if (err) {
+			add_errors++;
+			ivm_error_destroy(err);
+		}
 		switch (rec.type) {
 		case IVM_RECORD_SAMPLE:
 			err = ivm_calltree_add(tree, user_exe(&syms, &rec.sample,
@@ -764,7 +809,16 @@ int ivm_report_file(const char *path, bool folded,
 			samples, ivm_calltree_total(tree, IVM_SAMPLE_TO_IDLE),
 			ivm_calltree_total(tree, IVM_SAMPLE_FROM_IDLE),
 			ivm_calltree_total(tree, IVM_SAMPLE_ON_CPU));
+		ivm_idle_summary_print(&idle, opts->out);
 		ivm_report_text(tree, opts);
+		break;
+	case IVM_REPORT_TIMELINE:
+		err = ivm_timeline_json(&idle, opts->out);
+		if (!err && opts->output)
+			err = write_timeline_html(&idle, opts->output);
+		break;
+	case IVM_REPORT_PERIODS:
+		ivm_idle_summary_print_periods(&idle, opts->out);
 		break;
 	case IVM_REPORT_FOLDED:
 		ivm_report_folded(tree, opts);
@@ -784,6 +838,9 @@ int ivm_report_file(const char *path, bool folded,
 		err = ivm_error_os(errno, "writing the report");
 	}
 
+	/* The run and its losses are always told; here the output is data. */
+	if (opts->format != IVM_REPORT_TEXT)
+		ivm_idle_summary_print(&idle, stderr);
 	/* Never hide loss: say what was skipped, on stderr. */
 	if (damage->records_bad || damage->bytes_skipped ||
 	    damage->tail_bytes || damage->records_unknown || add_errors)
@@ -812,6 +869,7 @@ out:
 		free(syms.exe_paths[i]);
 	free(pcs);
 	meta_free(&meta);
+	ivm_idle_summary_deinit(&idle);
 	ivm_calltree_destroy(tree);
 	ivm_profile_reader_destroy(reader);
 	return err ? ivm_error_report(err) : 0;

@@ -270,16 +270,28 @@ overflow:
 				"BTF type id %u: size overflows", id);
 }
 
-/* First struct or union named name. */
+/*
+ * First struct or union named name, or the one a typedef of that name
+ * stands for (irq_cpustat_t is a typedef of an anonymous struct).
+ */
 static struct ivm_error *find_composite(const struct btf *b, const char *name,
 					uint32_t *ret_id,
 					const struct btf_type **ret)
 {
 	int32_t id = btf__find_by_name_kind(b, name, BTF_KIND_STRUCT);
 	const struct btf_type *t;
+	uint32_t real;
 
 	if (id <= 0)
 		id = btf__find_by_name_kind(b, name, BTF_KIND_UNION);
+	if (id <= 0) {
+		id = btf__find_by_name_kind(b, name, BTF_KIND_TYPEDEF);
+		t = id > 0 ? type_skip_mods(b, (uint32_t)id, &real) : NULL;
+		if (t && (btf_is_struct(t) || btf_is_union(t)))
+			id = (int32_t)real;
+		else
+			id = 0;
+	}
 	if (id <= 0)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"struct %s not found in BTF", name);
@@ -734,6 +746,9 @@ struct ivm_error *ivm_kernel_offsets_from_btf(const struct ivm_btf *btf,
 	OPT("rq", "idle", rq_idle, 8);
 	OPT("rq", "nr_switches", rq_nr_switches, 8);
 	OPT("task_struct", "se.exec_start", task_se_exec_start, 8);
+	OPT("task_struct", "sched_info.last_arrival",
+	    task_sched_info_last_arrival, 8);
+	OPT("rq", "clock", rq_clock, 8);
 	*ret = o;
 	return NULL;
 }

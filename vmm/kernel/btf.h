@@ -191,6 +191,10 @@ struct ivm_kernel_offsets {
 	uint32_t rq_nr_switches;	/* optional: context switches on the CPU */
 	/* optional: sched_entity.exec_start, stamped when a task stops */
 	uint32_t task_se_exec_start;
+	/* optional (CONFIG_SCHED_INFO): rq clock when last switched in */
+	uint32_t task_sched_info_last_arrival;
+	/* optional: the run queue's clock, what last_arrival is stamped with */
+	uint32_t rq_clock;
 };
 
 /*

@@ -442,8 +442,10 @@ static uint64_t per_cpu_addr(const struct ivm_kernel_layout *l,
 	return sym_runtime + l->per_cpu_offset[cpu];
 }
 
-struct ivm_error *ivm_kernel_cpu_switches_va(
-	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret)
+/* Address of member off of guest CPU cpu's struct rq (what: its name). */
+static struct ivm_error *rq_member_va(const struct ivm_kernel_layout *layout,
+				      unsigned int cpu, uint32_t off,
+				      const char *what, uint64_t *ret)
 {
 	uint64_t runqueues;
 
@@ -451,13 +453,25 @@ struct ivm_error *ivm_kernel_cpu_switches_va(
 		return ivm_error_create(IVM_ERROR_INVALID,
 					"guest CPU %u: the kernel has %u", cpu,
 					layout->nr_cpus);
-	if (layout->off.rq_nr_switches == IVM_KOFF_NONE ||
-	    !symbol_opt(layout, "runqueues", &runqueues))
+	if (off == IVM_KOFF_NONE || !symbol_opt(layout, "runqueues", &runqueues))
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
-					"this kernel's run queues have no known nr_switches");
-	*ret = per_cpu_addr(layout, runqueues + layout->off.rq_nr_switches,
-			    cpu);
+					"this kernel's run queues have no known %s",
+					what);
+	*ret = per_cpu_addr(layout, runqueues + off, cpu);
 	return NULL;
+}
+
+struct ivm_error *ivm_kernel_cpu_switches_va(
+	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret)
+{
+	return rq_member_va(layout, cpu, layout->off.rq_nr_switches,
+			    "nr_switches", ret);
+}
+
+struct ivm_error *ivm_kernel_cpu_rq_clock_va(
+	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret)
+{
+	return rq_member_va(layout, cpu, layout->off.rq_clock, "clock", ret);
 }
 
 struct ivm_error *ivm_kernel_cpu_switches(const struct ivm_kernel_layout *layout,

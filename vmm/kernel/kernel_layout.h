@@ -215,6 +215,13 @@ struct ivm_error *ivm_kernel_cpu_switches_va(
 struct ivm_error *ivm_kernel_cpu_switches(const struct ivm_kernel_layout *layout,
 					  unsigned int cpu, uint64_t *ret);
 
+/*
+ * Address of guest CPU cpu's run-queue clock (rq->clock, ns), the clock
+ * task_struct.sched_info.last_arrival is stamped with.  Errors as above.
+ */
+struct ivm_error *ivm_kernel_cpu_rq_clock_va(
+	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret);
+
 /* What idlevm reads of a guest task_struct. */
 struct ivm_guest_task {
 	uint64_t addr;		/* task_struct address */

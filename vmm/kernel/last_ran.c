@@ -15,6 +15,9 @@ struct candidate {
 	uint64_t pa;
 	bool mapped;		/* pa is valid, span contiguous */
 	bool ok;		/* read in this lookup */
+	uint64_t arrival_pa;	/* sched_info.last_arrival, when mapped */
+	bool arrival_mapped;
+	bool arrival_ok;
 };
 
 struct ivm_last_ran {
@@ -22,6 +25,8 @@ struct ivm_last_ran {
 	struct ivm_gmem *gmem;
 	uint32_t lo, span;		/* of task_struct read per task */
 	uint32_t off_cpu, off_on_cpu, off_exec_start;
+	uint32_t off_arrival;		/* from the task; IVM_KOFF_NONE: absent */
+	uint8_t *arrivals;		/* nr * 8 */
 	struct candidate *cand;
 	size_t nr, cap;
 	uint8_t *buf;			/* nr * span */
@@ -37,6 +42,7 @@ void ivm_last_ran_destroy(struct ivm_last_ran *lr)
 		return;
 	free(lr->cand);
 	free(lr->buf);
+	free(lr->arrivals);
 	free(lr->pieces);
 	free(lr->piece_cand);
 	free(lr);
@@ -73,6 +79,7 @@ struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
 	lr->off_on_cpu = o->task_on_cpu == IVM_KOFF_NONE ? IVM_KOFF_NONE :
 			 o->task_on_cpu - lo;
 	lr->off_exec_start = o->task_se_exec_start - lo;
+	lr->off_arrival = o->task_sched_info_last_arrival;
 	*ret = lr;
 	return NULL;
 }
@@ -82,7 +89,7 @@ static struct ivm_error *grow(struct ivm_last_ran *lr, size_t nr)
 	struct candidate *cand;
 	struct ivm_gmem_piece *pieces;
 	size_t *piece_cand;
-	uint8_t *buf;
+	uint8_t *buf, *arrivals;
 
 	if (nr <= lr->cap)
 		return NULL;
@@ -98,7 +105,10 @@ static struct ivm_error *grow(struct ivm_last_ran *lr, size_t nr)
 	buf = reallocarray(lr->buf, nr, lr->span);
 	if (buf)
 		lr->buf = buf;
-	if (!cand || !pieces || !piece_cand || !buf)
+	arrivals = reallocarray(lr->arrivals, nr, 8);
+	if (arrivals)
+		lr->arrivals = arrivals;
+	if (!cand || !pieces || !piece_cand || !buf || !arrivals)
 		return &ivm_enomem;
 	lr->cap = nr;
 	return NULL;
@@ -134,6 +144,17 @@ static struct ivm_error *refresh(struct ivm_last_ran *lr, uint64_t now_ns)
 			ivm_error_destroy(err);
 		else
 			c->mapped = contiguous >= lr->span;
+		c->arrival_mapped = false;
+		if (lr->off_arrival != IVM_KOFF_NONE &&
+		    task + lr->off_arrival > task) {
+			err = ivm_kernel_translate(lr->layout,
+						   task + lr->off_arrival,
+						   &c->arrival_pa, &contiguous);
+			if (err)
+				ivm_error_destroy(err);
+			else
+				c->arrival_mapped = contiguous >= 8;
+		}
 		n++;
 	}
 	/* A truncated walk still gives candidates; the next one may not be. */
@@ -144,20 +165,33 @@ static struct ivm_error *refresh(struct ivm_last_ran *lr, uint64_t now_ns)
 	return NULL;
 }
 
-/* Read every candidate's span: one batch, or one by one if that fails. */
-static struct ivm_error *read_all(struct ivm_last_ran *lr)
+static bool *ok_flag(struct candidate *c, bool arrival)
+{
+	return arrival ? &c->arrival_ok : &c->ok;
+}
+
+/*
+ * Read every candidate's span (or, with arrival, its last_arrival word):
+ * one batch, or one by one if that fails.
+ */
+static struct ivm_error *read_all(struct ivm_last_ran *lr, bool arrival)
 {
 	struct ivm_error *err;
 	size_t i, n = 0;
 
 	for (i = 0; i < lr->nr; i++) {
-		lr->cand[i].ok = false;
-		if (!lr->cand[i].mapped)
+		struct candidate *c = &lr->cand[i];
+
+		*ok_flag(c, arrival) = false;
+		if (!(arrival ? c->arrival_mapped : c->mapped))
 			continue;
-		lr->pieces[n] = (struct ivm_gmem_piece){
-			.gpa = lr->cand[i].pa, .buf = lr->buf + i * lr->span,
-			.len = lr->span,
-		};
+		lr->pieces[n] = arrival ?
+			(struct ivm_gmem_piece){ .gpa = c->arrival_pa,
+						 .buf = lr->arrivals + i * 8,
+						 .len = 8 } :
+			(struct ivm_gmem_piece){ .gpa = c->pa,
+						 .buf = lr->buf + i * lr->span,
+						 .len = lr->span };
 		lr->piece_cand[n++] = i;
 	}
 	if (!n)
@@ -165,7 +199,7 @@ static struct ivm_error *read_all(struct ivm_last_ran *lr)
 	err = ivm_gmem_read_phys_many(lr->gmem, lr->pieces, n);
 	if (!err) {
 		for (i = 0; i < n; i++)
-			lr->cand[lr->piece_cand[i]].ok = true;
+			*ok_flag(&lr->cand[lr->piece_cand[i]], arrival) = true;
 		return NULL;
 	}
 	if (err->code == IVM_ERROR_GONE)
@@ -174,14 +208,23 @@ static struct ivm_error *read_all(struct ivm_last_ran *lr)
 	/* A task freed and its page gone since the walk: tell it apart. */
 	for (i = 0; i < n; i++) {
 		err = ivm_gmem_read_phys(lr->gmem, lr->pieces[i].gpa,
-					 lr->pieces[i].buf, lr->span);
+					 lr->pieces[i].buf, lr->pieces[i].len);
 		if (err && err->code == IVM_ERROR_GONE)
 			return err;
-		lr->cand[lr->piece_cand[i]].ok = !err;
+		*ok_flag(&lr->cand[lr->piece_cand[i]], arrival) = !err;
 		ivm_error_destroy(err);
 	}
 	lr->refreshed = false;	/* walk again next time */
 	return NULL;
+}
+
+static struct ivm_error *refresh_if_due(struct ivm_last_ran *lr,
+					uint64_t now_ns)
+{
+	if (lr->refreshed && now_ns - lr->refreshed_at <
+			     IVM_LAST_RAN_REFRESH_NS)
+		return NULL;
+	return refresh(lr, now_ns);
 }
 
 struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
@@ -192,13 +235,9 @@ struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
 	struct ivm_error *err;
 	size_t i;
 
-	if (!lr->refreshed || now_ns - lr->refreshed_at >=
-			      IVM_LAST_RAN_REFRESH_NS) {
-		err = refresh(lr, now_ns);
-		if (err)
-			return err;
-	}
-	err = read_all(lr);
+	err = refresh_if_due(lr, now_ns);
+	if (!err)
+		err = read_all(lr, false);
 	if (err)
 		return err;
 	for (i = 0; i < lr->nr; i++) {
@@ -223,5 +262,90 @@ struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
 					"no task found that last ran on CPU %u",
 					cpu);
 	*ret = best;
+	return NULL;
+}
+
+struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
+					   unsigned int cpu, int32_t skip_tgid,
+					   uint64_t since, uint64_t now_ns,
+					   uint64_t *ret)
+{
+	uint64_t best = 0, best_arrival = 0;
+	struct ivm_error *err;
+	size_t i;
+
+	if (lr->off_arrival == IVM_KOFF_NONE)
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"this kernel has no sched_info.last_arrival");
+	err = refresh_if_due(lr, now_ns);
+	if (!err)
+		err = read_all(lr, false);
+	if (!err)
+		err = read_all(lr, true);
+	if (err)
+		return err;
+	for (i = 0; i < lr->nr; i++) {
+		const uint8_t *b = lr->buf + i * lr->span;
+		uint64_t arrival;
+
+		if (!lr->cand[i].ok || !lr->cand[i].arrival_ok ||
+		    ivm_le32(b + lr->off_cpu) != cpu ||
+		    (skip_tgid && lr->cand[i].tgid == skip_tgid))
+			continue;
+		arrival = ivm_le64(lr->arrivals + i * 8);
+		if (arrival <= since)
+			continue;
+		if (!best || arrival < best_arrival) {
+			best = lr->cand[i].task;
+			best_arrival = arrival;
+		}
+	}
+	if (!best)
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"no task switched in on CPU %u since %llu",
+					cpu, (unsigned long long)since);
+	*ret = best;
+	return NULL;
+}
+
+struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
+				      int32_t skip_tgid, uint64_t since,
+				      uint64_t now_ns,
+				      struct ivm_last_ran_run *runs,
+				      size_t max, size_t *nr)
+{
+	struct ivm_error *err;
+	size_t i, n = 0;
+
+	*nr = 0;
+	if (lr->off_arrival == IVM_KOFF_NONE)
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"this kernel has no sched_info.last_arrival");
+	err = refresh_if_due(lr, now_ns);
+	if (!err)
+		err = read_all(lr, false);
+	if (!err)
+		err = read_all(lr, true);
+	if (err)
+		return err;
+	for (i = 0; i < lr->nr && n < max; i++) {
+		const uint8_t *b = lr->buf + i * lr->span;
+		struct ivm_last_ran_run *r = &runs[n];
+
+		if (!lr->cand[i].ok || !lr->cand[i].arrival_ok ||
+		    ivm_le32(b + lr->off_cpu) != cpu ||
+		    (skip_tgid && lr->cand[i].tgid == skip_tgid))
+			continue;
+		r->arrival = ivm_le64(lr->arrivals + i * 8);
+		r->end = ivm_le64(b + lr->off_exec_start);
+		if (r->arrival <= since && r->end <= since)
+			continue;
+		r->task = lr->cand[i].task;
+		r->tgid = lr->cand[i].tgid;
+		r->on_cpu = lr->off_on_cpu != IVM_KOFF_NONE &&
+			    ivm_le32(b + lr->off_on_cpu);
+		n++;
+	}
+	*nr = n;
 	return NULL;
 }

@@ -30,6 +30,8 @@
 #ifndef IVM_LAST_RAN_H
 #define IVM_LAST_RAN_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -60,5 +62,42 @@ void ivm_last_ran_destroy(struct ivm_last_ran *lr);
 struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
 				    int32_t skip_tgid, uint64_t now_ns,
 				    uint64_t *ret);
+
+/*
+ * The first task switched in on guest CPU cpu after its run-queue clock
+ * read since (rq->clock, read while the CPU was idle: see
+ * ivm_kernel_cpu_rq_clock_va): among the CPU's tasks, the one whose
+ * sched_info.last_arrival is the smallest above since.  This names the
+ * from-idle task of an idle period after the fact.  A task switched in
+ * again since has a later arrival, so the answer is exact only while the
+ * first task ran once; it may then name the second.  IVM_ERROR_NOT_FOUND
+ * when the kernel has no sched_info (CONFIG_SCHED_INFO) or no task
+ * arrived; IVM_ERROR_GONE when the guest is gone.
+ */
+struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
+					   unsigned int cpu, int32_t skip_tgid,
+					   uint64_t since, uint64_t now_ns,
+					   uint64_t *ret);
+
+/* One task's last run on a CPU, as the scheduler stamped it. */
+struct ivm_last_ran_run {
+	uint64_t task;		/* task_struct address */
+	int32_t tgid;
+	uint64_t arrival;	/* sched_info.last_arrival: switched in */
+	uint64_t end;		/* se.exec_start: last accounted (switched out) */
+	bool on_cpu;		/* running now: end is not final */
+};
+
+/*
+ * Every task of guest CPU cpu that ran there after its run-queue clock read
+ * since (arrived, or was still accounted, after it), unsorted, at most max
+ * into runs, their number in *nr (threads of skip_tgid left out).  Each
+ * task shows only its last run.  Errors as ivm_last_ran_first_since().
+ */
+struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
+				      int32_t skip_tgid, uint64_t since,
+				      uint64_t now_ns,
+				      struct ivm_last_ran_run *runs,
+				      size_t max, size_t *nr);
 
 #endif /* IVM_LAST_RAN_H */

@@ -17,6 +17,15 @@ struct vcpu_monitor {
 	/* CPU switch count when last_task was last seen running. */
 	bool running_switches_seen;
 	uint64_t running_switches;
+	/* CPU switch count at the last observation that saw it idle. */
+	bool idle_switches_cpu_seen;
+	uint64_t idle_cpu_switches;
+	/* Run-queue clock at the first look at the sampled idle period. */
+	bool idle_clock_seen;
+	uint64_t idle_clock;
+	/* A from-idle request to resolve, waiting for the vCPU's slot. */
+	bool pending;
+	struct ivm_capture_req pending_req;
 };
 
 struct ivm_dispatch {
@@ -50,6 +59,47 @@ void ivm_dispatch_destroy(struct ivm_dispatch *d)
 	free(d);
 }
 
+/*
+ * The from-idle task of the sampled period left before it was seen: when
+ * the guest's clocks allow, ask the caller to name it from guest memory
+ * (the first task switched in since the idle look), else count it lost.
+ * Queued: the same observation may also make a to-idle request.
+ */
+static void from_idle_after_the_fact(struct ivm_dispatch *d,
+				     struct vcpu_monitor *m, uint32_t vcpu,
+				     uint64_t time_ns)
+{
+	m->deferred = false;
+	if (!m->idle_clock_seen) {
+		d->stats.lost_missed++;
+		return;
+	}
+	if (m->pending)
+		d->stats.lost_busy++;	/* an older one never got its turn */
+	m->pending = true;
+	m->pending_req = (struct ivm_capture_req){
+		.vcpu = vcpu, .kind = IVM_SAMPLE_FROM_IDLE, .task = 0,
+		.time_ns = time_ns, .resolve = true, .since = m->idle_clock,
+	};
+}
+
+bool ivm_dispatch_take_pending(struct ivm_dispatch *d, uint32_t vcpu,
+			       struct ivm_capture_req *req)
+{
+	struct vcpu_monitor *m;
+
+	if (vcpu >= d->nr_vcpus || !d->vcpus[vcpu].pending ||
+	    d->vcpus[vcpu].in_flight)
+		return false;
+	m = &d->vcpus[vcpu];
+	m->pending = false;
+	m->in_flight = true;
+	*req = m->pending_req;
+	d->stats.requests[req->kind]++;
+	d->stats.from_idle_resolve++;
+	return true;
+}
+
 static bool request(struct ivm_dispatch *d, struct vcpu_monitor *m,
 		    uint32_t vcpu, enum ivm_sample_kind kind, uint64_t task,
 		    uint64_t time_ns, struct ivm_capture_req *req)
@@ -60,6 +110,7 @@ static bool request(struct ivm_dispatch *d, struct vcpu_monitor *m,
 	}
 	m->in_flight = true;
 	req->resolve = false;
+	req->since = 0;
 	req->vcpu = vcpu;
 	req->kind = kind;
 	req->task = task;
@@ -73,7 +124,7 @@ bool ivm_dispatch_observe(struct ivm_dispatch *d, uint32_t vcpu,
 			  struct ivm_capture_req *req)
 {
 	struct vcpu_monitor *m;
-	enum vcpu_state now;
+	enum vcpu_state now, prev;
 	bool made = false, unseen_runs = false, certain;
 
 	if (vcpu >= d->nr_vcpus)
@@ -118,10 +169,9 @@ bool ivm_dispatch_observe(struct ivm_dispatch *d, uint32_t vcpu,
 			 * and left unseen: what we see now is not it.
 			 */
 			if (m->deferred &&
-			    (ended > 1 || (ended == 1 && now == STATE_IDLE))) {
-				m->deferred = false;
-				d->stats.lost_missed++;
-			}
+			    (ended > 1 || (ended == 1 && now == STATE_IDLE)))
+				from_idle_after_the_fact(d, m, vcpu,
+							 obs->time_ns);
 		}
 		m->idle_switches_seen = true;
 		m->idle_switches = obs->idle_switches;
@@ -167,13 +217,18 @@ bool ivm_dispatch_observe(struct ivm_dispatch *d, uint32_t vcpu,
 				 */
 			}
 			m->deferred = true;
+			m->idle_clock_seen = obs->rq_clock_known;
+			m->idle_clock = obs->rq_clock;
 		}
 		m->running_switches_seen = false;
+		m->idle_switches_cpu_seen = obs->cpu_switches_known;
+		m->idle_cpu_switches = obs->cpu_switches;
 		m->state = STATE_IDLE;
 		return made;
 	}
 
 	/* Running. */
+	prev = m->state;
 	if (m->state == STATE_IDLE)
 		d->stats.wake_transitions++;
 	m->state = STATE_RUNNING;
@@ -184,6 +239,18 @@ bool ivm_dispatch_observe(struct ivm_dispatch *d, uint32_t vcpu,
 	}
 	if (m->deferred) {
 		m->deferred = false;
+		/*
+		 * The first task after the idle period is the one current now
+		 * only if a single switch happened since the CPU was seen
+		 * idle; otherwise it already left, and what runs is another.
+		 */
+		if (prev == STATE_IDLE && m->idle_switches_cpu_seen &&
+		    obs->cpu_switches_known &&
+		    obs->cpu_switches - m->idle_cpu_switches != 1) {
+			m->deferred = true;
+			from_idle_after_the_fact(d, m, vcpu, obs->time_ns);
+			return false;
+		}
 		if (obs->current_known && obs->current)
 			return request(d, m, vcpu, IVM_SAMPLE_FROM_IDLE,
 				       obs->current, obs->time_ns, req);

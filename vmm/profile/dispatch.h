@@ -35,6 +35,11 @@
  * sampled too (unseen_to_idle), so short-running threads are not
  * under-counted.
  *
+ * A from-idle target that left before it was seen is not lost when the
+ * caller reports the CPU's run-queue clock: the request is then queued
+ * with `resolve` and the clock of the first look at the idle period, and
+ * the caller names the task from guest memory (last_ran.h).
+ *
  * This module does no I/O and keeps no clock of its own: time comes in the
  * observations, so it is fully testable.
  */
@@ -58,6 +63,8 @@ struct ivm_vcpu_obs {
 	uint64_t idle_switches;	/* nvcsw + nivcsw of this CPU's idle task */
 	bool cpu_switches_known;
 	uint64_t cpu_switches;	/* context switches on this CPU (rq) */
+	bool rq_clock_known;
+	uint64_t rq_clock;	/* this CPU's run-queue clock */
 };
 
 struct ivm_capture_req {
@@ -65,8 +72,13 @@ struct ivm_capture_req {
 	enum ivm_sample_kind kind;
 	uint64_t task;		/* guest address of the target task_struct */
 	uint64_t time_ns;	/* of the observation that triggered it */
-	/* to-idle only: task is a guess (or 0); find who ran last. */
+	/*
+	 * to-idle: task is a guess (or 0); find who ran last.  from-idle:
+	 * task is 0; find the first task switched in on the CPU since its
+	 * run-queue clock read `since` (the first look at the idle period).
+	 */
 	bool resolve;
+	uint64_t since;
 };
 
 struct ivm_dispatch_config {
@@ -85,6 +97,7 @@ struct ivm_dispatch_stats {
 	uint64_t lost_busy;		/* dropped: a capture was in flight */
 	uint64_t lost_no_target;	/* to-idle with no task seen before */
 	uint64_t lost_missed;		/* from-idle target ran unseen */
+	uint64_t from_idle_resolve;	/* ... named from guest memory instead */
 };
 
 struct ivm_dispatch;
@@ -102,6 +115,13 @@ void ivm_dispatch_destroy(struct ivm_dispatch *d);
 bool ivm_dispatch_observe(struct ivm_dispatch *d, uint32_t vcpu,
 			  const struct ivm_vcpu_obs *obs,
 			  struct ivm_capture_req *req);
+
+/*
+ * A queued from-idle request of vcpu (see resolve), once its slot is free:
+ * call after ivm_dispatch_capture_done().  Same contract as observe.
+ */
+bool ivm_dispatch_take_pending(struct ivm_dispatch *d, uint32_t vcpu,
+			       struct ivm_capture_req *req);
 
 /* The capture for vcpu finished (kept, discarded or failed alike). */
 void ivm_dispatch_capture_done(struct ivm_dispatch *d, uint32_t vcpu);

@@ -249,6 +249,52 @@ struct ivm_error *ivm_profile_write_stats(struct ivm_profile_writer *w,
 	return emit_record(w, IVM_RECORD_STATS);
 }
 
+static void put_task_id(struct ivm_buf *b, const struct ivm_idle_task_id *t)
+{
+	char comm[IVM_COMM_LEN] = { 0 };
+
+	memcpy(comm, t->comm, strnlen(t->comm, IVM_COMM_LEN - 1));
+	ivm_put_u32(b, t->pid);
+	ivm_put_u32(b, t->tid);
+	ivm_put_bytes(b, comm, sizeof(comm));
+}
+
+static void put_snapshot(struct ivm_buf *b, const struct ivm_idle_snapshot *s)
+{
+	int k;
+
+	ivm_put_u64(b, s->time_ns);
+	ivm_put_u64(b, s->cpu_switches);
+	ivm_put_u64(b, s->idle_switches);
+	ivm_put_u64(b, s->rq_clock);
+	ivm_put_u32(b, s->irqs.known);
+	ivm_put_u32(b, 0);
+	for (k = 0; k < IVM_IRQ_NR_KINDS; k++)
+		ivm_put_u64(b, s->irqs.count[k]);
+}
+
+struct ivm_error *ivm_profile_write_idle_period(struct ivm_profile_writer *w,
+						const struct ivm_idle_record *r)
+{
+	ivm_put_u32(&w->rec, r->vcpu);
+	ivm_put_u32(&w->rec, r->flags);
+	ivm_put_u64(&w->rec, r->start_ns);
+	ivm_put_u64(&w->rec, r->end_ns);
+	ivm_put_u32(&w->rec, r->halts);
+	ivm_put_u32(&w->rec, r->wake_mask);
+	ivm_put_u32(&w->rec, r->exit_reason);
+	ivm_put_u32(&w->rec, 0);
+	put_task_id(&w->rec, &r->to_idle);
+	put_task_id(&w->rec, &r->from_idle);
+	ivm_put_u8(&w->rec, 3);
+	ivm_put_u8(&w->rec, IVM_IRQ_NR_KINDS);
+	ivm_put_u16(&w->rec, 0);
+	put_snapshot(&w->rec, &r->before);
+	put_snapshot(&w->rec, &r->wake_before);
+	put_snapshot(&w->rec, &r->after);
+	return emit_record(w, IVM_RECORD_IDLE_PERIOD);
+}
+
 struct ivm_error *ivm_profile_writer_flush(struct ivm_profile_writer *w)
 {
 	struct ivm_error *err;
@@ -557,6 +603,71 @@ static bool decode_stats(struct ivm_profile_reader *r, struct ivm_cursor *c,
 	return !c->bad;
 }
 
+static void get_task_id(struct ivm_cursor *c, struct ivm_idle_task_id *t)
+{
+	const uint8_t *comm;
+
+	t->pid = ivm_get_u32(c);
+	t->tid = ivm_get_u32(c);
+	comm = ivm_cursor_take(c, IVM_COMM_LEN);
+	memset(t->comm, 0, sizeof(t->comm));
+	if (comm)
+		memcpy(t->comm, comm, IVM_COMM_LEN - 1);
+}
+
+/* Cap on irq counts per snapshot a file may carry (newer writers). */
+#define MAX_FILE_IRQ_KINDS 16
+
+static void get_snapshot(struct ivm_cursor *c, unsigned int nr_irq,
+			 struct ivm_idle_snapshot *s)
+{
+	unsigned int k;
+
+	s->time_ns = ivm_get_u64(c);
+	s->cpu_switches = ivm_get_u64(c);
+	s->idle_switches = ivm_get_u64(c);
+	s->rq_clock = ivm_get_u64(c);
+	s->irqs.known = ivm_get_u32(c) & ((1u << IVM_IRQ_NR_KINDS) - 1);
+	ivm_get_u32(c);
+	for (k = 0; k < nr_irq; k++) {
+		uint64_t v = ivm_get_u64(c);
+
+		if (k < IVM_IRQ_NR_KINDS)
+			s->irqs.count[k] = v;
+	}
+	/* Kinds this file does not carry are unknown, whatever it says. */
+	if (nr_irq < IVM_IRQ_NR_KINDS)
+		s->irqs.known &= (1u << nr_irq) - 1;
+}
+
+static bool decode_idle_period(struct ivm_cursor *c,
+			       struct ivm_idle_record *r)
+{
+	unsigned int nr_snap, nr_irq;
+
+	memset(r, 0, sizeof(*r));
+	r->vcpu = ivm_get_u32(c);
+	r->flags = ivm_get_u32(c);
+	r->start_ns = ivm_get_u64(c);
+	r->end_ns = ivm_get_u64(c);
+	r->halts = ivm_get_u32(c);
+	r->wake_mask = ivm_get_u32(c) & ((1u << IVM_IRQ_NR_KINDS) - 1);
+	r->exit_reason = ivm_get_u32(c);
+	ivm_get_u32(c);
+	get_task_id(c, &r->to_idle);
+	get_task_id(c, &r->from_idle);
+	nr_snap = ivm_get_u8(c);
+	nr_irq = ivm_get_u8(c);
+	ivm_get_u16(c);
+	if (c->bad || nr_snap != 3 || nr_irq > MAX_FILE_IRQ_KINDS ||
+	    r->end_ns < r->start_ns)
+		return false;
+	get_snapshot(c, nr_irq, &r->before);
+	get_snapshot(c, nr_irq, &r->wake_before);
+	get_snapshot(c, nr_irq, &r->after);
+	return !c->bad && !c->left;
+}
+
 static bool checksum_ok(const uint8_t *h, uint32_t len, uint32_t crc)
 {
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
@@ -653,6 +764,9 @@ bool ivm_profile_reader_next(struct ivm_profile_reader *r,
 			break;
 		case IVM_RECORD_META:
 			ok = decode_meta(r, &c, rec);
+			break;
+		case IVM_RECORD_IDLE_PERIOD:
+			ok = decode_idle_period(&c, &rec->idle);
 			break;
 		case IVM_RECORD_STATS:
 		case IVM_RECORD_END:

@@ -29,6 +29,18 @@
  *           wins.
  *   END     u64 time_ns then the same body as STATS: the run finished and
  *           closed the file; a file without END was cut short.
+ *   IDLE_PERIOD  one idle period of one vCPU (vmm/profile/idle_periods.h):
+ *           u32 vcpu, u32 flags, u64 start_ns, u64 end_ns, u32 halts,
+ *           u32 wake_mask, u32 exit_reason, u32 0,
+ *           to-idle task { u32 pid, u32 tid, u8 comm[16] },
+ *           from-idle task { the same } (pid 0, tid 0: unknown),
+ *           u8 nr_snapshots (3), u8 nr_irq, u16 0, then the snapshots
+ *           before, wake_before, after, each { u64 time_ns,
+ *           u64 cpu_switches, u64 idle_switches, u64 rq_clock,
+ *           u32 irq_known, u32 0,
+ *           u64 irq[nr_irq] } (enum ivm_irq_kind order; kinds a newer
+ *           writer adds past IVM_IRQ_NR_KINDS are skipped).  Added after
+ *           version 1 shipped: older readers skip it as unknown.
  * Unknown record types are skipped whole (their length is known), so newer
  * writers stay readable by older readers.
  *
@@ -45,6 +57,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "profile/idle_periods.h"
 #include "profile/sample.h"
 
 #define IVM_PROFILE_MAGIC	"IDLEVMPF"
@@ -59,6 +72,26 @@ enum ivm_record_type {
 	IVM_RECORD_SAMPLE = 2,
 	IVM_RECORD_STATS = 3,
 	IVM_RECORD_END = 4,
+	IVM_RECORD_IDLE_PERIOD = 5,
+};
+
+/* A guest task as an idle-period record names it. */
+struct ivm_idle_task_id {
+	uint32_t pid;		/* tgid; 0 with tid 0: unknown */
+	uint32_t tid;
+	char comm[IVM_COMM_LEN];	/* NUL-terminated */
+};
+
+/* An idle period as the file holds it: task addresses become names. */
+struct ivm_idle_record {
+	uint32_t vcpu;
+	uint32_t flags;			/* IVM_IDLE_* */
+	uint64_t start_ns, end_ns;
+	uint32_t halts;
+	uint32_t wake_mask;		/* bit per enum ivm_irq_kind */
+	uint32_t exit_reason;
+	struct ivm_idle_task_id to_idle, from_idle;
+	struct ivm_idle_snapshot before, wake_before, after;
 };
 
 /* A named running total, in STATS and END records. */
@@ -97,6 +130,9 @@ struct ivm_error *ivm_profile_write_stats(struct ivm_profile_writer *w,
 					  const struct ivm_stat *stats,
 					  size_t nr_stats);
 
+struct ivm_error *ivm_profile_write_idle_period(struct ivm_profile_writer *w,
+						const struct ivm_idle_record *r);
+
 /* Write buffered records to the file (whole records only). */
 struct ivm_error *ivm_profile_writer_flush(struct ivm_profile_writer *w);
 
@@ -131,6 +167,7 @@ struct ivm_profile_record {
 			size_t nr;
 			uint64_t time_ns;	/* END only */
 		} stats;
+		struct ivm_idle_record idle;	/* IDLE_PERIOD */
 	};
 };
 

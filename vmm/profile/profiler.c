@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +11,14 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "profile/kvm_events.h"
+#include "kernel/irq_stat.h"
 #include "kernel/last_ran.h"
+#include "profile/idle_periods.h"
+#include "profile/kvm_events.h"
+#include "profile/sched_events.h"
 #include "profile/ksym_hits.h"
 #include "profile/profiler.h"
+#include "profile/replay.h"
 #include "profile/vcpu_watch.h"
 #include "profile/trace_session.h"
 
@@ -24,6 +29,8 @@ const char *ivm_idle_source_name(enum ivm_idle_source source)
 		return "qmp";
 	case IVM_IDLE_SOURCE_KVM:
 		return "kvm";
+	case IVM_IDLE_SOURCE_SCHED:
+		return "sched";
 	default:
 		return "thread";
 	}
@@ -41,6 +48,8 @@ const char *ivm_capture_mode_name(enum ivm_capture_mode mode)
 	}
 }
 
+#define NR_FOLLOW 6	/* looks after a wakeup: follow_ns below */
+
 struct vcpu_poll {
 	int stat_fd;		/* /proc/PID/task/TID/stat of its thread */
 	bool halted;
@@ -50,6 +59,25 @@ struct vcpu_poll {
 	uint64_t last_current;
 	bool last_is_helper;
 	bool was_idle;		/* idle at the previous observation */
+	uint64_t follow_at[NR_FOLLOW];	/* sched: looks due after a wakeup */
+};
+
+/*
+ * Sched source: the loop looks at the guest when a vCPU thread's event
+ * arrives, and at least every SLOW_POLL_NS (on-CPU ticks, flushes).  It
+ * does not poll fast after a wakeup to catch the from-idle task: on two
+ * shared host cores that polling took the CPU the woken vCPU needed (the
+ * guest ran at a third of its speed); a task it misses is named after the
+ * fact from the scheduler's stamps instead (last_ran.h, replay.h).
+ */
+#define SLOW_POLL_NS 10000000ull
+/*
+ * ... but it looks again a few times after a wakeup, when the guest has likely
+ * dispatched the task it woke for (TCG takes a few hundred microseconds),
+ * so that task is seen running, not named after the fact.
+ */
+static const uint64_t follow_ns[NR_FOLLOW] = {
+	100000ull, 250000ull, 500000ull, 1000000ull, 2000000ull, 4000000ull,
 };
 
 struct profiler {
@@ -65,14 +93,33 @@ struct profiler {
 	uint32_t nvcsw_off, nivcsw_off;
 	bool gone;
 	bool warned_degraded;
-	struct ivm_kvm_events *kvm_events;	/* idle source kvm */
+	struct ivm_kvm_events *kvm_events;	/* idle source kvm, or sched on KVM */
+	struct ivm_sched_events *sched_events;	/* idle source sched */
 	struct ivm_trace_session *trace;
+	uint64_t trace_lost;			/* already passed on */
+	struct ivm_irq_stat *irq_stat;		/* or NULL: no irq counts */
+	struct ivm_idle_periods *periods;
+	enum ivm_idle_source source;		/* the one running */
+	uint32_t period_every[IVM_SAMPLE_NR_KINDS];	/* --idle-every */
+	bool look_due;			/* a vCPU thread slept or woke */
+	uint64_t next_look_ns;
+	/* The last first_since() answer, good for one poll. */
+	bool first_cache_ok;
+	int first_cache_cpu;
+	uint64_t first_cache_since, first_cache_poll, first_cache_task;
 	struct ivm_vcpu_watch *watch;
 	struct ivm_vcpu_watch_view *views;
+	/* settle_views(): a second read, and the last look's. */
+	struct ivm_vcpu_watch_view *views2, *last_views;
 	struct ivm_ksym_hits *ksym_hits;	/* no vmlinux: names to keep */
 	/* Who really went to idle, when polling cannot tell; or NULL. */
 	struct ivm_last_ran *last_ran;
 };
+
+static struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu);
+static struct ivm_error *period_capture(struct profiler *p, uint32_t vcpu,
+					enum ivm_sample_kind kind,
+					uint64_t task, uint64_t time_ns);
 
 /* Halted per the vCPU thread's state letter (after "comm) "). */
 static struct ivm_error *thread_halted(struct vcpu_poll *vp, bool *ret)
@@ -122,17 +169,91 @@ static int on_kvm_record(void *ctx, const void *data, size_t size, int cpu,
 	return 0;
 }
 
+static int vcpu_of_tid(const struct profiler *p, int32_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < p->guest->nr_vcpus; i++)
+		if (p->guest->vcpus[i].tid == tid)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * One record of the sched source: a vCPU thread slept, woke, or (KVM)
+ * exited for HLT.  Only candidates: idle_periods confirms them against
+ * the guest at the next look.
+ */
+static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
+			   uint64_t ts)
+{
+	struct profiler *p = ctx;
+	struct ivm_sched_event ev;
+	struct ivm_error *err;
+	int v;
+
+	(void)cpu;
+	err = ivm_sched_events_decode(p->sched_events, data, size, &ev);
+	if (err && err->code == IVM_ERROR_NOT_FOUND && p->kvm_events) {
+		struct ivm_kvm_event kev;
+
+		ivm_error_destroy(err);
+		err = ivm_kvm_events_decode(p->kvm_events, data, size, &kev);
+		if (!err && kev.kind == IVM_KVM_EXIT && kev.halt &&
+		    (v = vcpu_of_tid(p, kev.tid)) >= 0)
+			ivm_idle_periods_host_halt_exit(p->periods, (uint32_t)v,
+							kev.exit_reason);
+	}
+	if (err) {
+		ivm_error_destroy(err);
+		return 0;
+	}
+	if (ev.kind == IVM_SCHED_SWITCH) {
+		v = vcpu_of_tid(p, ev.prev_tid);
+		if (v >= 0 && ivm_sched_state_sleeping(ev.prev_state)) {
+			p->vcpus[v].halted = true;
+			p->look_due = true;
+			ivm_idle_periods_host_sleep(p->periods, (uint32_t)v, ts);
+		}
+		v = vcpu_of_tid(p, ev.next_tid);
+		if (v >= 0)
+			p->vcpus[v].halted = false;
+		return 0;
+	}
+	v = vcpu_of_tid(p, ev.tid);
+	if (v >= 0) {
+		size_t k;
+
+		if (p->vcpus[v].halted)
+			for (k = 0; k < NR_FOLLOW; k++)
+				p->vcpus[v].follow_at[k] = ts + follow_ns[k];
+		p->look_due |= p->vcpus[v].halted;
+		p->vcpus[v].halted = false;
+		ivm_idle_periods_host_wake(p->periods, (uint32_t)v, ts);
+	}
+	return 0;
+}
+
 static struct ivm_error *poll_halted(struct profiler *p)
 {
 	struct ivm_guest *g = p->guest;
 	struct ivm_error *err;
 	size_t i;
 
-	if (p->cfg->idle_source == IVM_IDLE_SOURCE_KVM)
+	if (p->source == IVM_IDLE_SOURCE_KVM)
 		/* State carries over between polls: only changes arrive. */
 		return ivm_trace_session_read(p->trace, on_kvm_record, p);
+	if (p->source == IVM_IDLE_SOURCE_SCHED) {
+		uint64_t lost;
 
-	if (p->cfg->idle_source == IVM_IDLE_SOURCE_QMP) {
+		err = ivm_trace_session_read(p->trace, on_sched_record, p);
+		lost = ivm_trace_session_lost(p->trace);
+		ivm_idle_periods_host_lost(p->periods, lost - p->trace_lost);
+		p->trace_lost = lost;
+		return err;
+	}
+
+	if (p->source == IVM_IDLE_SOURCE_QMP) {
 		err = ivm_guest_refresh_vcpus(g);
 		if (err)
 			return err;
@@ -297,6 +418,39 @@ static bool is_helper_task(struct profiler *p, struct vcpu_poll *vp,
 	return vp->last_is_helper;
 }
 
+
+/* The helper's process, whose threads are idlevm's own work; or 0. */
+static int32_t helper_tgid(const struct profiler *p)
+{
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin)
+		return (int32_t)ivm_pin_capture_helper_pid(p->cfg->pin);
+	return 0;
+}
+
+/*
+ * Who ran last on v's CPU, now idle (last_ran.h), counted; *ret 0 when
+ * nobody is found.  Only a guest that is gone is an error.
+ */
+static struct ivm_error *last_ran_task(struct profiler *p,
+				       const struct ivm_guest_vcpu *v,
+				       uint64_t now, uint64_t *ret)
+{
+	struct ivm_error *err;
+
+	*ret = 0;
+	err = ivm_last_ran_find(p->last_ran, (unsigned int)v->cpu,
+				helper_tgid(p), now, ret);
+	if (err && err->code == IVM_ERROR_GONE)
+		return err;
+	if (err) {
+		ivm_error_destroy(err);
+		p->res->to_idle_unresolved++;
+		return NULL;
+	}
+	p->res->to_idle_resolved++;
+	return NULL;
+}
+
 /*
  * A to-idle target the poll could not be sure of: ask guest memory who ran
  * last on the CPU.  Without an answer the dispatch monitor's guess stands,
@@ -307,25 +461,427 @@ static struct ivm_error *resolve_to_idle(struct profiler *p,
 					 uint64_t now,
 					 struct ivm_capture_req *req)
 {
-	int32_t helper = 0;
 	struct ivm_error *err;
 	uint64_t task;
 
-	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin)
-		helper = (int32_t)ivm_pin_capture_helper_pid(p->cfg->pin);
-	err = ivm_last_ran_find(p->last_ran, (unsigned int)v->cpu, helper,
-				now, &task);
+	err = last_ran_task(p, v, now, &task);
+	if (err || !task)
+		return err;
+	if (task != req->task)
+		p->res->to_idle_retargeted++;
+	req->task = task;
+	return NULL;
+}
+
+
+/*
+ * The first task switched in on v's CPU since its run-queue clock read
+ * since, or 0.  The dispatch monitor and the idle period that ended ask
+ * for the same one in the same poll: the last answer is kept for that.
+ */
+static struct ivm_error *first_since(struct profiler *p,
+				     const struct ivm_guest_vcpu *v,
+				     uint64_t since, uint64_t *ret)
+{
+	struct ivm_error *err;
+
+	*ret = 0;
+	if (!p->last_ran || v->cpu < 0)
+		return NULL;
+	if (p->first_cache_ok && p->first_cache_cpu == v->cpu &&
+	    p->first_cache_since == since &&
+	    p->first_cache_poll == p->res->polls) {
+		*ret = p->first_cache_task;
+		return NULL;
+	}
+	err = ivm_last_ran_first_since(p->last_ran, (unsigned int)v->cpu,
+				       helper_tgid(p), since, ivm_mono_ns(),
+				       ret);
+	if (err && err->code == IVM_ERROR_GONE)
+		return err;
+	ivm_error_destroy(err);
+	p->first_cache_ok = true;
+	p->first_cache_cpu = v->cpu;
+	p->first_cache_since = since;
+	p->first_cache_poll = p->res->polls;
+	p->first_cache_task = *ret;
+	return NULL;
+}
+
+/* The guest task at addr as a period record names it; zeros if unknown. */
+static void task_id(struct profiler *p, uint64_t addr,
+		    struct ivm_idle_task_id *ret)
+{
+	struct ivm_guest_task t;
+	struct ivm_error *err;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!addr)
+		return;
+	err = ivm_kernel_read_task(p->guest->layout, addr, &t);
+	if (err) {
+		ivm_error_destroy(err);
+		return;
+	}
+	ret->pid = t.tgid > 0 ? (uint32_t)t.tgid : 0;
+	ret->tid = t.pid > 0 ? (uint32_t)t.pid : 0;
+	memcpy(ret->comm, t.comm, strnlen(t.comm, sizeof(ret->comm) - 1));
+}
+
+/*
+ * A period that ended: name its from-idle task (the one seen, or the first
+ * switched in since the idle look), write its record, and with the sched
+ * source sample that task.
+ */
+static struct ivm_error *write_period(struct profiler *p,
+				      const struct ivm_idle_period *ip)
+{
+	struct ivm_idle_record r = {
+		.vcpu = ip->vcpu, .flags = ip->flags, .start_ns = ip->start_ns,
+		.end_ns = ip->end_ns, .halts = ip->halts,
+		.wake_mask = ip->wake_mask, .exit_reason = ip->exit_reason,
+		.before = ip->before, .wake_before = ip->wake_before,
+		.after = ip->after,
+	};
+	struct ivm_error *err;
+	uint64_t from = ip->from_idle_task;
+
+	if (!from && ip->before.rq_clock) {
+		err = first_since(p, &p->guest->vcpus[ip->vcpu],
+				  ip->before.rq_clock, &from);
+		if (err)
+			return err;
+		if (from)
+			r.flags |= IVM_IDLE_FROM_IDLE_RESOLVED;
+	}
+	task_id(p, ip->to_idle_task, &r.to_idle);
+	task_id(p, from, &r.from_idle);
+	err = ivm_profile_write_idle_period(p->writer, &r);
+	if (err)
+		return err;
+	p->res->periods_written++;
+	if (r.flags & IVM_IDLE_FROM_IDLE_RESOLVED)
+		p->res->from_idle_resolved++;
+	else if (!from)
+		p->res->from_idle_unresolved++;
+	if (from && !(ip->flags & IVM_IDLE_REPLAYED))
+		err = period_capture(p, ip->vcpu, IVM_SAMPLE_FROM_IDLE, from,
+				     ip->end_ns);
+	return err;
+}
+
+/*
+ * A look opened an idle period: its to-idle task is the one that ran last
+ * on the CPU, read while the CPU is idle (last_ran.h), sampled at once.
+ */
+static struct ivm_error *to_idle_of_opened(struct profiler *p, uint32_t vcpu,
+					   uint64_t now)
+{
+	const struct ivm_guest_vcpu *v = &p->guest->vcpus[vcpu];
+	struct ivm_error *err;
+	uint64_t task;
+
+	if (!p->last_ran || v->cpu < 0)
+		return NULL;
+	err = last_ran_task(p, v, now, &task);
+	if (err || !task)
+		return err;
+	ivm_idle_periods_set_to_idle(p->periods, vcpu, task);
+	return period_capture(p, vcpu, IVM_SAMPLE_TO_IDLE, task, now);
+}
+
+/* Bounds on one replay: a look rarely follows more than a few periods. */
+#define MAX_REPLAY_RUNS 256
+#define MAX_REPLAY_GAPS 32
+
+/*
+ * Sched source: the idle-period machine decides the to-idle and from-idle
+ * samples, one of each per period (the dispatch monitor keeps the on-CPU
+ * ticks).  Every --idle-every'th of each kind is taken.
+ */
+static bool periods_sample(const struct profiler *p)
+{
+	return p->source == IVM_IDLE_SOURCE_SCHED && p->cfg->idle_every;
+}
+
+static struct ivm_error *period_capture(struct profiler *p, uint32_t vcpu,
+					enum ivm_sample_kind kind,
+					uint64_t task, uint64_t time_ns)
+{
+	struct ivm_capture_req req = { .vcpu = vcpu, .kind = kind,
+				       .task = task, .time_ns = time_ns };
+	struct ivm_error *err;
+
+	if (!periods_sample(p) || !task ||
+	    ++p->period_every[kind] < p->cfg->idle_every)
+		return NULL;
+	p->period_every[kind] = 0;
+	err = capture(p, &req);
+	/*
+	 * A from-idle task often runs during its first read and is
+	 * discarded; read a moment later it has usually blocked, and its
+	 * saved frame is consistent.  One retry, so short runners are not
+	 * the ones the profile loses.
+	 */
+	if (!err && p->cap.outcome != IVM_CAPTURE_KEPT &&
+	    p->cap.outcome != IVM_CAPTURE_FAILED) {
+		p->res->retries++;
+		err = capture(p, &req);
+	}
+	if (!err)
+		err = look_after_capture(p, vcpu);
+	return err;
+}
+
+/* One rebuilt idle period: its record, and its two tasks' stacks. */
+static struct ivm_error *replayed_period(struct profiler *p, uint32_t vcpu,
+					 const struct ivm_replay_gap *gap,
+					 uint64_t host_minus_guest)
+{
+	struct ivm_idle_period ip = {
+		.vcpu = vcpu,
+		.flags = IVM_IDLE_REPLAYED | IVM_IDLE_TO_IDLE_KNOWN |
+			 IVM_IDLE_FROM_IDLE_KNOWN,
+		.start_ns = gap->start + host_minus_guest,
+		.end_ns = gap->end + host_minus_guest,
+		.to_idle_task = gap->to_idle,
+		.from_idle_task = gap->from_idle,
+	};
+	struct ivm_capture_req req = { .vcpu = vcpu, .time_ns = ip.end_ns };
+	struct ivm_error *err = write_period(p, &ip);
+
+	(void)req;
+	if (!err)
+		err = period_capture(p, vcpu, IVM_SAMPLE_TO_IDLE, gap->to_idle,
+				     ip.start_ns);
+	if (!err)
+		err = period_capture(p, vcpu, IVM_SAMPLE_FROM_IDLE,
+				     gap->from_idle, ip.end_ns);
+	return err;
+}
+
+/*
+ * The last look found idle periods that came and went unseen: rebuild
+ * them from the scheduler's stamps (replay.h), as many as were counted.
+ */
+static struct ivm_error *replay_unseen(struct profiler *p, uint32_t vcpu,
+				       const struct ivm_vcpu_obs *obs)
+{
+	static struct ivm_last_ran_run runs[MAX_REPLAY_RUNS];
+	struct ivm_replay_gap gaps[MAX_REPLAY_GAPS];
+	const struct ivm_guest_vcpu *v = &p->guest->vcpus[vcpu];
+	uint64_t since, unseen, offset;
+	struct ivm_error *err;
+	size_t nr, n, i;
+
+	unseen = ivm_idle_periods_unseen_last(p->periods, vcpu, &since);
+	if (!unseen || !since || !p->last_ran || !obs->rq_clock_known ||
+	    v->cpu < 0)
+		return NULL;
+	err = ivm_last_ran_window(p->last_ran, (unsigned int)v->cpu,
+				  helper_tgid(p), since, obs->time_ns, runs,
+				  MAX_REPLAY_RUNS, &nr);
 	if (err && err->code == IVM_ERROR_GONE)
 		return err;
 	if (err) {
 		ivm_error_destroy(err);
-		p->res->to_idle_unresolved++;
 		return NULL;
 	}
-	p->res->to_idle_resolved++;
-	if (task != req->task)
-		p->res->to_idle_retargeted++;
-	req->task = task;
+	n = ivm_replay_gaps(runs, nr, since, gaps, MAX_REPLAY_GAPS);
+	/* Never more than the guest's own count says happened. */
+	if (n > unseen)
+		n = unseen;
+	ivm_idle_periods_recovered(p->periods, n);
+	/* The run-queue clock and ours both count nanoseconds. */
+	offset = obs->time_ns - obs->rq_clock;
+	for (i = 0; i < n && !err; i++)
+		err = replayed_period(p, vcpu, &gaps[i], offset);
+	return err;
+}
+
+/* Feed one look to the idle-period machine; write what it finished. */
+static struct ivm_error *observe_periods(struct profiler *p, uint32_t vcpu,
+					 const struct ivm_vcpu_obs *obs,
+					 const struct ivm_vcpu_watch_view *view,
+					 bool after_own_run)
+{
+	struct ivm_idle_obs io = {
+		.time_ns = obs->time_ns,
+		.current_ok = obs->current_known,
+		.current = obs->current,
+		.current_is_idle = obs->current_is_idle,
+		.idle_switches_ok = obs->idle_switches_known,
+		.idle_switches = obs->idle_switches,
+		.cpu_switches_ok = obs->cpu_switches_known,
+		.cpu_switches = obs->cpu_switches,
+		.rq_clock_ok = obs->rq_clock_known,
+		.rq_clock = obs->rq_clock,
+		.irqs = view->irqs,
+	};
+	struct ivm_idle_period done;
+	struct ivm_error *err = NULL;
+	bool ended = after_own_run ?
+		ivm_idle_periods_rebase(p->periods, vcpu, &io, &done) :
+		ivm_idle_periods_observe(p->periods, vcpu, &io, &done);
+
+	if (ended)
+		err = write_period(p, &done);
+	if (!err && !after_own_run && periods_sample(p) &&
+	    ivm_idle_periods_opened(p->periods, vcpu))
+		err = to_idle_of_opened(p, vcpu, obs->time_ns);
+	if (!err && !after_own_run)
+		err = replay_unseen(p, vcpu, obs);
+	return err;
+}
+
+/*
+ * Pin mode ran the helper's holder on the vCPU: the idle task's switches
+ * since the last look are ours.  Look again, so the idle period goes on.
+ */
+static struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu)
+{
+	struct vcpu_poll *vp = &p->vcpus[vcpu];
+	const struct ivm_vcpu_watch_view *view = &p->views[vcpu];
+	struct ivm_vcpu_obs obs = { .time_ns = ivm_mono_ns() };
+	struct ivm_error *err;
+
+	if (p->cfg->capture_mode != IVM_CAPTURE_MODE_PIN || !p->cfg->pin)
+		return NULL;
+	err = ivm_vcpu_watch_read(p->watch, obs.time_ns, p->views, NULL);
+	if (err)
+		return err;
+	if (!view->current_ok)
+		return NULL;
+	obs.current_known = true;
+	obs.current = view->current;
+	obs.current_is_idle = view->current == vp->idle_task ||
+			      is_helper_task(p, vp, view->current);
+	obs.idle_switches_known = view->idle_switches_ok;
+	obs.idle_switches = view->idle_switches;
+	obs.cpu_switches_known = view->cpu_switches_ok;
+	obs.cpu_switches = view->cpu_switches;
+	obs.rq_clock_known = view->rq_clock_ok;
+	obs.rq_clock = view->rq_clock;
+	return observe_periods(p, vcpu, &obs, view, true);
+}
+
+
+/*
+ * A from-idle target that left before it was seen: the first task switched
+ * in on the CPU since the idle look.  req->task 0: nothing found.
+ */
+static struct ivm_error *resolve_from_idle(struct profiler *p,
+					   const struct ivm_guest_vcpu *v,
+					   uint64_t now,
+					   struct ivm_capture_req *req)
+{
+	struct ivm_error *err;
+
+	(void)now;
+	err = first_since(p, v, req->since, &req->task);
+	if (err)
+		return err;
+	if (req->task)
+		p->res->from_idle_resolved++;
+	else
+		p->res->from_idle_unresolved++;
+	return NULL;
+}
+
+/* Resolve, capture and account one request of the dispatch monitor. */
+static struct ivm_error *handle_request(struct profiler *p,
+					struct ivm_guest_vcpu *v, uint64_t now,
+					struct ivm_capture_req *req)
+{
+	struct ivm_error *err = NULL;
+
+	if (req->resolve)
+		err = req->kind == IVM_SAMPLE_FROM_IDLE ?
+			resolve_from_idle(p, v, now, req) :
+			resolve_to_idle(p, v, now, req);
+	if (!err && req->task && req->kind == IVM_SAMPLE_TO_IDLE)
+		ivm_idle_periods_set_to_idle(p->periods, req->vcpu, req->task);
+	if (!err && req->task)
+		err = capture(p, req);
+	if (!err && req->task)
+		err = look_after_capture(p, req->vcpu);
+	ivm_dispatch_capture_done(p->dispatch, req->vcpu);
+	return err;
+}
+
+/* Sched source: the longest a vCPU goes unlooked at (on-CPU ticks). */
+static uint64_t look_interval(const struct profiler *p)
+{
+	uint64_t t = SLOW_POLL_NS;
+
+	if (p->cfg->frequency_hz > 0 &&
+	    (uint64_t)(1e9 / p->cfg->frequency_hz) < t)
+		t = (uint64_t)(1e9 / p->cfg->frequency_hz);
+	return t;
+}
+
+/*
+ * Sched source: when the next look is due without an event: the on-CPU
+ * tick, or a follow-up look after a wakeup (those passed are dropped).
+ */
+static uint64_t next_look(struct profiler *p, uint64_t now)
+{
+	uint64_t next = now + look_interval(p);
+	size_t i, k;
+
+	for (i = 0; i < p->guest->nr_vcpus; i++)
+		for (k = 0; k < NR_FOLLOW; k++) {
+			uint64_t *f = &p->vcpus[i].follow_at[k];
+
+			if (*f && *f <= now)
+				*f = 0;
+			else if (*f && *f < next)
+				next = *f;
+		}
+	return next;
+}
+
+/* Whether two reads of a vCPU saw the same task and the same switches. */
+static bool same_view(const struct ivm_vcpu_watch_view *a,
+		      const struct ivm_vcpu_watch_view *b)
+{
+	return a->current_ok == b->current_ok && a->current == b->current &&
+	       a->idle_switches == b->idle_switches &&
+	       a->cpu_switches == b->cpu_switches;
+}
+
+/*
+ * One batched read is not a snapshot: its words are copied one after the
+ * other while the guest runs, so a switch in the middle can show the new
+ * task with the old counts, and a from-idle task would be "seen" that was
+ * not the first.  When a look may decide something (a vCPU's task or its
+ * idle count moved since the last look), read again: a vCPU whose two
+ * reads differ keeps the second read without its CPU switch count, so
+ * nothing is taken as exact from it.
+ */
+static struct ivm_error *settle_views(struct profiler *p, uint64_t now)
+{
+	struct ivm_guest *g = p->guest;
+	struct ivm_error *err;
+	bool moved = false;
+	size_t i;
+
+	if (p->source != IVM_IDLE_SOURCE_SCHED)
+		return NULL;
+	for (i = 0; i < g->nr_vcpus; i++)
+		moved |= !same_view(&p->views[i], &p->last_views[i]);
+	if (moved) {
+		memcpy(p->views2, p->views, g->nr_vcpus * sizeof(*p->views));
+		err = ivm_vcpu_watch_read(p->watch, now, p->views, NULL);
+		if (err)
+			return err;
+		for (i = 0; i < g->nr_vcpus; i++)
+			if (!same_view(&p->views[i], &p->views2[i])) {
+				p->views[i].cpu_switches_ok = false;
+				p->res->torn_reads++;
+			}
+	}
+	memcpy(p->last_views, p->views, g->nr_vcpus * sizeof(*p->views));
 	return NULL;
 }
 
@@ -337,10 +893,23 @@ static void poll_once(struct profiler *p, uint64_t now)
 
 	uint64_t failed = 0;
 
-	p->res->polls++;
 	err = poll_halted(p);
+	/* Events read just now may be newer than the caller's clock. */
+	now = ivm_mono_ns();
+	/*
+	 * Sched source: look when a vCPU thread slept or was woken, or when
+	 * a look is due anyway (on-CPU ticks), not for every event.
+	 */
+	if (!err && p->source == IVM_IDLE_SOURCE_SCHED && !p->look_due &&
+	    now < p->next_look_ns)
+		return;
+	p->look_due = false;
+	p->next_look_ns = next_look(p, now);
+	p->res->polls++;
 	if (!err)
 		err = ivm_vcpu_watch_read(p->watch, now, p->views, &failed);
+	if (!err)
+		err = settle_views(p, now);
 	if (err) {
 		p->res->poll_errors++;
 		read_failed(p, err);
@@ -357,7 +926,7 @@ static void poll_once(struct profiler *p, uint64_t now)
 
 		if (v->cpu < 0)
 			continue;
-		if (p->cfg->idle_source == IVM_IDLE_SOURCE_THREAD &&
+		if (p->source == IVM_IDLE_SOURCE_THREAD &&
 		    (!view->current_ok ||
 		     (view->current == vp->idle_task) != vp->was_idle)) {
 			err = thread_halted(vp, &vp->halted);
@@ -391,12 +960,15 @@ static void poll_once(struct profiler *p, uint64_t now)
 		obs.idle_switches_known = view->idle_switches_ok;
 		obs.cpu_switches = view->cpu_switches;
 		obs.cpu_switches_known = view->cpu_switches_ok;
-		if (!ivm_dispatch_observe(p->dispatch, (uint32_t)i, &obs, &req))
-			continue;
-		err = req.resolve ? resolve_to_idle(p, v, now, &req) : NULL;
-		if (!err && req.task)
-			err = capture(p, &req);
-		ivm_dispatch_capture_done(p->dispatch, (uint32_t)i);
+		obs.rq_clock = view->rq_clock;
+		obs.rq_clock_known = view->rq_clock_ok;
+		err = observe_periods(p, (uint32_t)i, &obs, view, false);
+		if (!err && ivm_dispatch_observe(p->dispatch, (uint32_t)i,
+						 &obs, &req))
+			err = handle_request(p, v, now, &req);
+		if (!err && ivm_dispatch_take_pending(p->dispatch, (uint32_t)i,
+						      &req))
+			err = handle_request(p, v, now, &req);
 		if (err) {
 			p->res->capture_errors++;
 			if (err->code == IVM_ERROR_GONE ||
@@ -440,6 +1012,36 @@ static struct ivm_error *write_new_ksyms(struct profiler *p)
 	return err;
 }
 
+/*
+ * What the idle signal saw, and the guest's idle transitions counted from
+ * its own idle-task switch counts: every period whose start was seen, and
+ * every one that came and went between two looks.
+ */
+static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
+			    size_t *nr)
+{
+	const struct ivm_idle_stats *is = ivm_idle_periods_stats(p->periods);
+	size_t n = *nr;
+
+	st[n++] = (struct ivm_stat){ "idle_periods_seen", is->periods_seen };
+	st[n++] = (struct ivm_stat){ "idle_periods_ended", is->periods_ended };
+	st[n++] = (struct ivm_stat){ "idle_periods_unseen",
+				     is->unseen_periods };
+	st[n++] = (struct ivm_stat){ "idle_periods_written",
+				     p->res->periods_written };
+	st[n++] = (struct ivm_stat){ "from_idle_late", is->from_idle_late };
+	st[n++] = (struct ivm_stat){ "host_sleeps", is->host_sleeps };
+	st[n++] = (struct ivm_stat){ "host_sleeps_idle", is->host_sleeps_idle };
+	st[n++] = (struct ivm_stat){ "host_sleeps_busy", is->host_sleeps_busy };
+	st[n++] = (struct ivm_stat){ "host_wakes", is->host_wakes };
+	st[n++] = (struct ivm_stat){ "wakes_no_switch", is->wakes_no_switch };
+	st[n++] = (struct ivm_stat){ "own_switches", is->own_switches };
+	st[n++] = (struct ivm_stat){ "idle_periods_replayed",
+				     is->recovered_periods };
+	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
+	*nr = n;
+}
+
 static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		       size_t *nr)
 {
@@ -447,6 +1049,8 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	const struct ivm_dispatch_stats *d = ivm_dispatch_stats(p->dispatch);
 	size_t n = 0;
 
+	st[n++] = (struct ivm_stat){ "elapsed_ms",
+				     (ivm_mono_ns() - p->start_ns) / 1000000 };
 	st[n++] = (struct ivm_stat){ "to_idle", r->kept[IVM_SAMPLE_TO_IDLE] };
 	st[n++] = (struct ivm_stat){ "from_idle", r->kept[IVM_SAMPLE_FROM_IDLE] };
 	st[n++] = (struct ivm_stat){ "on_cpu", r->kept[IVM_SAMPLE_ON_CPU] };
@@ -475,6 +1079,12 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 				     r->to_idle_retargeted };
 	st[n++] = (struct ivm_stat){ "to_idle_unresolved",
 				     r->to_idle_unresolved };
+	st[n++] = (struct ivm_stat){ "capture_retries", r->retries };
+	st[n++] = (struct ivm_stat){ "torn_reads", r->torn_reads };
+	st[n++] = (struct ivm_stat){ "from_idle_resolved",
+				     r->from_idle_resolved };
+	st[n++] = (struct ivm_stat){ "from_idle_unresolved",
+				     r->from_idle_unresolved };
 	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
 		const struct ivm_pin_stats *ps =
 			ivm_pin_capture_stats(p->cfg->pin);
@@ -491,6 +1101,7 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		st[n++] = (struct ivm_stat){ "pin_failed", ps->failed };
 		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
 	}
+	fill_idle_stats(p, st, &n);
 	st[n++] = (struct ivm_stat){ "polls", r->polls };
 	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
 	*nr = n;
@@ -584,7 +1195,7 @@ static struct ivm_error *write_meta(struct profiler *p)
 	META("kaslr_offset", buf);
 	snprintf(buf, sizeof(buf), "%zu", g->nr_vcpus);
 	META("vcpus", buf);
-	META("idle_source", ivm_idle_source_name(c->idle_source));
+	META("idle_source", ivm_idle_source_name(p->source));
 	META("capture", ivm_capture_mode_name(c->capture_mode));
 	/* Where running vCPUs' registers came from (on-CPU, from-idle). */
 	META("registers", c->tcg_env ? "qemu memory" : "monitor");
@@ -621,6 +1232,11 @@ static struct ivm_error *setup_watch(struct profiler *p)
 	size_t i, watched = 0;
 
 	p->views = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*p->views));
+	p->views2 = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*p->views));
+	p->last_views = calloc(g->nr_vcpus ? g->nr_vcpus : 1,
+			       sizeof(*p->views));
+	if (!p->views2 || !p->last_views)
+		return &ivm_enomem;
 	targets = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*targets));
 	if (!p->views || !targets) {
 		free(targets);
@@ -648,15 +1264,62 @@ static struct ivm_error *setup_watch(struct profiler *p)
 						 &targets[i].switches_va);
 		watched += !err;
 		ivm_error_destroy(err);	/* 0 stays: not watched */
+		/* Names the from-idle task after the fact (last_ran.h). */
+		err = ivm_kernel_cpu_rq_clock_va(g->layout,
+						 (unsigned int)g->vcpus[i].cpu,
+						 &targets[i].rq_clock_va);
+		ivm_error_destroy(err);
 	}
 	if (!watched) {
 		ivm_last_ran_destroy(p->last_ran);
 		p->last_ran = NULL;
 	}
+	/* Interrupt counts make idle periods say what woke the vCPU. */
+	err = g->btf ? ivm_irq_stat_create(g->btf, g->layout, &p->irq_stat) :
+		       NULL;
+	ivm_error_destroy(err);
 	err = ivm_vcpu_watch_create(g->layout, g->gmem, targets, g->nr_vcpus,
-				    p->nvcsw_off, p->nivcsw_off, &p->watch);
+				    p->nvcsw_off, p->nivcsw_off, p->irq_stat,
+				    &p->watch);
 	free(targets);
 	return err;
+}
+
+static struct ivm_error *setup_sched_source(struct profiler *p)
+{
+	const char *events[5] = { "sched:sched_switch", "sched:sched_waking",
+				  "sched:sched_wakeup" };
+	struct ivm_guest *g = p->guest;
+	struct ivm_error *err;
+	size_t i, n = 0, nr_events = 3;
+	pid_t tids[256];
+	bool kvm = false;
+
+	err = ivm_sched_events_load(NULL, &p->sched_events);
+	if (err)
+		return err;
+	/* Hardware KVM: the HLT exit reasons too (never fire under TCG). */
+	ivm_error_destroy(ivm_guest_uses_kvm(g, &kvm));
+	if (kvm) {
+		err = ivm_kvm_events_load(NULL, &p->kvm_events);
+		if (err)
+			return err;
+		events[nr_events++] = "kvm:kvm_exit";
+	}
+	for (i = 0; i < g->nr_vcpus && n < 256; i++)
+		tids[n++] = g->vcpus[i].tid;
+	err = ivm_trace_session_create(events, nr_events, tids, n, &p->trace);
+	if (err)
+		return err;
+	/*
+	 * Only sleeps (S, D, I): a busy host preempts the vCPU threads
+	 * thousands of times a second, and each switch would wake us for
+	 * nothing.  An older kernel without the filter just wakes us more.
+	 */
+	ivm_error_destroy(ivm_trace_session_filter(p->trace, "sched:sched_switch",
+						   "prev_state & 131"));
+	p->res->tracefs_mounted = ivm_trace_session_mounted(p->trace);
+	return NULL;
 }
 
 static struct ivm_error *setup(struct profiler *p)
@@ -677,9 +1340,6 @@ static struct ivm_error *setup(struct profiler *p)
 	off = ivm_kernel_layout_offsets(g->layout);
 	p->nvcsw_off = off->task_nvcsw;
 	p->nivcsw_off = off->task_nivcsw;
-	err = ivm_dispatch_create((uint32_t)g->nr_vcpus, &dc, &p->dispatch);
-	if (err)
-		return err;
 	err = ivm_capture_engine_create(g, &p->engine);
 	if (err)
 		return err;
@@ -697,7 +1357,38 @@ static struct ivm_error *setup(struct profiler *p)
 	p->vcpus = calloc(g->nr_vcpus, sizeof(*p->vcpus));
 	if (!p->vcpus)
 		return &ivm_enomem;
-	if (p->cfg->idle_source == IVM_IDLE_SOURCE_KVM) {
+	err = ivm_idle_periods_create((uint32_t)g->nr_vcpus, &p->periods);
+	if (err)
+		return err;
+	if (p->source == IVM_IDLE_SOURCE_SCHED) {
+		err = setup_sched_source(p);
+		if (err && !p->cfg->source_fallback)
+			return err;
+		if (err) {
+			/* Auto: polling works wherever /proc does. */
+			fprintf(stderr,
+				"idlevm: warning: the sched idle source cannot start (%s): idle source thread (polling) instead\n",
+				ivm_error_string(err));
+			ivm_error_destroy(err);
+			ivm_trace_session_destroy(p->trace);
+			p->trace = NULL;
+			p->source = IVM_IDLE_SOURCE_THREAD;
+		} else if (p->res->tracefs_mounted) {
+			fprintf(stderr,
+				"idlevm: mounted tracefs on /sys/kernel/tracing for the sched idle source\n");
+		}
+	}
+	p->res->idle_source = p->source;
+	/*
+	 * The sched source samples idle periods itself, one to-idle and one
+	 * from-idle each; the dispatch monitor keeps the on-CPU ticks.
+	 */
+	if (p->source == IVM_IDLE_SOURCE_SCHED)
+		dc.idle_every = 0;
+	err = ivm_dispatch_create((uint32_t)g->nr_vcpus, &dc, &p->dispatch);
+	if (err)
+		return err;
+	if (p->source == IVM_IDLE_SOURCE_KVM) {
 		static const char *const events[] = {
 			"kvm:kvm_exit", "kvm:kvm_vcpu_wakeup", "kvm:kvm_entry",
 		};
@@ -729,7 +1420,7 @@ static struct ivm_error *setup(struct profiler *p)
 		if (g->vcpus[i].cpu >= 0)
 			vp->idle_task = ivm_kernel_layout_idle_task(
 				g->layout, (unsigned int)g->vcpus[i].cpu);
-		if (p->cfg->idle_source != IVM_IDLE_SOURCE_THREAD)
+		if (p->source != IVM_IDLE_SOURCE_THREAD)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat",
 			 (int)g->qemu_pid, (int)g->vcpus[i].tid);
@@ -760,13 +1451,50 @@ static void teardown(struct profiler *p)
 				close(p->vcpus[i].stat_fd);
 	free(p->vcpus);
 	free(p->views);
+	free(p->views2);
+	free(p->last_views);
 	ivm_vcpu_watch_destroy(p->watch);
 	ivm_last_ran_destroy(p->last_ran);
 	ivm_ksym_hits_destroy(p->ksym_hits);
 	ivm_trace_session_destroy(p->trace);
 	ivm_kvm_events_destroy(p->kvm_events);
+	ivm_sched_events_destroy(p->sched_events);
+	ivm_idle_periods_destroy(p->periods);
+	ivm_irq_stat_destroy(p->irq_stat);
 	ivm_capture_engine_destroy(p->engine);
 	ivm_dispatch_destroy(p->dispatch);
+}
+
+/*
+ * Sched source: sleep until a vCPU thread's event, or the next look that
+ * is due anyway (the on-CPU tick, or SLOW_POLL_NS).
+ */
+static struct ivm_error *wait_for_events(struct profiler *p, uint64_t now)
+{
+	uint64_t timeout = p->next_look_ns > now ? p->next_look_ns - now : 0;
+	bool ready;
+
+	return ivm_trace_session_wait(p->trace, timeout, &ready);
+}
+
+/*
+ * Real-time priority for the event loop, or back to normal.  Its work per
+ * event is bounded (a batched read, a capture), and the kernel's RT
+ * throttling bounds a runaway; without the privilege it warns and goes on.
+ */
+static void set_realtime(struct profiler *p, bool on)
+{
+	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
+
+	if (sched_setscheduler(0, on ? SCHED_FIFO : SCHED_OTHER, &sp) < 0) {
+		if (on)
+			fprintf(stderr,
+				"idlevm: warning: no real-time priority (%s): events may be seen late on a loaded host\n",
+				strerror(errno));
+		return;
+	}
+	if (on)
+		p->res->realtime = true;
 }
 
 struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
@@ -776,9 +1504,9 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 				    struct ivm_profiler_result *result)
 {
 	struct profiler p = { .guest = guest, .cfg = config, .writer = writer,
-			      .res = result };
+			      .res = result, .source = config->idle_source };
 	uint64_t interval, next, last_flush, now, end_ns = 0;
-	struct ivm_stat stats[48];
+	struct ivm_stat stats[64];
 	struct ivm_error *err, *ferr;
 	size_t nr_stats;
 
@@ -792,6 +1520,8 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 		ivm_profile_writer_destroy(writer);
 		return err;
 	}
+	if (config->realtime && p.source == IVM_IDLE_SOURCE_SCHED)
+		set_realtime(&p, true);
 	p.start_ns = now = next = last_flush = ivm_mono_ns();
 	if (config->duration_s > 0)
 		end_ns = p.start_ns + (uint64_t)(config->duration_s * 1e9);
@@ -829,6 +1559,13 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 				status_line(&p, now, false);
 			last_flush = now;
 		}
+		if (p.trace && p.source == IVM_IDLE_SOURCE_SCHED) {
+			err = wait_for_events(&p, now);
+			if (err)
+				break;
+			now = ivm_mono_ns();
+			continue;
+		}
 		next += interval;
 		if (next <= now)
 			next = now + interval;	/* overrun: don't burst */
@@ -838,8 +1575,11 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 		now = ivm_mono_ns();
 	}
+	if (result->realtime)
+		set_realtime(&p, false);
 	result->elapsed_s = (double)(ivm_mono_ns() - p.start_ns) / 1e9;
 	result->dispatch = *ivm_dispatch_stats(p.dispatch);
+	result->idle = *ivm_idle_periods_stats(p.periods);
 	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin)
 		result->pin = *ivm_pin_capture_stats(config->pin);
 	if (config->status_line)

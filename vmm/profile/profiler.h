@@ -11,6 +11,14 @@
  *    About 10 us per vCPU: the default.
  *  - "qmp": HLT= of QEMU's `info registers -a` (about 2 ms per poll through
  *    libvirt); exact but slow.
+ *  - "sched": the host scheduler's sched_switch (a vCPU thread goes to
+ *    sleep) and sched_waking/sched_wakeup (it is woken) of the vCPU
+ *    threads, through a private tracefs instance: event-driven under TCG
+ *    and KVM alike, each event confirmed by the guest's own state
+ *    (vmm/profile/idle_periods.h); on KVM, kvm_exit adds the HLT exit
+ *    reason.  The loop sleeps until an event or the next on-CPU tick, and
+ *    after a wakeup in an idle period looks every FAST_POLL_NS until the
+ *    from-idle task shows.  The default where tracefs is usable.
  *  - "kvm": the host kernel's kvm:kvm_exit (HLT exit reason),
  *    kvm_vcpu_wakeup and kvm_entry tracepoints of the vCPU threads, through
  *    a private tracefs instance (vmm/profile/trace_session.h, vmm/profile/kvm_events.h):
@@ -31,6 +39,7 @@
 #include "profile/capture.h"
 #include "profile/capture_pin.h"
 #include "profile/dispatch.h"
+#include "profile/idle_periods.h"
 #include "kernel/guest.h"
 #include "profile/profile_file.h"
 #include "access/tcg_env.h"
@@ -39,6 +48,7 @@ enum ivm_idle_source {
 	IVM_IDLE_SOURCE_THREAD,
 	IVM_IDLE_SOURCE_QMP,
 	IVM_IDLE_SOURCE_KVM,	/* kvm:kvm_exit (HLT) / kvm_vcpu_wakeup */
+	IVM_IDLE_SOURCE_SCHED,	/* sched_switch / sched_waking of the vCPU threads */
 };
 
 enum ivm_capture_mode {
@@ -63,6 +73,14 @@ struct ivm_profiler_config {
 	uint32_t idle_every;		/* sample every Nth idle transition */
 	double poll_interval_ms;	/* idle signal polling period */
 	enum ivm_idle_source idle_source;
+	/* sched source that cannot start: poll the threads instead. */
+	bool source_fallback;
+	/*
+	 * Sched source: wait for events at SCHED_FIFO priority 1 once set
+	 * up (back to normal before returning).  On a loaded host a normal
+	 * thread is woken milliseconds late, after short idle periods ended.
+	 */
+	bool realtime;
 	enum ivm_capture_mode capture_mode;
 	int filter_pid;			/* guest tgid, or -1 */
 	const char *filter_comm;	/* fnmatch pattern on comm, or NULL */
@@ -99,6 +117,16 @@ struct ivm_profiler_result {
 	uint64_t to_idle_resolved;
 	uint64_t to_idle_retargeted;	/* ... not the task the poll saw */
 	uint64_t to_idle_unresolved;	/* none found: the guess, or nothing */
+	/* from-idle targets gone before seen, named from guest memory */
+	uint64_t from_idle_resolved;
+	uint64_t from_idle_unresolved;
+	uint64_t retries;		/* discarded idle captures read again */
+	uint64_t torn_reads;		/* looks a switch cut through */
+	struct ivm_idle_stats idle;	/* idle periods and host events */
+	uint64_t periods_written;	/* IDLE_PERIOD records */
+	bool tracefs_mounted;		/* sched source: we mounted tracefs */
+	enum ivm_idle_source idle_source;	/* the one that ran */
+	bool realtime;			/* ran at SCHED_FIFO priority */
 	char end_reason[128];		/* "duration", "interrupted", ... */
 };
 

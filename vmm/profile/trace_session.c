@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
-#include <traceevent/event-parse.h>
+#include <traceevent/kbuffer.h>
 #include <tracefs/tracefs.h>
 
 #include "profile/trace_session.h"
@@ -17,22 +20,48 @@
 #define TRACEFS_MAGIC_NR 0x74726163	/* "trac", linux/magic.h */
 #define MAX_TIDS 256
 #define MAX_EVENTS 16
+#define MAX_CPUS 1024
+/* Per CPU and read: bounds how long one read can take. */
+#define MAX_PAGES_PER_READ 256
+/* Our events are well under this; a bigger record is not ours. */
+#define MAX_RECORD 256
+#define BUFFER_KB "2048"
+
+struct pending {
+	uint64_t ts;
+	uint32_t seq;		/* order within a CPU, for equal stamps */
+	uint16_t cpu, size;
+	uint32_t off;		/* into the arena */
+};
 
 struct ivm_trace_session {
 	struct tracefs_instance *instance;
-	struct tep_handle *tep;
 	char *events[MAX_EVENTS];
 	size_t nr_events;
+	bool mounted;
+	int nr_cpus;
+	int *fds;		/* per CPU trace_pipe_raw, -1 when absent */
+	struct pollfd *pfds;
+	size_t subbuf_size;
+	void *page;
+	struct kbuffer *kbuf;
+	struct pending *pend;
+	size_t nr_pend, cap_pend;
+	uint8_t *arena;
+	size_t arena_used, arena_cap;
+	uint64_t lost;
 };
 
-static struct ivm_error *ensure_tracefs(void)
+static struct ivm_error *ensure_tracefs(bool *mounted)
 {
 	struct statfs sfs;
 
+	*mounted = false;
 	if (statfs(TRACEFS_DIR, &sfs) == 0 && sfs.f_type == TRACEFS_MAGIC_NR)
 		return NULL;
 	if (mount("nodev", TRACEFS_DIR, "tracefs", 0, NULL) < 0)
 		return ivm_error_os(errno, "mounting tracefs on %s", TRACEFS_DIR);
+	*mounted = true;
 	return NULL;
 }
 
@@ -50,12 +79,61 @@ static struct ivm_error *split(char *spec, char **event)
 	return NULL;
 }
 
+/* The ring buffer's sub-buffer size (6.8+ makes it settable). */
+static size_t subbuf_size(struct tracefs_instance *inst)
+{
+	long long kb;
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (tracefs_instance_file_read_number(inst, "buffer_subbuf_size_kb",
+					      &kb) == 0 &&
+	    kb > 0 && kb <= 1024)
+		return (size_t)kb * 1024;
+	return page > 0 ? (size_t)page : 4096;
+}
+
+static struct ivm_error *open_cpus(struct ivm_trace_session *s)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	int cpu, open_ok = 0;
+
+	if (n <= 0)
+		n = 1;
+	if (n > MAX_CPUS)
+		n = MAX_CPUS;
+	s->nr_cpus = (int)n;
+	s->fds = calloc((size_t)n, sizeof(*s->fds));
+	s->pfds = calloc((size_t)n, sizeof(*s->pfds));
+	s->subbuf_size = subbuf_size(s->instance);
+	s->page = malloc(s->subbuf_size);
+	s->kbuf = kbuffer_alloc(sizeof(long) == 8 ? KBUFFER_LSIZE_8 :
+				KBUFFER_LSIZE_4, KBUFFER_ENDIAN_LITTLE);
+	if (!s->fds || !s->pfds || !s->page || !s->kbuf)
+		return &ivm_enomem;
+	for (cpu = 0; cpu < s->nr_cpus; cpu++) {
+		char name[64], *path;
+
+		snprintf(name, sizeof(name), "per_cpu/cpu%d/trace_pipe_raw", cpu);
+		path = tracefs_instance_get_file(s->instance, name);
+		s->fds[cpu] = path ? open(path, O_RDONLY | O_NONBLOCK |
+						O_CLOEXEC) : -1;
+		tracefs_put_tracing_file(path);
+		s->pfds[cpu].fd = s->fds[cpu];
+		s->pfds[cpu].events = POLLIN;
+		open_ok += s->fds[cpu] >= 0;
+	}
+	if (!open_ok)
+		return ivm_error_os(errno ? errno : ENOENT,
+				    "opening the trace buffers of instance %s",
+				    tracefs_instance_get_name(s->instance));
+	return NULL;
+}
+
 struct ivm_error *ivm_trace_session_create(const char *const *events,
 					   size_t nr_events, const pid_t *tids,
 					   size_t nr_tids,
 					   struct ivm_trace_session **ret)
 {
-	const char *systems[MAX_EVENTS + 1] = { NULL };
 	struct ivm_trace_session *s;
 	struct ivm_error *err;
 	char name[64], *pids = NULL;
@@ -66,9 +144,6 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 		return ivm_error_create(IVM_ERROR_INVALID,
 					"trace session: 1..%d events and 1..%d threads",
 					MAX_EVENTS, MAX_TIDS);
-	err = ensure_tracefs();
-	if (err)
-		return err;
 	s = calloc(1, sizeof(*s));
 	pids = calloc(nr_tids, 12);
 	if (!s || !pids) {
@@ -76,6 +151,9 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 		free(pids);
 		return &ivm_enomem;
 	}
+	err = ensure_tracefs(&s->mounted);
+	if (err)
+		goto fail;
 	for (i = 0; i < nr_events; i++) {
 		char *event;
 
@@ -88,7 +166,6 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 		err = split(s->events[i], &event);
 		if (err)
 			goto fail;
-		systems[i] = s->events[i];
 	}
 	snprintf(name, sizeof(name), "idlevm-%d", (int)getpid());
 	s->instance = tracefs_instance_create(name);
@@ -96,6 +173,20 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 		err = ivm_error_os(errno, "creating tracefs instance %s", name);
 		goto fail;
 	}
+	tracefs_trace_off(s->instance);
+	/*
+	 * Monotonic stamps, a reader woken by the first event, and room for
+	 * a few hundred milliseconds of a busy guest's switches.  Not fatal:
+	 * an older kernel without buffer_percent wakes readers at half full
+	 * (the loop's timeouts still read in time), one without the mono
+	 * clock cannot be used.
+	 */
+	if (tracefs_instance_file_write(s->instance, "trace_clock", "mono") < 0) {
+		err = ivm_error_os(errno, "setting the trace clock to mono");
+		goto fail;
+	}
+	tracefs_instance_file_write(s->instance, "buffer_percent", "0");
+	tracefs_instance_file_write(s->instance, "buffer_size_kb", BUFFER_KB);
 	/* Trace only the chosen threads, before any event is on. */
 	for (i = 0; i < nr_tids; i++)
 		len += (size_t)sprintf(pids + len, "%s%d", i ? " " : "",
@@ -115,12 +206,9 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 			goto fail;
 		}
 	}
-	s->tep = tracefs_local_events_system(NULL, systems);
-	if (!s->tep) {
-		err = ivm_error_create(IVM_ERROR_NOT_FOUND,
-				       "cannot read the trace event formats");
+	err = open_cpus(s);
+	if (err)
 		goto fail;
-	}
 	tracefs_trace_on(s->instance);
 	free(pids);
 	*ret = s;
@@ -134,9 +222,13 @@ fail:
 void ivm_trace_session_destroy(struct ivm_trace_session *s)
 {
 	size_t i;
+	int cpu;
 
 	if (!s)
 		return;
+	for (cpu = 0; s->fds && cpu < s->nr_cpus; cpu++)
+		if (s->fds[cpu] >= 0)
+			close(s->fds[cpu]);
 	if (s->instance) {
 		tracefs_trace_off(s->instance);
 		for (i = 0; i < s->nr_events; i++) {
@@ -148,32 +240,125 @@ void ivm_trace_session_destroy(struct ivm_trace_session *s)
 		tracefs_instance_destroy(s->instance);
 		tracefs_instance_free(s->instance);
 	}
-	tep_free(s->tep);
 	for (i = 0; i < s->nr_events; i++)
 		free(s->events[i]);
+	if (s->kbuf)
+		kbuffer_free(s->kbuf);
+	free(s->fds);
+	free(s->pfds);
+	free(s->page);
+	free(s->pend);
+	free(s->arena);
 	free(s);
 }
 
-struct tep_handle *ivm_trace_session_tep(struct ivm_trace_session *s)
+struct ivm_error *ivm_trace_session_filter(struct ivm_trace_session *s,
+					   const char *event,
+					   const char *filter)
 {
-	return s->tep;
+	const char *colon = strchr(event, ':');
+	char sys[64];
+
+	if (!colon || (size_t)(colon - event) >= sizeof(sys))
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"bad trace event '%s' (want system:event)",
+					event);
+	snprintf(sys, sizeof(sys), "%.*s", (int)(colon - event), event);
+	if (tracefs_event_file_write(s->instance, sys, colon + 1, "filter",
+				     filter) < 0)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"the kernel refuses filter '%s' on %s",
+					filter, event);
+	return NULL;
 }
 
-struct read_ctx {
-	int (*fn)(void *ctx, const void *data, size_t size, int cpu,
-		  uint64_t ts);
-	void *ctx;
-};
-
-static int on_record(struct tep_event *event, struct tep_record *rec,
-		     int cpu, void *arg)
+bool ivm_trace_session_mounted(const struct ivm_trace_session *s)
 {
-	struct read_ctx *rc = arg;
+	return s->mounted;
+}
 
-	(void)event;
-	if (!rec->data || rec->size <= 0)
-		return 0;
-	return rc->fn(rc->ctx, rec->data, (size_t)rec->size, cpu, rec->ts);
+uint64_t ivm_trace_session_lost(const struct ivm_trace_session *s)
+{
+	return s->lost;
+}
+
+static bool keep(struct ivm_trace_session *s, int cpu, uint32_t seq,
+		 uint64_t ts, const void *data, int size)
+{
+	struct pending *p;
+
+	if (size <= 0 || size > MAX_RECORD)
+		return true;	/* not one of ours; skip */
+	if (s->nr_pend == s->cap_pend) {
+		size_t cap = s->cap_pend ? 2 * s->cap_pend : 1024;
+		struct pending *n = realloc(s->pend, cap * sizeof(*n));
+
+		if (!n)
+			return false;
+		s->pend = n;
+		s->cap_pend = cap;
+	}
+	if (s->arena_used + (size_t)size > s->arena_cap) {
+		size_t cap = s->arena_cap ? 2 * s->arena_cap : 65536;
+		uint8_t *n;
+
+		while (cap < s->arena_used + (size_t)size)
+			cap *= 2;
+		n = realloc(s->arena, cap);
+		if (!n)
+			return false;
+		s->arena = n;
+		s->arena_cap = cap;
+	}
+	p = &s->pend[s->nr_pend++];
+	p->ts = ts;
+	p->seq = seq;
+	p->cpu = (uint16_t)cpu;
+	p->size = (uint16_t)size;
+	p->off = (uint32_t)s->arena_used;
+	memcpy(s->arena + s->arena_used, data, (size_t)size);
+	s->arena_used += (size_t)size;
+	return true;
+}
+
+/* Drain one CPU's buffer into the pending list. */
+static void drain_cpu(struct ivm_trace_session *s, int cpu)
+{
+	uint32_t seq = 0;
+	int pages;
+
+	for (pages = 0; pages < MAX_PAGES_PER_READ; pages++) {
+		unsigned long long ts;
+		ssize_t n = read(s->fds[cpu], s->page, s->subbuf_size);
+		void *data;
+		int missed;
+
+		if (n <= 0)
+			return;	/* EAGAIN: empty; anything else: next time */
+		if (kbuffer_load_subbuffer(s->kbuf, s->page) < 0) {
+			s->lost++;
+			continue;
+		}
+		missed = kbuffer_missed_events(s->kbuf);
+		if (missed)
+			s->lost += missed > 0 ? (uint64_t)missed : 1;
+		for (data = kbuffer_read_event(s->kbuf, &ts); data;
+		     data = kbuffer_next_event(s->kbuf, &ts))
+			if (!keep(s, cpu, seq++, ts, data,
+				  kbuffer_event_size(s->kbuf)))
+				s->lost++;
+	}
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct pending *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->cpu != y->cpu)
+		return x->cpu < y->cpu ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 struct ivm_error *ivm_trace_session_read(
@@ -182,10 +367,38 @@ struct ivm_error *ivm_trace_session_read(
 		  uint64_t ts),
 	void *ctx)
 {
-	struct read_ctx rc = { fn, ctx };
+	size_t i;
+	int cpu;
 
-	if (tracefs_iterate_raw_events(s->tep, s->instance, NULL, 0,
-				       on_record, &rc) < 0)
-		return ivm_error_os(errno, "reading the trace buffers");
+	s->nr_pend = 0;
+	s->arena_used = 0;
+	for (cpu = 0; cpu < s->nr_cpus; cpu++)
+		if (s->fds[cpu] >= 0)
+			drain_cpu(s, cpu);
+	/* Each CPU's records are in order; merge them by stamp. */
+	qsort(s->pend, s->nr_pend, sizeof(*s->pend), by_time);
+	for (i = 0; i < s->nr_pend; i++) {
+		const struct pending *p = &s->pend[i];
+
+		if (fn(ctx, s->arena + p->off, p->size, p->cpu, p->ts)) {
+			s->lost += s->nr_pend - i - 1;
+			break;
+		}
+	}
+	return NULL;
+}
+
+struct ivm_error *ivm_trace_session_wait(struct ivm_trace_session *s,
+					 uint64_t timeout_ns, bool *ret)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(timeout_ns / 1000000000ull),
+		.tv_nsec = (long)(timeout_ns % 1000000000ull),
+	};
+	int n = ppoll(s->pfds, (nfds_t)s->nr_cpus, &ts, NULL);
+
+	*ret = n > 0;
+	if (n < 0 && errno != EINTR)
+		return ivm_error_os(errno, "waiting for trace events");
 	return NULL;
 }

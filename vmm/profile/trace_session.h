@@ -1,51 +1,83 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * trace_session: a private tracefs instance recording chosen tracepoints of
- * chosen host threads (libtracefs), read without blocking.
+ * chosen host threads, read without blocking, waited on cheaply.
  *
- * The idle signal of hardware-KVM hosts: kvm:kvm_exit / kvm_vcpu_wakeup /
- * kvm_entry of the QEMU vCPU threads, decoded by vmm/profile/kvm_events.h.  An
- * instance of our own ("idlevm-PID") leaves the global trace buffer and
- * other tracers alone, and is removed when the session ends.  tracefs is
- * mounted at /sys/kernel/tracing first if it is not (root).
+ * The idle signal: sched:sched_switch / sched_waking / sched_wakeup of the
+ * QEMU vCPU threads (vmm/profile/sched_events.h), and on hardware KVM also
+ * kvm:kvm_exit / kvm_vcpu_wakeup (vmm/profile/kvm_events.h).  An instance of
+ * our own ("idlevm-PID") leaves the global trace buffer and other tracers
+ * alone, and is removed when the session ends.  tracefs is mounted at
+ * /sys/kernel/tracing first if it is not (root); the session says so.
+ *
+ * Timestamps are CLOCK_MONOTONIC nanoseconds (the instance's trace_clock is
+ * set to "mono"), comparable with ivm_mono_ns().  The instance wakes a
+ * waiting reader as soon as any CPU buffer holds an event (buffer_percent
+ * 0), so ivm_trace_session_wait() returns within the scheduler's latency of
+ * an event, and costs nothing while none come.
+ *
+ * Lost events (a CPU buffer that overflowed between two reads) are counted,
+ * never hidden: ivm_trace_session_lost().
  */
 #ifndef IVM_TRACE_SESSION_H
 #define IVM_TRACE_SESSION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "base/error.h"
 
-struct tep_handle;
 struct ivm_trace_session;
 
 /*
- * Start recording events ("system:event", e.g. "kvm:kvm_exit") of the
- * threads tids (at most 256).  tep (borrowed, must outlive the session)
- * holds the events' formats; NULL loads them from tracefs.
+ * Start recording events ("system:event", e.g. "sched:sched_switch") of
+ * the threads tids (at most 256).  An event the kernel lacks fails with
+ * IVM_ERROR_NOT_FOUND naming it; no tracefs with IVM_ERROR_OS.
  */
 struct ivm_error *ivm_trace_session_create(const char *const *events,
 					   size_t nr_events, const pid_t *tids,
 					   size_t nr_tids,
 					   struct ivm_trace_session **ret);
 
+/*
+ * Record event ("system:event", one of the session's) only when filter
+ * holds (the kernel's event filter syntax, e.g. "prev_state & 3"), so the
+ * reader is not woken for the others.  IVM_ERROR_INVALID when the kernel
+ * refuses the filter.
+ */
+struct ivm_error *ivm_trace_session_filter(struct ivm_trace_session *s,
+					   const char *event,
+					   const char *filter);
+
 /* Stop recording and remove the instance.  NULL is fine. */
 void ivm_trace_session_destroy(struct ivm_trace_session *s);
 
-/* The formats of the session's events (owned by the session). */
-struct tep_handle *ivm_trace_session_tep(struct ivm_trace_session *s);
+/* Whether create had to mount tracefs (at /sys/kernel/tracing). */
+bool ivm_trace_session_mounted(const struct ivm_trace_session *s);
 
 /*
- * Hand every record recorded since the last read to fn: the raw event
- * (starting at common_type), its size, the CPU and the trace timestamp.
- * fn returns non-zero to stop early.  Does not block.
+ * Hand every record recorded since the last read to fn, oldest first
+ * across CPUs: the raw event (starting at common_type), its size, the host
+ * CPU and the timestamp (CLOCK_MONOTONIC ns).  fn returns non-zero to stop
+ * early (the rest of that read is dropped and counted lost).  Does not
+ * block.
  */
 struct ivm_error *ivm_trace_session_read(
 	struct ivm_trace_session *s,
 	int (*fn)(void *ctx, const void *data, size_t size, int cpu,
 		  uint64_t ts),
 	void *ctx);
+
+/*
+ * Sleep until a CPU buffer holds an event or timeout_ns passed (0: just
+ * look); a signal ends the sleep early.  *ret says whether events wait.
+ */
+struct ivm_error *ivm_trace_session_wait(struct ivm_trace_session *s,
+					 uint64_t timeout_ns, bool *ret);
+
+/* Events the kernel dropped (buffer full) or that read had to drop. */
+uint64_t ivm_trace_session_lost(const struct ivm_trace_session *s);
 
 #endif /* IVM_TRACE_SESSION_H */

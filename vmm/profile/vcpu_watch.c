@@ -6,7 +6,11 @@
 #include "profile/vcpu_watch.h"
 
 /* The words watched per vCPU, in this order. */
-enum { W_CURRENT, W_NVCSW, W_NIVCSW, W_SWITCHES, WORDS_PER_VCPU };
+enum { W_CURRENT, W_NVCSW, W_NIVCSW, W_SWITCHES, W_IRQ_STAT, W_IRQ_SUM,
+       W_RQ_CLOCK, WORDS_PER_VCPU };
+
+/* irq_stat's fields span less than this (irq_stat.c checks). */
+#define MAX_WORD_LEN 512
 
 struct word {
 	bool wanted;		/* this word is watched at all */
@@ -14,7 +18,9 @@ struct word {
 	uint64_t pa;		/* valid when mapped */
 	bool mapped;
 	bool ok;		/* value read in this call */
-	uint8_t value[8];
+	uint32_t len;		/* bytes of value: 8, or irq_stat's span */
+	uint8_t *value;		/* inline, or irq_block */
+	uint8_t inline_value[8];
 };
 
 struct ivm_vcpu_watch {
@@ -28,6 +34,8 @@ struct ivm_vcpu_watch {
 	bool translated;
 	uint64_t translated_at;
 	struct ivm_vcpu_watch_stats stats;
+	const struct ivm_irq_stat *irq_stat;
+	uint8_t *irq_blocks;		/* nr * MAX_WORD_LEN */
 };
 
 struct ivm_error *ivm_vcpu_watch_create(const struct ivm_kernel_layout *layout,
@@ -35,6 +43,7 @@ struct ivm_error *ivm_vcpu_watch_create(const struct ivm_kernel_layout *layout,
 					const struct ivm_vcpu_watch_target *targets,
 					size_t nr, uint32_t nvcsw_off,
 					uint32_t nivcsw_off,
+					const struct ivm_irq_stat *irq_stat,
 					struct ivm_vcpu_watch **ret)
 {
 	bool counters = nvcsw_off && nivcsw_off &&
@@ -54,21 +63,51 @@ struct ivm_error *ivm_vcpu_watch_create(const struct ivm_kernel_layout *layout,
 	w->pieces = calloc(nr ? nr * WORDS_PER_VCPU : 1, sizeof(*w->pieces));
 	w->piece_word = calloc(nr ? nr * WORDS_PER_VCPU : 1,
 			       sizeof(*w->piece_word));
-	if (!w->cpus || !w->words || !w->pieces || !w->piece_word) {
+	w->irq_blocks = calloc(nr ? nr : 1, MAX_WORD_LEN);
+	if (!w->cpus || !w->words || !w->pieces || !w->piece_word ||
+	    !w->irq_blocks) {
 		ivm_vcpu_watch_destroy(w);
 		return &ivm_enomem;
+	}
+	w->irq_stat = irq_stat;
+	for (i = 0; i < nr * WORDS_PER_VCPU; i++) {
+		w->words[i].value = w->words[i].inline_value;
+		w->words[i].len = 8;
 	}
 	for (i = 0; i < nr; i++) {
 		struct word *wd = &w->words[i * WORDS_PER_VCPU];
 		uint64_t idle = targets[i].idle_task;
+		struct ivm_irq_stat_words iw;
+		struct ivm_error *err;
 
 		w->cpus[i] = targets[i].cpu;
 		if (targets[i].cpu < 0)
 			continue;
+		err = irq_stat ? ivm_irq_stat_words(irq_stat,
+						    (unsigned int)targets[i].cpu,
+						    &iw) :
+			&ivm_enomem;
+		if (!err && iw.stat_va && iw.stat_len &&
+		    iw.stat_len <= MAX_WORD_LEN) {
+			wd[W_IRQ_STAT].wanted = true;
+			wd[W_IRQ_STAT].va = iw.stat_va;
+			wd[W_IRQ_STAT].len = iw.stat_len;
+			wd[W_IRQ_STAT].value = w->irq_blocks + i * MAX_WORD_LEN;
+		}
+		if (!err && iw.sum_va) {
+			wd[W_IRQ_SUM].wanted = true;
+			wd[W_IRQ_SUM].va = iw.sum_va;
+		}
+		if (err != &ivm_enomem)
+			ivm_error_destroy(err);
 		wd[W_CURRENT].wanted = true;
 		if (targets[i].switches_va) {
 			wd[W_SWITCHES].wanted = true;
 			wd[W_SWITCHES].va = targets[i].switches_va;
+		}
+		if (targets[i].rq_clock_va) {
+			wd[W_RQ_CLOCK].wanted = true;
+			wd[W_RQ_CLOCK].va = targets[i].rq_clock_va;
 		}
 		if (!counters || !idle)
 			continue;
@@ -91,6 +130,7 @@ void ivm_vcpu_watch_destroy(struct ivm_vcpu_watch *w)
 	free(w->words);
 	free(w->pieces);
 	free(w->piece_word);
+	free(w->irq_blocks);
 	free(w);
 }
 
@@ -120,7 +160,7 @@ static void translate(struct ivm_vcpu_watch *w, uint64_t now_ns)
 				continue;
 			}
 			/* A word across a page boundary keeps the slow path. */
-			if (contiguous >= sizeof(wd->value)) {
+			if (contiguous >= wd->len) {
 				wd->pa = pa;
 				wd->mapped = true;
 			}
@@ -144,7 +184,7 @@ static struct ivm_error *read_word_virt(struct ivm_vcpu_watch *w, size_t vcpu,
 			memcpy(wd->value, &task, sizeof(task));
 		return err;
 	}
-	return ivm_kernel_read(w->layout, wd->va, wd->value, sizeof(wd->value));
+	return ivm_kernel_read(w->layout, wd->va, wd->value, wd->len);
 }
 
 /* The batch failed: read each word alone to tell the bad ones apart. */
@@ -162,8 +202,7 @@ static struct ivm_error *read_one_by_one(struct ivm_vcpu_watch *w)
 				continue;
 			if (wd->mapped)
 				err = ivm_gmem_read_phys(w->gmem, wd->pa,
-							 wd->value,
-							 sizeof(wd->value));
+							 wd->value, wd->len);
 			else
 				err = read_word_virt(w, i, k, wd);
 			if (err && err->code == IVM_ERROR_GONE)
@@ -197,8 +236,7 @@ struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
 			continue;
 		}
 		w->pieces[n] = (struct ivm_gmem_piece){
-			.gpa = wd->pa, .buf = wd->value,
-			.len = sizeof(wd->value),
+			.gpa = wd->pa, .buf = wd->value, .len = wd->len,
 		};
 		w->piece_word[n++] = i;
 	}
@@ -246,6 +284,17 @@ struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
 			v->cpu_switches = ivm_le64(wd[W_SWITCHES].value);
 			v->cpu_switches_ok = true;
 		}
+		if (wd[W_RQ_CLOCK].ok) {
+			v->rq_clock = ivm_le64(wd[W_RQ_CLOCK].value);
+			v->rq_clock_ok = true;
+		}
+		if (w->irq_stat && (wd[W_IRQ_STAT].ok || wd[W_IRQ_SUM].ok))
+			ivm_irq_stat_decode(w->irq_stat,
+					    wd[W_IRQ_STAT].ok ?
+					    wd[W_IRQ_STAT].value : NULL,
+					    wd[W_IRQ_SUM].ok ?
+					    wd[W_IRQ_SUM].value : NULL,
+					    &v->irqs);
 	}
 	return NULL;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * vcpu_watch: what the profiler reads of the guest on every poll — each
- * vCPU's `current` task, the switch counts of its idle task and its run
- * queue's count of context switches — in one read for all vCPUs.
+ * vCPU's `current` task, the switch counts of its idle task, its run
+ * queue's count of context switches and its interrupt counts
+ * (vmm/kernel/irq_stat.h) — in one read for all vCPUs.
  *
  * The poll runs about a thousand times a second while the guest runs, so
  * its cost is the profiler's overhead.  Through QEMU's private RAM every
@@ -30,6 +31,7 @@
 
 #include "base/error.h"
 #include "gmem/gmem.h"
+#include "kernel/irq_stat.h"
 #include "kernel/kernel_layout.h"
 
 #define IVM_VCPU_WATCH_RETRANSLATE_NS 1000000000ull
@@ -39,6 +41,7 @@ struct ivm_vcpu_watch_target {
 	int cpu;		/* guest CPU it runs as; -1: not watched */
 	uint64_t idle_task;	/* that CPU's idle task; 0: unknown */
 	uint64_t switches_va;	/* its rq->nr_switches; 0: not watched */
+	uint64_t rq_clock_va;	/* its rq->clock; 0: not watched */
 };
 
 /* One poll's view of one vCPU. */
@@ -49,6 +52,9 @@ struct ivm_vcpu_watch_view {
 	uint64_t idle_switches;	/* nvcsw + nivcsw of its idle task */
 	bool cpu_switches_ok;
 	uint64_t cpu_switches;	/* context switches on its CPU so far */
+	struct ivm_irq_counts irqs;	/* .known says which were read */
+	bool rq_clock_ok;
+	uint64_t rq_clock;	/* its run queue's clock (ns) */
 };
 
 struct ivm_vcpu_watch;
@@ -64,6 +70,7 @@ struct ivm_error *ivm_vcpu_watch_create(const struct ivm_kernel_layout *layout,
 					const struct ivm_vcpu_watch_target *targets,
 					size_t nr, uint32_t nvcsw_off,
 					uint32_t nivcsw_off,
+					const struct ivm_irq_stat *irq_stat,
 					struct ivm_vcpu_watch **ret);
 void ivm_vcpu_watch_destroy(struct ivm_vcpu_watch *w);
 

@@ -57,6 +57,8 @@ enum ivm_report_format {
 	IVM_REPORT_FOLDED,
 	IVM_REPORT_PPROF,
 	IVM_REPORT_SVG,
+	IVM_REPORT_TIMELINE,	/* report/timeline.h: JSON, and HTML beside */
+	IVM_REPORT_PERIODS,	/* report/idle_summary.h: one line a period */
 };
 
 struct ivm_report_options {

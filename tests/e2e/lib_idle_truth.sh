@@ -1,0 +1,115 @@
+# The guest's own account of its idle transitions, for the idle tests:
+# its scheduler's switches to and from the idle task (its own tracefs) and
+# its interrupt counts (/proc/interrupts), over the window of a profile.
+
+T=/sys/kernel/tracing
+
+# guest_idle_trace_start: clear and start the guest's trace of switches
+# into and out of its idle tasks; snapshot its interrupt counts.
+guest_idle_trace_start() {
+	guest_sh "echo 0 > $T/tracing_on; echo > $T/trace
+	echo perf > $T/trace_clock
+	echo 8192 > $T/buffer_size_kb
+	echo 'prev_pid == 0 || next_pid == 0' > $T/events/sched/sched_switch/filter
+	echo 1 > $T/events/sched/sched_switch/enable
+	cat /proc/interrupts > /tmp/ivm-irq0
+	echo 1 > $T/tracing_on"
+}
+
+# guest_idle_trace_stop: stop tracing (the trace stays for
+# guest_idle_trace_count) and snapshot the interrupt counts again.
+guest_idle_trace_stop() {
+	guest_sh "echo 0 > $T/tracing_on; cat /proc/interrupts > /tmp/ivm-irq1"
+}
+
+# profile_windows PROFILE: "CPU FROM TO" per vCPU, the guest run-queue
+# clock (ns) of the first and last look of the profile's idle periods on
+# it: the window over which the guest's own counts are compared.  The
+# guest's trace clock "perf" (local_clock, sched_clock_cpu) is the clock
+# the run queues read.
+profile_windows() {
+	"$idlevm" report -f periods "$1" 2>/dev/null | awk -F '\t' '
+		$12 > 0 && $13 > 0 {
+			if (!($1 in lo) || $12 < lo[$1]) lo[$1] = $12
+			if ($13 > hi[$1]) hi[$1] = $13 }
+		END { for (c in lo) print c, lo[c], hi[c] }'
+}
+
+# guest_idle_trace_count WINDOWS: the traced switches inside the windows
+# ("CPU FROM TO" lines), one per line:
+#   T COMM       a switch to idle, COMM the task that went to idle
+#   F COMM       a switch from idle, COMM the task dispatched
+#   C CPU T F    the counts per CPU, the idlevm helper included
+#   L LOST       events the guest's trace lost (overruns)
+#   I NAME DELTA interrupts of line NAME over the trace, all CPUs
+# T and F leave out the helper's threads (idlevm-helper): they run there
+# because idlevm asked them to.  Clears the trace.
+guest_idle_trace_count() {
+	local w
+	w=$(echo "$1" | awk '{ printf "%s lo[%d] = %s; hi[%d] = %s;", "", $1, $2, $1, $3 }')
+	guest_sh "awk 'BEGIN { $w }
+	/sched_switch:/ {
+		cpu = \$2; gsub(/[^0-9]/, \"\", cpu); cpu += 0
+		for (i = 1; i <= NF; i++) {
+			if (\$i ~ /^prev_comm=/) pc = substr(\$i, 11)
+			if (\$i ~ /^prev_pid=/) pp = substr(\$i, 10)
+			if (\$i ~ /^next_comm=/) nc = substr(\$i, 11)
+			if (\$i ~ /^next_pid=/) np = substr(\$i, 10)
+			if (\$i ~ /^[0-9]+\\.[0-9]+:\$/) { ts = \$i; sub(/:/, \"\", ts); split(ts, p, \".\") }
+		}
+		ns = p[1] * 1000000000 + p[2] * 1000
+		if (!(cpu in lo) || ns <= lo[cpu] || ns > hi[cpu]) next
+		if (np == 0) { ct[cpu]++; if (pc !~ /^idlevm-helper/) print \"T\", pc }
+		if (pp == 0) { cf[cpu]++; if (nc !~ /^idlevm-helper/) print \"F\", nc }
+	}
+	END { for (c in lo) print \"C\", c, ct[c] + 0, cf[c] + 0 }' $T/trace
+	lost=0; for s in $T/per_cpu/cpu*/stats; do
+		o=\$(awk '/^overrun:/ { print \$2 }' \$s); lost=\$((lost + o)); done
+	echo L \$lost
+	awk 'NR == FNR { if (FNR > 1) { s = 0; for (i = 2; i <= ncpu + 1; i++) s += \$i; a[\$1] = s }; next }
+	     FNR == 1 { next }
+	     { s = 0; for (i = 2; i <= ncpu + 1; i++) s += \$i; if (\$1 in a) print \"I\", \$1, s - a[\$1] }' \
+		ncpu=\$(head -1 /tmp/ivm-irq0 | wc -w) /tmp/ivm-irq0 /tmp/ivm-irq1
+	echo 0 > $T/events/sched/sched_switch/enable
+	echo 0 > $T/events/sched/sched_switch/filter; echo > $T/trace" 90
+}
+
+# check_timeline_json FILE NR_VCPUS: a Chrome trace-event JSON object whose
+# traceEvents are metadata naming each vCPU track, complete events (idle,
+# running) with non-negative times on those tracks, and instants.
+check_timeline_json() {
+	jq -e --argjson n "$2" '
+		(.traceEvents | type == "array") and
+		([.traceEvents[] | select(.ph == "M" and .name == "thread_name")] | length == $n) and
+		([.traceEvents[] | select(.ph == "X" and .cat == "idle")] | length > 0) and
+		([.traceEvents[] | select(.ph == "X") |
+		  select((.ts | type) != "number" or .ts < 0 or .dur < 0 or .tid < 0 or .tid >= $n or .pid != 1)] | length == 0) and
+		([.traceEvents[] | select(.ph != "M" and .ph != "X" and .ph != "i")] | length == 0)
+	' "$1" >/dev/null || return 1
+	jq -r '[.traceEvents[] | select(.ph == "X") | .cat] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' "$1"
+}
+
+# render_timeline HTML PNG: headless Chromium opens the page; its DOM must
+# hold the vCPU tracks and idle periods, and the screenshot must show the
+# idle periods' colours and the running colour.
+render_timeline() {
+	local chrome dir dom
+	chrome=$(command -v chromium || command -v chromium-browser) || return 1
+	dir=$(mktemp -d)
+	set -- "$1" "$2" --headless --no-sandbox --disable-gpu \
+		--disable-background-networking --disable-component-update \
+		--disable-sync --no-first-run --user-data-dir="$dir" --hide-scrollbars
+	dom=$(timeout 90 "$chrome" "${@:3}" --dump-dom "file://$1" 2>/dev/null)
+	rm -f "$2"
+	timeout 90 "$chrome" "${@:3}" --window-size=1900,400 --screenshot="$2" \
+		"file://$1" >/dev/null 2>&1
+	rm -rf "$dir"
+	echo "$dom" | grep -c 'class="idle"' | sed 's/^/timeline DOM: idle periods /'
+	echo "$dom" | grep -q 'class="track"' || return 1
+	echo "$dom" | grep -q 'class="idle"' || return 1
+	[ -s "$2" ] || return 1
+	tests/tools/png-colors "$2" d9d2c5 4e79a7 f28e2b 59a14f e15759 9c9c9c |
+		awk '{ print "timeline screenshot: " $0 }
+		     $1 == "d9d2c5" { run = $2 } $1 ~ /^(4e79a7|f28e2b|59a14f|e15759|9c9c9c)$/ { idle += $2 }
+		     END { exit !(run > 1000 && idle > 100) }'
+}

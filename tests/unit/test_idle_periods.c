@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The idle-period machine on synthetic sequences of host events and guest
+ * looks: clean periods, vCPU threads that sleep for QEMU's lock with a
+ * task current, wakeups that end no period, periods that come and go
+ * between two looks, lost host events, and the from-idle task that left
+ * before the look.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "profile/idle_periods.h"
+
+#define IDLE 0xffff888000001000ull
+#define TASK_A 0xffff888000002000ull
+#define TASK_B 0xffff888000003000ull
+
+struct guest_cpu {
+	uint64_t current, idle_switches, cpu_switches;
+	struct ivm_irq_counts irqs;
+};
+
+static struct ivm_idle_obs look(const struct guest_cpu *g, uint64_t t)
+{
+	struct ivm_idle_obs o = {
+		.time_ns = t, .current_ok = true, .current = g->current,
+		.current_is_idle = g->current == IDLE,
+		.idle_switches_ok = true, .idle_switches = g->idle_switches,
+		.cpu_switches_ok = true, .cpu_switches = g->cpu_switches,
+		.irqs = g->irqs,
+	};
+	return o;
+}
+
+/* The guest switches to task (from idle: the idle task's count moves). */
+static void guest_switch(struct guest_cpu *g, uint64_t task)
+{
+	if (g->current == IDLE)
+		g->idle_switches++;
+	g->cpu_switches++;
+	g->current = task;
+}
+
+static struct ivm_idle_periods *make(void)
+{
+	struct ivm_idle_periods *ip;
+
+	cr_assert_null(ivm_idle_periods_create(2, &ip));
+	return ip;
+}
+
+static void init_cpu(struct guest_cpu *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->current = TASK_A;
+	g->idle_switches = 100;
+	g->cpu_switches = 1000;
+	g->irqs.known = (1u << IVM_IRQ_NR_KINDS) - 1;
+}
+
+/* A look at vcpu at time t; returns whether it ended a period. */
+static bool look_at(struct ivm_idle_periods *ip, uint32_t vcpu,
+		    const struct guest_cpu *g, uint64_t t,
+		    struct ivm_idle_period *p)
+{
+	struct ivm_idle_obs o = look(g, t);
+
+	return ivm_idle_periods_observe(ip, vcpu, &o, p);
+}
+
+/* A seen at 0; then A goes idle and the thread sleeps at ts, seen at ts+1. */
+static void begin_idle(struct ivm_idle_periods *ip, uint32_t vcpu,
+		       struct guest_cpu *g, uint64_t ts)
+{
+	struct ivm_idle_period p;
+
+	init_cpu(g);
+	cr_assert_not(look_at(ip, vcpu, g, 0, &p));
+	guest_switch(g, IDLE);
+	ivm_idle_periods_host_sleep(ip, vcpu, ts);
+	cr_assert_not(look_at(ip, vcpu, g, ts + 1, &p));
+}
+
+Test(idle_periods, clean_period_with_stamps_and_timer_wake)
+{
+	struct ivm_idle_periods *ip = make();
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+	struct ivm_idle_obs o;
+
+	init_cpu(&g);
+	o = look(&g, 100);
+	cr_assert_not(ivm_idle_periods_observe(ip, 0, &o, &p));
+	/* A goes to idle; the vCPU halts; the thread sleeps at 200. */
+	guest_switch(&g, IDLE);
+	ivm_idle_periods_host_sleep(ip, 0, 200);
+	o = look(&g, 210);
+	cr_assert_not(ivm_idle_periods_observe(ip, 0, &o, &p));
+	ivm_idle_periods_set_to_idle(ip, 0, TASK_A);
+	/* The timer fires at 900: woken, B dispatched. */
+	g.irqs.count[IVM_IRQ_TIMER]++;
+	ivm_idle_periods_host_wake(ip, 0, 900);
+	ivm_idle_periods_host_wake(ip, 0, 901);	/* sched_wakeup of the same */
+	guest_switch(&g, TASK_B);
+	o = look(&g, 950);
+	cr_assert(ivm_idle_periods_observe(ip, 0, &o, &p));
+	cr_assert_eq(p.vcpu, 0);
+	cr_assert_eq(p.start_ns, 200);
+	cr_assert_eq(p.end_ns, 900);
+	cr_assert_eq(p.to_idle_task, TASK_A);
+	cr_assert_eq(p.from_idle_task, TASK_B);
+	cr_assert(p.flags & IVM_IDLE_FROM_IDLE_KNOWN);
+	cr_assert(p.flags & IVM_IDLE_START_FROM_EVENT);
+	cr_assert(p.flags & IVM_IDLE_END_FROM_EVENT);
+	cr_assert_eq(p.wake_mask, 1u << IVM_IRQ_TIMER);
+	cr_assert_eq(p.halts, 1);
+	cr_assert_eq(p.after.idle_switches - p.before.idle_switches, 1);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->host_wakes, 1);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->host_sleeps_idle, 1);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->periods_ended, 1);
+	ivm_idle_periods_destroy(ip);
+}
+
+Test(idle_periods, lock_sleeps_with_a_task_current_are_not_idle)
+{
+	struct ivm_idle_periods *ip = make();
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+	struct ivm_idle_obs o;
+	int i;
+
+	init_cpu(&g);
+	o = look(&g, 10);
+	ivm_idle_periods_observe(ip, 0, &o, &p);
+	/* QEMU's big lock: the thread sleeps and wakes, A stays current. */
+	for (i = 0; i < 5; i++) {
+		ivm_idle_periods_host_sleep(ip, 0, 100 + i * 10);
+		o = look(&g, 101 + i * 10);
+		cr_assert_not(ivm_idle_periods_observe(ip, 0, &o, &p));
+		ivm_idle_periods_host_wake(ip, 0, 105 + i * 10);
+		}
+	cr_assert_eq(ivm_idle_periods_stats(ip)->host_sleeps, 5);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->host_sleeps_busy, 5);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->host_sleeps_idle, 0);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->periods_seen, 0);
+	ivm_idle_periods_destroy(ip);
+}
+
+Test(idle_periods, wake_without_dispatch_keeps_the_period)
+{
+	struct ivm_idle_periods *ip = make();
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+	struct ivm_idle_obs o;
+
+	begin_idle(ip, 0, &g, 100);
+	/* A timer with nothing to run: woken, looked at idle, halts again. */
+	g.irqs.count[IVM_IRQ_TIMER]++;
+	ivm_idle_periods_host_wake(ip, 0, 200);
+	o = look(&g, 201);
+	cr_assert_not(ivm_idle_periods_observe(ip, 0, &o, &p));
+	ivm_idle_periods_host_sleep(ip, 0, 210);
+	o = look(&g, 211);
+	cr_assert_not(ivm_idle_periods_observe(ip, 0, &o, &p));
+	/* Then a device interrupt wakes A. */
+	g.irqs.count[IVM_IRQ_DEVICE]++;
+	ivm_idle_periods_host_wake(ip, 0, 500);
+	guest_switch(&g, TASK_A);
+	o = look(&g, 520);
+	cr_assert(ivm_idle_periods_observe(ip, 0, &o, &p));
+	cr_assert_eq(p.start_ns, 100);
+	cr_assert_eq(p.end_ns, 500);
+	cr_assert_eq(p.halts, 2);
+	/* What woke it for good, not the timer of the first wakeup. */
+	cr_assert_eq(p.wake_mask, 1u << IVM_IRQ_DEVICE);
+	cr_assert_eq(p.after.irqs.count[IVM_IRQ_TIMER] -
+		     p.before.irqs.count[IVM_IRQ_TIMER], 1);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->wakes_no_switch, 1);
+	ivm_idle_periods_destroy(ip);
+}
+
+Test(idle_periods, periods_between_looks_are_counted_not_invented)
+{
+	struct ivm_idle_periods *ip = make();
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+	struct ivm_idle_obs o;
+	int i;
+
+	init_cpu(&g);
+	o = look(&g, 0);
+	ivm_idle_periods_observe(ip, 0, &o, &p);
+	/* Three idle periods come and go, all host events lost. */
+	for (i = 0; i < 3; i++) {
+		guest_switch(&g, IDLE);
+		guest_switch(&g, i & 1 ? TASK_A : TASK_B);
+	}
+	ivm_idle_periods_host_lost(ip, 6);
+	o = look(&g, 1000);
+	cr_assert_not(ivm_idle_periods_observe(ip, 0, &o, &p));
+	cr_assert_eq(ivm_idle_periods_stats(ip)->unseen_periods, 3);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->lost_events, 6);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->periods_seen, 0);
+	/* Seen idle, then two more periods unseen before the next look. */
+	guest_switch(&g, IDLE);
+	o = look(&g, 1100);
+	ivm_idle_periods_observe(ip, 0, &o, &p);
+	guest_switch(&g, TASK_A);
+	guest_switch(&g, IDLE);
+	guest_switch(&g, TASK_B);
+	guest_switch(&g, IDLE);
+	o = look(&g, 1200);
+	/* The seen one ends (its first task gone: from-idle unknown)... */
+	cr_assert(ivm_idle_periods_observe(ip, 0, &o, &p));
+	cr_assert_not(p.flags & IVM_IDLE_FROM_IDLE_KNOWN);
+	cr_assert_eq(p.from_idle_task, 0);
+	cr_assert_not(p.flags & IVM_IDLE_END_FROM_EVENT);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->from_idle_late, 1);
+	/* ...one in between is unseen, and the current one is open. */
+	cr_assert_eq(ivm_idle_periods_stats(ip)->unseen_periods, 4);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->periods_seen, 2);
+	ivm_idle_periods_destroy(ip);
+}
+
+Test(idle_periods, from_idle_task_that_already_left)
+{
+	struct ivm_idle_periods *ip = make();
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+	struct ivm_idle_obs o;
+
+	begin_idle(ip, 0, &g, 10);
+	ivm_idle_periods_host_wake(ip, 0, 50);
+	guest_switch(&g, TASK_A);	/* first after idle */
+	guest_switch(&g, TASK_B);	/* A blocked (no idle), B runs */
+	o = look(&g, 80);
+	cr_assert(ivm_idle_periods_observe(ip, 0, &o, &p));
+	cr_assert_eq(p.from_idle_task, 0, "B is not the first after idle");
+	cr_assert_eq(p.end_ns, 50);
+	ivm_idle_periods_destroy(ip);
+}
+
+Test(idle_periods, sleep_seen_after_its_wakeup)
+{
+	struct ivm_idle_periods *ip = make();
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+	struct ivm_idle_obs o;
+
+	init_cpu(&g);
+	o = look(&g, 0);
+	ivm_idle_periods_observe(ip, 0, &o, &p);
+	/*
+	 * Idle, halt, wake and dispatch all before the next look (the
+	 * events arrive in one batch): the sleep is judged idle because the
+	 * idle count moved, the period is unseen (its start never looked at).
+	 */
+	guest_switch(&g, IDLE);
+	ivm_idle_periods_host_sleep(ip, 1 - 1, 100);
+	ivm_idle_periods_host_wake(ip, 0, 200);
+	guest_switch(&g, TASK_B);
+	o = look(&g, 300);
+	cr_assert_not(ivm_idle_periods_observe(ip, 0, &o, &p));
+	cr_assert_eq(ivm_idle_periods_stats(ip)->host_sleeps_idle, 1);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->unseen_periods, 1);
+	/* A vCPU out of range and a look without current change nothing. */
+	ivm_idle_periods_host_sleep(ip, 7, 1);
+	o.current_ok = false;
+	cr_assert_not(ivm_idle_periods_observe(ip, 0, &o, &p));
+	cr_assert_not(ivm_idle_periods_observe(ip, 9, &o, &p));
+	ivm_idle_periods_destroy(ip);
+}
+
+Test(idle_periods, own_helper_runs_do_not_end_the_period)
+{
+	struct ivm_idle_periods *ip = make();
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+	struct ivm_idle_obs o;
+
+	begin_idle(ip, 1, &g, 10);
+	/* idlevm's pin holder runs there and leaves. */
+	guest_switch(&g, TASK_B);
+	guest_switch(&g, IDLE);
+	o = look(&g, 40);
+	cr_assert_not(ivm_idle_periods_rebase(ip, 1, &o, &p));
+	cr_assert_eq(ivm_idle_periods_stats(ip)->own_switches, 1);
+	/* The real end: A is first after idle. */
+	ivm_idle_periods_host_wake(ip, 1, 90);
+	guest_switch(&g, TASK_A);
+	o = look(&g, 95);
+	cr_assert(ivm_idle_periods_observe(ip, 1, &o, &p));
+	cr_assert_eq(p.start_ns, 10);
+	cr_assert_eq(p.from_idle_task, TASK_A);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->unseen_periods, 0);
+	ivm_idle_periods_destroy(ip);
+}
+
+Test(idle_periods, kvm_exit_reason_travels_with_the_period)
+{
+	struct ivm_idle_periods *ip = make();
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+	struct ivm_idle_obs o;
+
+	ivm_idle_periods_host_halt_exit(ip, 0, 12);	/* VMX HLT */
+	begin_idle(ip, 0, &g, 10);
+	g.irqs.count[IVM_IRQ_RESCHED]++;
+	ivm_idle_periods_host_wake(ip, 0, 20);
+	guest_switch(&g, TASK_A);
+	o = look(&g, 30);
+	cr_assert(ivm_idle_periods_observe(ip, 0, &o, &p));
+	cr_assert(p.flags & IVM_IDLE_EXIT_REASON);
+	cr_assert_eq(p.exit_reason, 12);
+	cr_assert_eq(p.wake_mask, 1u << IVM_IRQ_RESCHED);
+	ivm_idle_periods_destroy(ip);
+}
+
+/* The look right after the wakeup names the cause; later ones add noise. */
+Test(idle_periods, wake_cause_from_the_first_look_after_the_wakeup)
+{
+	struct ivm_idle_periods *ip = make();
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+
+	begin_idle(ip, 0, &g, 10);
+	ivm_idle_periods_host_wake(ip, 0, 20);
+	g.irqs.count[IVM_IRQ_RESCHED]++;
+	cr_assert_not(look_at(ip, 0, &g, 21, &p));
+	/* The timer ticks before the look that sees the switch. */
+	g.irqs.count[IVM_IRQ_TIMER]++;
+	guest_switch(&g, TASK_A);
+	cr_assert(look_at(ip, 0, &g, 60, &p));
+	cr_assert_eq(p.wake_mask, 1u << IVM_IRQ_RESCHED);
+	ivm_idle_periods_destroy(ip);
+}

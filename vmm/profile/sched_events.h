@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sched_events: decoding the host scheduler's tracepoints of the QEMU vCPU
+ * threads, the idle signal of TCG and KVM alike.
+ *
+ * A halted vCPU's host thread blocks (TCG: on its halt condition; KVM: in
+ * kvm_vcpu_block after halt polling) and is woken when the vCPU has work:
+ *  - sched:sched_switch with the vCPU thread as prev in a sleeping state is
+ *    a candidate idle entry; with it as next, the thread runs again;
+ *  - sched:sched_waking / sched_wakeup of it is a candidate idle exit.
+ * Candidates only: the thread also sleeps for QEMU's big lock and for I/O,
+ * so the guest's own state confirms each one (vmm/profile/idle_periods.h).
+ *
+ * Field offsets come from the event format files of the running kernel
+ * (tracefs events/sched/NAME/format), parsed by libtraceevent; every field
+ * read is checked to lie inside the record.
+ */
+#ifndef IVM_SCHED_EVENTS_H
+#define IVM_SCHED_EVENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+struct ivm_sched_events;
+
+enum ivm_sched_event_kind {
+	IVM_SCHED_SWITCH,
+	IVM_SCHED_WAKING,
+	IVM_SCHED_WAKEUP,
+};
+
+struct ivm_sched_event {
+	enum ivm_sched_event_kind kind;
+	int32_t prev_tid;	/* switch: the thread switched out */
+	uint64_t prev_state;	/* switch: its state (0: preempted) */
+	int32_t next_tid;	/* switch: the thread switched in */
+	int32_t tid;		/* waking, wakeup: the thread woken */
+};
+
+/*
+ * Parse the format texts (NUL-terminated) of sched_switch, sched_waking
+ * and sched_wakeup.  waking or wakeup may be NULL (older kernels lack
+ * sched_waking), not both.  IVM_ERROR_INVALID naming the event whose format
+ * lacks a field idlevm reads.
+ */
+struct ivm_error *ivm_sched_events_parse(const char *switch_format,
+					 const char *waking_format,
+					 const char *wakeup_format,
+					 struct ivm_sched_events **ret);
+
+/* The same from a tracefs mount (NULL: /sys/kernel/tracing). */
+struct ivm_error *ivm_sched_events_load(const char *tracefs,
+					struct ivm_sched_events **ret);
+
+void ivm_sched_events_destroy(struct ivm_sched_events *ev);
+
+/*
+ * Decode one raw record (starting at common_type).  IVM_ERROR_NOT_FOUND
+ * for a record of another event; IVM_ERROR_PROTOCOL for one too short for
+ * its fields.
+ */
+struct ivm_error *ivm_sched_events_decode(const struct ivm_sched_events *ev,
+					  const void *data, size_t size,
+					  struct ivm_sched_event *ret);
+
+/*
+ * Whether a sched_switch prev_state is a sleep (interruptible,
+ * uninterruptible or idle wait), not a preemption nor a stop.
+ */
+bool ivm_sched_state_sleeping(uint64_t prev_state);
+
+#endif /* IVM_SCHED_EVENTS_H */

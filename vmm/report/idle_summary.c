@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: MIT
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/idle_summary.h"
+
+void ivm_idle_summary_init(struct ivm_idle_summary *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+void ivm_idle_summary_deinit(struct ivm_idle_summary *s)
+{
+	free(s->periods);
+	free(s->samples);
+	free(s->stats);
+	free(s->stat_names);
+	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * Guest comms (and names from the file) are bytes: keep them printable,
+ * one word, with nothing JSON or HTML would read as markup.
+ */
+static void clean(char *c, size_t size)
+{
+	size_t i;
+
+	c[size - 1] = '\0';
+	for (i = 0; c[i]; i++)
+		if ((unsigned char)c[i] <= ' ' || (unsigned char)c[i] > '~' ||
+		    c[i] == '"' || c[i] == '\\' || c[i] == '<' || c[i] == '>' ||
+		    c[i] == '&' || c[i] == '\'')
+			c[i] = '_';
+}
+
+static void note_vcpu(struct ivm_idle_summary *s, uint32_t vcpu)
+{
+	if (vcpu < IVM_IDLE_SUMMARY_MAX_VCPUS && vcpu + 1 > s->nr_vcpus)
+		s->nr_vcpus = vcpu + 1;
+}
+
+static struct ivm_error *grow(void **arr, size_t *cap, size_t nr, size_t size,
+			      size_t max)
+{
+	size_t ncap;
+	void *n;
+
+	if (nr < *cap)
+		return NULL;
+	ncap = *cap ? 2 * *cap : 1024;
+	if (ncap > max)
+		ncap = max;
+	n = reallocarray(*arr, ncap, size);
+	if (!n)
+		return &ivm_enomem;
+	*arr = n;
+	*cap = ncap;
+	return NULL;
+}
+
+static struct ivm_error *keep_stats(struct ivm_idle_summary *s,
+				    const struct ivm_stat *items, size_t nr)
+{
+	size_t i, len = 0, off = 0;
+	struct ivm_stat *st;
+	char *names;
+
+	for (i = 0; i < nr; i++)
+		len += strlen(items[i].name) + 1;
+	st = calloc(nr ? nr : 1, sizeof(*st));
+	names = malloc(len ? len : 1);
+	if (!st || !names) {
+		free(st);
+		free(names);
+		return &ivm_enomem;
+	}
+	for (i = 0; i < nr; i++) {
+		size_t n = strlen(items[i].name) + 1;
+
+		memcpy(names + off, items[i].name, n);
+		st[i].name = names + off;
+		st[i].value = items[i].value;
+		off += n;
+	}
+	free(s->stats);
+	free(s->stat_names);
+	s->stats = st;
+	s->stat_names = names;
+	s->nr_stats = nr;
+	return NULL;
+}
+
+static void keep_meta(struct ivm_idle_summary *s,
+		      const struct ivm_profile_record *rec)
+{
+	size_t i;
+
+	for (i = 0; i < rec->meta.nr; i++) {
+		const struct ivm_label *m = &rec->meta.items[i];
+
+		if (!strcmp(m->key, "idle_source"))
+			snprintf(s->idle_source, sizeof(s->idle_source), "%s",
+				 m->value);
+		else if (!strcmp(m->key, "guest"))
+			snprintf(s->guest, sizeof(s->guest), "%s", m->value);
+		else if (!strcmp(m->key, "vcpus"))
+			note_vcpu(s, (uint32_t)strtoul(m->value, NULL, 10) - 1);
+	}
+	clean(s->idle_source, sizeof(s->idle_source));
+	clean(s->guest, sizeof(s->guest));
+}
+
+struct ivm_error *ivm_idle_summary_add(struct ivm_idle_summary *s,
+				       const struct ivm_profile_record *rec)
+{
+	struct ivm_error *err;
+
+	switch (rec->type) {
+	case IVM_RECORD_IDLE_PERIOD:
+		if (s->nr_periods >= IVM_IDLE_SUMMARY_MAX_PERIODS ||
+		    rec->idle.vcpu >= IVM_IDLE_SUMMARY_MAX_VCPUS) {
+			s->dropped_periods++;
+			return NULL;
+		}
+		err = grow((void **)&s->periods, &s->cap_periods,
+			   s->nr_periods, sizeof(*s->periods),
+			   IVM_IDLE_SUMMARY_MAX_PERIODS);
+		if (err)
+			return err;
+		s->periods[s->nr_periods] = rec->idle;
+		clean(s->periods[s->nr_periods].to_idle.comm, IVM_COMM_LEN);
+		clean(s->periods[s->nr_periods++].from_idle.comm, IVM_COMM_LEN);
+		note_vcpu(s, rec->idle.vcpu);
+		return NULL;
+	case IVM_RECORD_SAMPLE: {
+		struct ivm_idle_summary_sample *t;
+
+		if (s->nr_samples >= IVM_IDLE_SUMMARY_MAX_SAMPLES ||
+		    rec->sample.vcpu >= IVM_IDLE_SUMMARY_MAX_VCPUS) {
+			s->dropped_samples++;
+			return NULL;
+		}
+		err = grow((void **)&s->samples, &s->cap_samples,
+			   s->nr_samples, sizeof(*s->samples),
+			   IVM_IDLE_SUMMARY_MAX_SAMPLES);
+		if (err)
+			return err;
+		t = &s->samples[s->nr_samples++];
+		t->time_ns = rec->sample.time_ns;
+		t->vcpu = rec->sample.vcpu;
+		t->tid = rec->sample.tid;
+		t->kind = rec->sample.kind;
+		memcpy(t->comm, rec->sample.comm, sizeof(t->comm));
+		clean(t->comm, IVM_COMM_LEN);
+		note_vcpu(s, rec->sample.vcpu);
+		return NULL;
+	}
+	case IVM_RECORD_STATS:
+	case IVM_RECORD_END:
+		return keep_stats(s, rec->stats.items, rec->stats.nr);
+	case IVM_RECORD_META:
+		keep_meta(s, rec);
+		return NULL;
+	default:
+		return NULL;
+	}
+}
+
+uint64_t ivm_idle_summary_stat(const struct ivm_idle_summary *s,
+			       const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr_stats; i++)
+		if (!strcmp(s->stats[i].name, name))
+			return s->stats[i].value;
+	return 0;
+}
+
+static bool has_stat(const struct ivm_idle_summary *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr_stats; i++)
+		if (!strcmp(s->stats[i].name, name))
+			return true;
+	return false;
+}
+
+void ivm_idle_wake_name(uint32_t wake_mask, char *buf, size_t size)
+{
+	size_t len = 0;
+	int k;
+
+	buf[0] = '\0';
+	for (k = 0; k < IVM_IRQ_NR_KINDS; k++) {
+		/* A TLB shootdown is a function call too: named once. */
+		if (k == IVM_IRQ_TLB || !(wake_mask & (1u << k)))
+			continue;
+		len += (size_t)snprintf(buf + len, len < size ? size - len : 0,
+					"%s%s", len ? "+" : "",
+					ivm_irq_kind_name(k));
+	}
+	if (!len)
+		snprintf(buf, size, "unknown");
+}
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0.0;
+}
+
+#define ST(n) ivm_idle_summary_stat(s, n)
+
+static void print_run(const struct ivm_idle_summary *s, FILE *out)
+{
+	uint64_t to_guest, from_guest, unseen, replayed, to_kept, from_kept;
+
+	fprintf(out, "== run ==\n");
+	if (has_stat(s, "elapsed_ms"))
+		fprintf(out, "  duration: %.1f s", (double)ST("elapsed_ms") / 1e3);
+	else
+		fprintf(out, "  duration: not recorded (an older idlevm)");
+	fprintf(out, "; idle source: %s; vCPUs: %u\n",
+		s->idle_source[0] ? s->idle_source : "not recorded",
+		s->nr_vcpus);
+	to_kept = ST("to_idle");
+	from_kept = ST("from_idle");
+	if (!has_stat(s, "idle_periods_seen")) {
+		fprintf(out,
+			"  transitions: not counted by the idlevm that wrote this profile; captured %" PRIu64
+			" to-idle, %" PRIu64 " from-idle\n", to_kept, from_kept);
+		return;
+	}
+	unseen = ST("idle_periods_unseen");
+	replayed = ST("idle_periods_replayed");
+	/* Every idle period has one switch into idle and one out of it. */
+	to_guest = ST("idle_periods_seen") + unseen;
+	from_guest = ST("idle_periods_ended") + unseen;
+	fprintf(out,
+		"  guest to-idle switches: %" PRIu64 " (%" PRIu64
+		" seen at a look, %" PRIu64 " between looks, %" PRIu64
+		" of those rebuilt); captured %" PRIu64 " (%.1f%%)\n",
+		to_guest, ST("idle_periods_seen"), unseen, replayed, to_kept,
+		pct(to_kept, to_guest));
+	fprintf(out,
+		"  guest from-idle switches: %" PRIu64 "; captured %" PRIu64
+		" (%.1f%%); %" PRIu64 " named from guest memory after the first task left\n",
+		from_guest, from_kept, pct(from_kept, from_guest),
+		ST("from_idle_resolved"));
+	fprintf(out,
+		"  not captured, by cause: between looks, not rebuilt %" PRIu64
+		"; target ran during the read %" PRIu64 "; target runnable %" PRIu64
+		"; capture failed %" PRIu64 "; capture busy %" PRIu64
+		"; first task not found %" PRIu64 "; no target %" PRIu64
+		"; filtered %" PRIu64 "\n",
+		unseen > replayed ? unseen - replayed : 0, ST("discarded_ran"),
+		ST("discarded_runnable"), ST("capture_failed"), ST("lost_busy"),
+		ST("lost_missed") + ST("from_idle_unresolved"),
+		ST("lost_no_target"), ST("filtered"));
+	fprintf(out,
+		"  host events: %" PRIu64 " vCPU-thread sleeps (%" PRIu64
+		" idle halts, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
+		" wakeups, %" PRIu64 " trace events lost\n",
+		ST("host_sleeps"), ST("host_sleeps_idle"), ST("host_sleeps_busy"),
+		ST("host_wakes"), ST("trace_lost"));
+}
+
+/* Duration buckets of the histogram. */
+static const uint64_t bucket_ns[] = { 100000, 1000000, 10000000, 100000000,
+				      1000000000 };
+#define NR_BUCKETS 6
+static const char *const bucket_name[NR_BUCKETS] = {
+	"<100us", "<1ms", "<10ms", "<100ms", "<1s", ">=1s" };
+
+static int bucket(uint64_t ns)
+{
+	int b;
+
+	for (b = 0; b < NR_BUCKETS - 1; b++)
+		if (ns < bucket_ns[b])
+			return b;
+	return NR_BUCKETS - 1;
+}
+
+struct pair_count {
+	char from[IVM_COMM_LEN], to[IVM_COMM_LEN];
+	uint64_t n;
+};
+
+static int by_count(const void *a, const void *b)
+{
+	const struct pair_count *x = a, *y = b;
+
+	return x->n < y->n ? 1 : x->n > y->n ? -1 : strcmp(x->from, y->from);
+}
+
+/* Tally (to-idle comm, from-idle comm) pairs; a small open table. */
+static size_t count_pairs(const struct ivm_idle_summary *s,
+			  struct pair_count *pairs, size_t cap)
+{
+	size_t i, k, n = 0;
+
+	for (i = 0; i < s->nr_periods; i++) {
+		const struct ivm_idle_record *r = &s->periods[i];
+		const char *from = r->to_idle.comm[0] ? r->to_idle.comm : "?";
+		const char *to = r->from_idle.comm[0] ? r->from_idle.comm : "?";
+
+		for (k = 0; k < n; k++)
+			if (!strcmp(pairs[k].from, from) &&
+			    !strcmp(pairs[k].to, to))
+				break;
+		if (k == n) {
+			if (n == cap)
+				continue;	/* rare pairs past the cap */
+			snprintf(pairs[n].from, IVM_COMM_LEN, "%s", from);
+			snprintf(pairs[n].to, IVM_COMM_LEN, "%s", to);
+			pairs[n++].n = 0;
+		}
+		pairs[k].n++;
+	}
+	qsort(pairs, n, sizeof(*pairs), by_count);
+	return n;
+}
+
+static void print_periods(const struct ivm_idle_summary *s, FILE *out)
+{
+	uint64_t wake[1u << IVM_IRQ_NR_KINDS] = { 0 }, known = 0, timer = 0;
+	static struct pair_count pairs[4096];
+	size_t i, n;
+	uint32_t v;
+	int b;
+
+	fprintf(out, "== idle periods: %zu recorded", s->nr_periods);
+	if (s->dropped_periods)
+		fprintf(out, " (%" PRIu64 " more past the report's cap)",
+			s->dropped_periods);
+	fprintf(out, " ==\n  vCPU  periods   idle s");
+	for (b = 0; b < NR_BUCKETS; b++)
+		fprintf(out, " %7s", bucket_name[b]);
+	fputc('\n', out);
+	for (v = 0; v < s->nr_vcpus; v++) {
+		uint64_t hist[NR_BUCKETS] = { 0 }, count = 0, total = 0;
+
+		for (i = 0; i < s->nr_periods; i++) {
+			const struct ivm_idle_record *r = &s->periods[i];
+
+			if (r->vcpu != v)
+				continue;
+			count++;
+			total += r->end_ns - r->start_ns;
+			hist[bucket(r->end_ns - r->start_ns)]++;
+		}
+		fprintf(out, "  %4u %8" PRIu64 " %8.3f", v, count,
+			(double)total / 1e9);
+		for (b = 0; b < NR_BUCKETS; b++)
+			fprintf(out, " %7" PRIu64, hist[b]);
+		fputc('\n', out);
+	}
+	for (i = 0; i < s->nr_periods; i++) {
+		uint32_t m = s->periods[i].wake_mask &
+			     ~(1u << IVM_IRQ_TLB) & ((1u << IVM_IRQ_NR_KINDS) - 1);
+
+		wake[m]++;
+		if (m) {
+			known++;
+			timer += !!(m & (1u << IVM_IRQ_TIMER));
+		}
+	}
+	fprintf(out, "  wake causes (interrupts between the last halt and the switch out of idle):\n");
+	for (i = 0; i < (1u << IVM_IRQ_NR_KINDS); i++) {
+		char name[64];
+
+		if (!wake[i])
+			continue;
+		ivm_idle_wake_name((uint32_t)i, name, sizeof(name));
+		fprintf(out, "    %-24s %8" PRIu64 "  %5.1f%%\n", name, wake[i],
+			pct(wake[i], s->nr_periods));
+	}
+	fprintf(out, "  timer share of known wake causes: %.1f%% of %" PRIu64 "\n",
+		pct(timer, known), known);
+	n = count_pairs(s, pairs, sizeof(pairs) / sizeof(pairs[0]));
+	fprintf(out, "  to-idle -> from-idle (who hands the CPU to whom through idle):\n");
+	for (i = 0; i < n && i < 15; i++)
+		fprintf(out, "    %8" PRIu64 "  %-16s -> %s\n", pairs[i].n,
+			pairs[i].from, pairs[i].to);
+}
+
+void ivm_idle_summary_print(const struct ivm_idle_summary *s, FILE *out)
+{
+	print_run(s, out);
+	if (s->nr_periods)
+		print_periods(s, out);
+}
+
+void ivm_idle_summary_print_periods(const struct ivm_idle_summary *s,
+				    FILE *out)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr_periods; i++) {
+		const struct ivm_idle_record *r = &s->periods[i];
+		char wake[64];
+
+		ivm_idle_wake_name(r->wake_mask, wake, sizeof(wake));
+		fprintf(out,
+			"%u\t%" PRIu64 "\t%" PRIu64 "\t0x%x\t%s\t%u\t%u\t%s\t%u\t%u\t%s\t%" PRIu64
+			"\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+			r->vcpu, r->start_ns, r->end_ns, r->flags, wake,
+			r->to_idle.pid, r->to_idle.tid,
+			r->to_idle.comm[0] ? r->to_idle.comm : "?",
+			r->from_idle.pid, r->from_idle.tid,
+			r->from_idle.comm[0] ? r->from_idle.comm : "?",
+			r->before.rq_clock, r->after.rq_clock,
+			r->before.idle_switches, r->after.idle_switches);
+	}
+}

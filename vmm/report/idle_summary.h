@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * idle_summary: what a profile says about its run and its idle periods,
+ * for `idlevm report`: the run's duration and idle source, the guest's
+ * idle transitions seen, captured and lost by cause (from the last STATS
+ * or END record), and its idle periods (IDLE_PERIOD records): count and
+ * duration histogram per vCPU, wake causes, and which task hands the CPU
+ * to which through idle.  The records are kept (up to
+ * IVM_IDLE_SUMMARY_MAX_PERIODS) for the timeline writer (timeline.h).
+ *
+ * Everything comes from a profile file the reader already bounded and
+ * NUL-terminated (profile_file.h); guest comms are still guest bytes, so
+ * the summary rewrites them to printable words ('_' for anything else,
+ * quotes and markup included) before any writer sees them.  It caps what
+ * it keeps and counts what it drops.
+ */
+#ifndef IVM_IDLE_SUMMARY_H
+#define IVM_IDLE_SUMMARY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/error.h"
+#include "profile/profile_file.h"
+
+#define IVM_IDLE_SUMMARY_MAX_PERIODS (1u << 21)
+#define IVM_IDLE_SUMMARY_MAX_VCPUS 256
+#define IVM_IDLE_SUMMARY_MAX_SAMPLES (1u << 20)
+
+/* An on-CPU or transition sample, as the timeline shows it. */
+struct ivm_idle_summary_sample {
+	uint64_t time_ns;
+	uint32_t vcpu;
+	uint32_t tid;
+	enum ivm_sample_kind kind;
+	char comm[IVM_COMM_LEN];
+};
+
+struct ivm_idle_summary {
+	struct ivm_idle_record *periods;	/* in file order */
+	size_t nr_periods, cap_periods;
+	uint64_t dropped_periods;		/* past the cap */
+	struct ivm_idle_summary_sample *samples;
+	size_t nr_samples, cap_samples;
+	uint64_t dropped_samples;
+	struct ivm_stat *stats;			/* the last STATS/END seen */
+	char *stat_names;			/* their names, NUL-separated */
+	size_t nr_stats;
+	char idle_source[32];
+	char guest[64];
+	uint32_t nr_vcpus;			/* highest vCPU + 1 seen */
+};
+
+void ivm_idle_summary_init(struct ivm_idle_summary *s);
+void ivm_idle_summary_deinit(struct ivm_idle_summary *s);
+
+/* Take one record of the file (others than these kinds are ignored). */
+struct ivm_error *ivm_idle_summary_add(struct ivm_idle_summary *s,
+				       const struct ivm_profile_record *rec);
+
+/* A stat of the last STATS/END record, 0 when absent. */
+uint64_t ivm_idle_summary_stat(const struct ivm_idle_summary *s,
+			       const char *name);
+
+/* The name of a wake_mask ("timer", "call+timer", "unknown"). */
+void ivm_idle_wake_name(uint32_t wake_mask, char *buf, size_t size);
+
+/*
+ * Print the run (always) and the idle periods (when there are any) as the
+ * text report's header block.
+ */
+void ivm_idle_summary_print(const struct ivm_idle_summary *s, FILE *out);
+
+/*
+ * One line per idle period, tab-separated, for scripts:
+ * vcpu start_ns end_ns flags wake to_pid to_tid to_comm from_pid from_tid
+ * from_comm before_rq_clock after_rq_clock before_idle_switches
+ * after_idle_switches.
+ */
+void ivm_idle_summary_print_periods(const struct ivm_idle_summary *s,
+				    FILE *out);
+
+#endif /* IVM_IDLE_SUMMARY_H */

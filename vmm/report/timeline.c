@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/timeline.h"
+
+/* The HTML page's drawing: pixels. */
+#define WIDTH 1800
+#define LEFT 90
+#define ROW 56
+#define TOP 40
+#define BAR 36
+
+const char *ivm_timeline_wake_color(uint32_t wake_mask)
+{
+	if (wake_mask & (1u << IVM_IRQ_DEVICE))
+		return "#e15759";
+	if (wake_mask & ((1u << IVM_IRQ_CALL) | (1u << IVM_IRQ_TLB)))
+		return "#f28e2b";
+	if (wake_mask & (1u << IVM_IRQ_RESCHED))
+		return "#59a14f";
+	if (wake_mask & (1u << IVM_IRQ_TIMER))
+		return "#4e79a7";
+	return "#9c9c9c";
+}
+
+#define RUNNING_COLOR "#d9d2c5"
+
+/* Periods ordered by vCPU, then start. */
+static int by_vcpu_start(const void *a, const void *b)
+{
+	const struct ivm_idle_record *x = *(const struct ivm_idle_record *const *)a;
+	const struct ivm_idle_record *y = *(const struct ivm_idle_record *const *)b;
+
+	if (x->vcpu != y->vcpu)
+		return x->vcpu < y->vcpu ? -1 : 1;
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+static const struct ivm_idle_record **sorted(const struct ivm_idle_summary *s)
+{
+	const struct ivm_idle_record **v = calloc(s->nr_periods ? s->nr_periods : 1,
+						  sizeof(*v));
+	size_t i;
+
+	if (!v)
+		return NULL;
+	for (i = 0; i < s->nr_periods; i++)
+		v[i] = &s->periods[i];
+	qsort(v, s->nr_periods, sizeof(*v), by_vcpu_start);
+	return v;
+}
+
+/* The time span of everything drawn. */
+static void span(const struct ivm_idle_summary *s, uint64_t *t0, uint64_t *t1)
+{
+	size_t i;
+
+	*t0 = UINT64_MAX;
+	*t1 = 0;
+	for (i = 0; i < s->nr_periods; i++) {
+		if (s->periods[i].start_ns < *t0)
+			*t0 = s->periods[i].start_ns;
+		if (s->periods[i].end_ns > *t1)
+			*t1 = s->periods[i].end_ns;
+	}
+	for (i = 0; i < s->nr_samples; i++) {
+		if (s->samples[i].time_ns < *t0)
+			*t0 = s->samples[i].time_ns;
+		if (s->samples[i].time_ns > *t1)
+			*t1 = s->samples[i].time_ns;
+	}
+	if (*t0 > *t1)
+		*t0 = *t1 = 0;
+}
+
+static double us(uint64_t t, uint64_t t0)
+{
+	return (double)(t - t0) / 1e3;
+}
+
+/* What ran between two idle periods of one vCPU. */
+static void running_name(const struct ivm_idle_record *prev,
+			 const struct ivm_idle_record *next, char *buf,
+			 size_t size)
+{
+	const char *a = prev->from_idle.comm[0] ? prev->from_idle.comm : "?";
+	const char *b = next->to_idle.comm[0] ? next->to_idle.comm : "?";
+
+	if (!strcmp(a, b))
+		snprintf(buf, size, "%s", a);
+	else
+		snprintf(buf, size, "%s .. %s", a, b);
+}
+
+struct ivm_error *ivm_timeline_json(const struct ivm_idle_summary *s,
+				    FILE *out)
+{
+	const struct ivm_idle_record **v = sorted(s);
+	uint64_t t0, t1;
+	size_t i;
+	uint32_t c;
+	bool first = true;
+
+	if (!v)
+		return &ivm_enomem;
+	span(s, &t0, &t1);
+	fprintf(out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"guest\":\"%s\",\"idle_source\":\"%s\"},\n\"traceEvents\":[\n",
+		s->guest, s->idle_source);
+#define SEP() (first ? (first = false, "") : ",\n")
+	fprintf(out, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"guest %s\"}}",
+		SEP(), s->guest[0] ? s->guest : "?");
+	for (c = 0; c < s->nr_vcpus; c++)
+		fprintf(out, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":%u,\"args\":{\"name\":\"vCPU %u\"}}",
+			SEP(), c, c);
+	for (i = 0; i < s->nr_periods; i++) {
+		const struct ivm_idle_record *r = v[i];
+		char wake[64], run[2 * IVM_COMM_LEN + 8];
+
+		ivm_idle_wake_name(r->wake_mask, wake, sizeof(wake));
+		fprintf(out, "%s{\"ph\":\"X\",\"cat\":\"idle\",\"name\":\"idle (%s)\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,"
+			"\"args\":{\"wake\":\"%s\",\"to_idle\":\"%s/%u\",\"from_idle\":\"%s/%u\",\"halts\":%u,\"rebuilt\":%s}}",
+			SEP(), wake, r->vcpu, us(r->start_ns, t0),
+			(double)(r->end_ns - r->start_ns) / 1e3, wake,
+			r->to_idle.comm[0] ? r->to_idle.comm : "?", r->to_idle.tid,
+			r->from_idle.comm[0] ? r->from_idle.comm : "?",
+			r->from_idle.tid, r->halts,
+			r->flags & IVM_IDLE_REPLAYED ? "true" : "false");
+		if (i + 1 < s->nr_periods && v[i + 1]->vcpu == r->vcpu &&
+		    v[i + 1]->start_ns > r->end_ns) {
+			running_name(r, v[i + 1], run, sizeof(run));
+			fprintf(out, "%s{\"ph\":\"X\",\"cat\":\"running\",\"name\":\"%s\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,"
+				"\"args\":{\"from_idle\":\"%s\",\"to_idle\":\"%s\"}}",
+				SEP(), run, r->vcpu, us(r->end_ns, t0),
+				(double)(v[i + 1]->start_ns - r->end_ns) / 1e3,
+				r->from_idle.comm[0] ? r->from_idle.comm : "?",
+				v[i + 1]->to_idle.comm[0] ? v[i + 1]->to_idle.comm : "?");
+		}
+	}
+	for (i = 0; i < s->nr_samples; i++) {
+		const struct ivm_idle_summary_sample *t = &s->samples[i];
+
+		fprintf(out, "%s{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"sample\",\"name\":\"%s %s/%u\",\"pid\":1,\"tid\":%u,\"ts\":%.3f}",
+			SEP(), ivm_sample_kind_name(t->kind), t->comm, t->tid,
+			t->vcpu, us(t->time_ns, t0));
+	}
+#undef SEP
+	fprintf(out, "\n]}\n");
+	free(v);
+	return NULL;
+}
+
+static double px(uint64_t t, uint64_t t0, uint64_t t1)
+{
+	if (t1 <= t0)
+		return LEFT;
+	return LEFT + (double)(t - t0) * (WIDTH - LEFT - 10) / (double)(t1 - t0);
+}
+
+static void legend(FILE *out, double x, double y, const char *color,
+		   const char *name)
+{
+	fprintf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"14\" fill=\"%s\"/>"
+		"<text x=\"%.0f\" y=\"%.0f\">%s</text>\n", x, y, color, x + 18,
+		y + 12, name);
+}
+
+struct ivm_error *ivm_timeline_html(const struct ivm_idle_summary *s,
+				    FILE *out)
+{
+	const struct ivm_idle_record **v = sorted(s);
+	uint64_t t0, t1;
+	unsigned int height = TOP + ROW * (s->nr_vcpus ? s->nr_vcpus : 1) + 60;
+	size_t i;
+	uint32_t c;
+	int tick;
+
+	if (!v)
+		return &ivm_enomem;
+	span(s, &t0, &t1);
+	fprintf(out, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>idlevm timeline</title>\n"
+		"<style>body{font-family:sans-serif;margin:12px;background:#fff}"
+		"svg text{font-size:12px;fill:#222}.box{overflow-x:auto}</style></head><body>\n"
+		"<h3>idlevm timeline</h3>\n<p>guest %s, idle source %s, %zu idle periods on %u vCPUs over %.3f s. Hover a shape for its details.</p>\n"
+		"<div class=\"box\"><svg xmlns=\"http://www.w3.org/2000/svg\" id=\"timeline\" width=\"%d\" height=\"%u\">\n",
+		s->guest[0] ? s->guest : "?",
+		s->idle_source[0] ? s->idle_source : "?", s->nr_periods,
+		s->nr_vcpus, (double)(t1 - t0) / 1e9, WIDTH, height);
+	/* Time axis: ten ticks. */
+	for (tick = 0; tick <= 10; tick++) {
+		uint64_t t = t0 + (t1 - t0) * (uint64_t)tick / 10;
+		double x = px(t, t0, t1);
+
+		fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%u\" stroke=\"#eee\"/>"
+			"<text x=\"%.1f\" y=\"%d\"%s>%.3f s</text>\n", x, TOP - 14, x,
+			TOP + ROW * s->nr_vcpus, x, TOP - 18,
+			tick == 10 ? " text-anchor=\"end\"" : "",
+			(double)(t - t0) / 1e9);
+	}
+	for (c = 0; c < s->nr_vcpus; c++) {
+		unsigned int y = TOP + ROW * c;
+
+		fprintf(out, "<text x=\"4\" y=\"%u\">vCPU %u</text>\n"
+			"<rect class=\"track\" x=\"%d\" y=\"%u\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
+			y + BAR / 2 + 4, c, LEFT, y, WIDTH - LEFT - 10, BAR,
+			RUNNING_COLOR);
+	}
+	for (i = 0; i < s->nr_periods; i++) {
+		const struct ivm_idle_record *r = v[i];
+		double x0 = px(r->start_ns, t0, t1), x1 = px(r->end_ns, t0, t1);
+		char wake[64];
+
+		ivm_idle_wake_name(r->wake_mask, wake, sizeof(wake));
+		if (i + 1 < s->nr_periods && v[i + 1]->vcpu == r->vcpu &&
+		    v[i + 1]->start_ns > r->end_ns) {
+			char run[2 * IVM_COMM_LEN + 8];
+			double x2 = px(v[i + 1]->start_ns, t0, t1);
+
+			running_name(r, v[i + 1], run, sizeof(run));
+			fprintf(out, "<rect class=\"running\" x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\">"
+				"<title>vCPU %u running %.1f us: %s</title></rect>\n",
+				x1, TOP + ROW * r->vcpu, x2 - x1, BAR,
+				RUNNING_COLOR, r->vcpu,
+				(double)(v[i + 1]->start_ns - r->end_ns) / 1e3, run);
+		}
+		/* At least a pixel: short periods stay visible. */
+		if (x1 - x0 < 1)
+			x1 = x0 + 1;
+		fprintf(out, "<rect class=\"idle\" data-wake=\"%s\" x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\">"
+			"<title>vCPU %u idle %.1f us, woken by %s; %s/%u -&gt; %s/%u%s</title></rect>\n",
+			wake, x0, TOP + ROW * r->vcpu, x1 - x0, BAR,
+			ivm_timeline_wake_color(r->wake_mask), r->vcpu,
+			(double)(r->end_ns - r->start_ns) / 1e3, wake,
+			r->to_idle.comm[0] ? r->to_idle.comm : "?", r->to_idle.tid,
+			r->from_idle.comm[0] ? r->from_idle.comm : "?",
+			r->from_idle.tid,
+			r->flags & IVM_IDLE_REPLAYED ? " (rebuilt)" : "");
+	}
+	for (i = 0; i < s->nr_samples; i++) {
+		const struct ivm_idle_summary_sample *t = &s->samples[i];
+		double x = px(t->time_ns, t0, t1);
+
+		if (t->vcpu >= s->nr_vcpus)
+			continue;
+		fprintf(out, "<line class=\"sample\" x1=\"%.2f\" y1=\"%u\" x2=\"%.2f\" y2=\"%u\" stroke=\"#333\">"
+			"<title>%s %s/%u</title></line>\n", x,
+			TOP + ROW * t->vcpu + BAR, x, TOP + ROW * t->vcpu + BAR + 6,
+			ivm_sample_kind_name(t->kind), t->comm, t->tid);
+	}
+	{
+		double y = TOP + ROW * s->nr_vcpus + 10;
+
+		legend(out, LEFT, y, RUNNING_COLOR, "running");
+		legend(out, LEFT + 110, y, ivm_timeline_wake_color(1u << IVM_IRQ_TIMER), "idle, timer");
+		legend(out, LEFT + 230, y, ivm_timeline_wake_color(1u << IVM_IRQ_CALL), "idle, function-call IPI");
+		legend(out, LEFT + 420, y, ivm_timeline_wake_color(1u << IVM_IRQ_RESCHED), "idle, reschedule IPI");
+		legend(out, LEFT + 600, y, ivm_timeline_wake_color(1u << IVM_IRQ_DEVICE), "idle, device interrupt");
+		legend(out, LEFT + 790, y, ivm_timeline_wake_color(0), "idle, cause unknown");
+	}
+	fprintf(out, "</svg></div>\n</body></html>\n");
+	free(v);
+	return NULL;
+}
