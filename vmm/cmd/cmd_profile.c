@@ -63,7 +63,10 @@ IVM_GUEST_USAGE
 "                         stop/cont around the read)\n"
 "      --helper-socket PATH  the helper's socket (default: the domain's\n"
 "                         helper channel, or helper.sock beside --qmp)\n"
-"      --pin-lease MS     lease of each pin (default %d; a hold gets half)\n"
+"      --pin-lease MS     how long the helper holds the vCPU and keeps the\n"
+"                         target pinned, from its reply (default %g ms;\n"
+"                         fractions allowed; an older helper needs at least\n"
+"                         %d)\n"
 "      --pin-policy P     rescue (default: read unpinned first, pin only a\n"
 "                         target found woken) or always (pin every target\n"
 "                         not on a vCPU)\n"
@@ -76,12 +79,54 @@ IVM_GUEST_USAGE
 "                         in DIR/.build-id/xx/rest (or rest.debug, if it has\n"
 "                         CFI); the report then defaults to DIR too\n"
 "      --no-report        do not print the report at the end\n"
-"  -h, --help             this help\n", IVM_PIN_LEASE_DEFAULT_MS);
+"  -h, --help             this help\n", IVM_PIN_LEASE_DEFAULT_US / 1000.0,
+		IVM_PIN_LEASE_V1_MIN_MS);
 }
 
 static double mean_ms(uint64_t total_ns, uint64_t n)
 {
 	return n ? (double)total_ns / 1e6 / (double)n : 0;
+}
+
+/*
+ * What the helper did in the guest for this profile, as the helper counted
+ * it (protocol 2), else as idlevm asked for it: the cost of watching.
+ */
+static void print_footprint(const struct ivm_profiler_result *res)
+{
+	const struct ivm_helper_stats *hs = &res->helper;
+	uint64_t req = 0, wake = 0, holds = 0, hold_ns = 0, pins = 0, hp = 0,
+		 pin_ns = 0, ends = 0, late = 0, rt = 0;
+	double el = res->elapsed_s > 0 ? res->elapsed_s : 1;
+
+	if (!hs->nr) {
+		fprintf(stderr,
+			"idlevm: helper footprint (asked by idlevm; this helper does not count): %" PRIu64
+			" requests (%.1f/s), %" PRIu64 " holds, %" PRIu64
+			" pins\n",
+			res->pin.requests, res->pin.requests / el,
+			res->pin.holds, res->pin.pins);
+		return;
+	}
+	ivm_helper_stats_get(hs, "requests", &req);
+	ivm_helper_stats_get(hs, "wakeups", &wake);
+	ivm_helper_stats_get(hs, "holds", &holds);
+	ivm_helper_stats_get(hs, "hold_ns", &hold_ns);
+	ivm_helper_stats_get(hs, "pins", &pins);
+	ivm_helper_stats_get(hs, "held_pins", &hp);
+	ivm_helper_stats_get(hs, "held_pin_ns", &pin_ns);
+	ivm_helper_stats_get(hs, "lease_ends", &ends);
+	ivm_helper_stats_get(hs, "late_holds", &late);
+	ivm_helper_stats_get(hs, "refused_rt", &rt);
+	fprintf(stderr,
+		"idlevm: helper footprint: %" PRIu64 " requests (%.1f/s), %"
+		PRIu64 " wakeups of its loop; %" PRIu64
+		" holds spinning %.1f ms in all (%.2f%% of one vCPU), %" PRIu64
+		" pins keeping threads %.1f ms in all; %" PRIu64
+		" holds ended by their lease, %" PRIu64 " too late to pin, %"
+		PRIu64 " real-time targets not pinned\n",
+		req, req / el, wake, holds, hold_ns / 1e6,
+		hold_ns / 1e7 / el, pins + hp, pin_ns / 1e6, ends, late, rt);
 }
 
 static bool parse_double(const char *s, double *ret)
@@ -141,7 +186,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	const char *helper_socket = NULL;
 	char symdir_buf[PATH_MAX];
 	const char *symdir = NULL;
-	unsigned int pin_lease = IVM_PIN_LEASE_DEFAULT_MS;
+	unsigned int pin_lease_us = IVM_PIN_LEASE_DEFAULT_US;
 	enum ivm_pin_policy pin_policy = IVM_PIN_RESCUE;
 	struct ivm_pin_capture *pin = NULL;
 	enum { REGS_AUTO, REGS_MEMORY, REGS_MONITOR } regs_source = REGS_AUTO;
@@ -224,10 +269,10 @@ int ivm_cmd_profile(int argc, char **argv)
 			helper_socket = optarg;
 			break;
 		case OPT_PIN_LEASE:
-			if (!parse_double(optarg, &d) || d < 1 ||
+			if (!parse_double(optarg, &d) || d < 0.01 ||
 			    d > IVM_PROTO_LEASE_MAX_MS)
 				goto bad_value;
-			pin_lease = (unsigned int)d;
+			pin_lease_us = (unsigned int)(d * 1000 + 0.5);
 			break;
 		case OPT_PIN_POLICY:
 			if (!strcmp(optarg, "always"))
@@ -343,7 +388,7 @@ int ivm_cmd_profile(int argc, char **argv)
 		 */
 		err = ivm_pin_capture_create(g, helper_socket, gopts.qmp_path,
 					     IVM_PIN_TIMEOUT_DEFAULT_MS,
-					     pin_lease, &pin);
+					     pin_lease_us, &pin);
 		if (err) {
 			fprintf(stderr,
 				"idlevm: warning: no pin capture (%s), capturing optimistic\n",
@@ -430,18 +475,24 @@ int ivm_cmd_profile(int argc, char **argv)
 		fprintf(stderr,
 			"idlevm: pin: %" PRIu64 " pinned, %" PRIu64
 			" held only, %" PRIu64 " unneeded, %" PRIu64
+			" running (not pinned), %" PRIu64
+			" read again (asleep again), %" PRIu64
 			" skipped, %" PRIu64
 			" refused, %" PRIu64 " ran before the pin, %" PRIu64
-			" lease expired, %" PRIu64 " pin_failed (helper lost), %"
+			" lease expired, %" PRIu64 " unanswered in time, %" PRIu64
+			" pin_failed (helper lost), %"
 			PRIu64 " unpinned after it; mean round trips: hold+pin %.2f ms, unpin+release %.2f ms\n",
 			res.pin.ok, res.pin.hold_only, res.pin.unneeded,
-			res.pin.skipped,
+			res.pin.running, res.pin.reread, res.pin.skipped,
 			res.pin.refused, res.pin.ran_before_pin,
-			res.pin.lease_expired, res.pin.failed, res.pin.unpinned,
+			res.pin.lease_expired, res.pin.timed_out, res.pin.failed,
+			res.pin.unpinned,
 			mean_ms(res.pin.pin_ns, res.pin.ok + res.pin.hold_only +
 						res.pin.refused),
 			mean_ms(res.pin.restore_ns, res.pin.ok +
 						    res.pin.hold_only));
+	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN)
+		print_footprint(&res);
 	if (!report)
 		return 0;
 	return ivm_report_file(output, false, &ropts,

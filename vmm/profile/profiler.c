@@ -1093,13 +1093,22 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		st[n++] = (struct ivm_stat){ "pin_hold_only", ps->hold_only };
 		st[n++] = (struct ivm_stat){ "pin_skipped", ps->skipped };
 		st[n++] = (struct ivm_stat){ "pin_unneeded", ps->unneeded };
+		st[n++] = (struct ivm_stat){ "pin_running", ps->running };
+		st[n++] = (struct ivm_stat){ "pin_reread", ps->reread };
 		st[n++] = (struct ivm_stat){ "pin_refused", ps->refused };
 		st[n++] = (struct ivm_stat){ "pin_ran_before",
 					     ps->ran_before_pin };
 		st[n++] = (struct ivm_stat){ "pin_lease_expired",
 					     ps->lease_expired };
+		st[n++] = (struct ivm_stat){ "pin_timed_out", ps->timed_out };
 		st[n++] = (struct ivm_stat){ "pin_failed", ps->failed };
 		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
+		st[n++] = (struct ivm_stat){ "pin_requests", ps->requests };
+		st[n++] = (struct ivm_stat){ "pin_holds", ps->holds };
+		st[n++] = (struct ivm_stat){ "pin_pins", ps->pins };
+		st[n++] = (struct ivm_stat){ "pin_lease_us", ps->lease_us };
+		st[n++] = (struct ivm_stat){ "pin_refused_rt",
+					     ps->refused_rt };
 	}
 	fill_idle_stats(p, st, &n);
 	st[n++] = (struct ivm_stat){ "polls", r->polls };
@@ -1580,8 +1589,16 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	result->elapsed_s = (double)(ivm_mono_ns() - p.start_ns) / 1e9;
 	result->dispatch = *ivm_dispatch_stats(p.dispatch);
 	result->idle = *ivm_idle_periods_stats(p.periods);
-	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin)
+	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin) {
+		/* What watching cost the guest, in the helper's own words. */
+		ferr = ivm_pin_capture_record_footprint(config->pin, writer,
+							&result->helper);
+		if (ferr && !err)
+			err = ferr;
+		else
+			ivm_error_destroy(ferr);
 		result->pin = *ivm_pin_capture_stats(config->pin);
+	}
 	if (config->status_line)
 		status_line(&p, ivm_mono_ns(), true);
 	fill_stats(&p, stats, &nr_stats);
