@@ -32,6 +32,7 @@ struct ivm_pin_capture {
 	uint32_t helper_pid;
 	unsigned int guest_cpus;
 	unsigned int timeouts_in_row;	/* HOLD_PIN requests unanswered */
+	bool has_on_cpu;		/* the guest's task_struct.on_cpu */
 	struct ivm_pin_stats stats;
 	char degraded[256];
 };
@@ -102,6 +103,8 @@ struct ivm_error *ivm_pin_capture_create(struct ivm_guest *guest,
 	}
 	pc->guest = guest;
 	pc->helper = helper;
+	pc->has_on_cpu = ivm_kernel_layout_offsets(guest->layout)->task_on_cpu !=
+			 IVM_KOFF_NONE;
 	pc->protocol = hello.protocol;
 	if (pc->protocol < 2 || !(hello.caps & IVM_CAP_HOLD_PIN))
 		pc->protocol = 1;
@@ -328,13 +331,16 @@ static struct ivm_error *capture_hold_pin(struct ivm_pin_capture *pc,
 	if (!ok)
 		return NULL;
 	/*
-	 * The read assumed the target could not run.  After the lease it
-	 * could, and one switched in (not yet out) moves no count: unless the
-	 * holder still runs on cpu, the sample goes.
+	 * Whether the lease outlasted the read (counted: it sizes the
+	 * lease).  The read's own checks do not need it where the kernel
+	 * has task_struct.on_cpu; without it, a runnable target was kept only
+	 * because it was held, and one switched in after the lease (not yet
+	 * out) moves no count: then the sample goes.
 	 */
 	if (!holder_current(pc, cpu, held.holder_tid)) {
 		pc->stats.lease_expired++;
-		if (cap->outcome == IVM_CAPTURE_KEPT)
+		if (!pc->has_on_cpu && cap->task.state == 0 &&
+		    cap->outcome == IVM_CAPTURE_KEPT)
 			cap->outcome = IVM_CAPTURE_DISCARDED_RAN;
 		return NULL;
 	}
