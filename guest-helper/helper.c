@@ -58,8 +58,8 @@
  * host, when no SIGIO tells us sooner. */
 #define RETRY_MS 500
 /* The same with SIGIO armed: only a safety net, so a guest nobody watches
- * sees the helper wake a few times a minute at most. */
-#define RETRY_SIGIO_MS 20000
+ * sees the helper wake once a minute at most. */
+#define RETRY_SIGIO_MS 60000
 
 enum port_state {
 	PORT_CLOSED,		/* not open: discover and open it */

@@ -27,8 +27,12 @@
  * lease, and nothing in the guest wakes to end it.
  *
  * The read is made with IVM_CAPTURE_F_HELD when the hold and the pin were
- * granted: a target woken meanwhile waits behind the holder at the stack it
- * blocked with, so being runnable is no reason to discard.
+ * granted.  Where the kernel has task_struct.on_cpu that changes nothing:
+ * the read's own checks keep a runnable target that did not run (see
+ * capture.h), and the pin only makes it less likely to run during the
+ * read.  So pinning is about yield, not consistency, and under TCG its
+ * round trip (milliseconds) is far longer than the read (tens of
+ * microseconds): it is opt-in (--capture pin), optimistic the default.
  *
  * A pin makes discards rare, not impossible: the target may run between
  * the idle transition and the pin (the round trips are milliseconds under
@@ -41,10 +45,11 @@
  * Policies (ivm_pin_capture_set_policy): IVM_PIN_RESCUE reads unpinned
  * first and pins only when that read is discarded and the target is found
  * woken but not yet running (the one case a pin helps); IVM_PIN_ALWAYS
- * pins every target not running, as the method is written.  Because the round trip is so
- * much longer than the read here, "always" discards more (measured on
- * lockstorm: 7-13% against optimistic's 4-5%) while "rescue" discards less
- * (1.6-3% against 3.5-4.7%).
+ * pins every target not running, as the method is written.  Measured on
+ * lockstorm (15 s, TCG on a shared host): blocked-frame discards optimistic
+ * 0-3%, rescue 1-2% (with no pin needed at all), always 7-13% with the
+ * holders spinning 13-23% of a vCPU and on-CPU samples cut five-fold (the
+ * sampler waits on round trips).
  *
  * Everything the helper says is hostile and every request has a timeout
  * (helper_client.h).  A helper that stops answering, or whose connection
