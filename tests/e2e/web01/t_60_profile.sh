@@ -12,7 +12,9 @@ folded=$("$idlevm" report -f folded -K to_idle "$prof" 2>/dev/null) ||
 	fail "idlevm report -f folded failed"
 
 total=$(echo "$folded" | awk '{s += $NF} END {print s + 0}')
-[ "$total" -ge 200 ] || fail "only $total to-idle samples in 20 s"
+# About 200 a second on an idle host; a host busy with other guests slows
+# the guest, and so its idle transitions, by an order of magnitude.
+[ "$total" -ge 20 ] || fail "only $total to-idle samples in 20 s"
 echo "to-idle samples by process:"
 echo "$folded" | awk '{split($1, a, ";"); sub(/_\[[0-9]+\]$/, "", a[1]); n[a[1]] += $NF; t += $NF}
 	END {for (k in n) printf "  %5.1f%% %6d %s\n", n[k] * 100 / t, n[k], k}' | sort -rn | head -n 12
