@@ -12,6 +12,11 @@ guest_idle_trace_start() {
 	echo 8192 > $T/buffer_size_kb
 	echo 'prev_pid == 0 || next_pid == 0' > $T/events/sched/sched_switch/filter
 	echo 1 > $T/events/sched/sched_switch/enable
+	for e in irq_vectors/local_timer_entry irq_vectors/call_function_entry \
+		irq_vectors/call_function_single_entry irq_vectors/reschedule_entry \
+		irq/irq_handler_entry; do
+		[ -e $T/events/\$e/enable ] && echo 1 > $T/events/\$e/enable
+	done
 	cat /proc/interrupts > /tmp/ivm-irq0
 	echo 1 > $T/tracing_on"
 }
@@ -40,6 +45,8 @@ profile_windows() {
 #   T COMM       a switch to idle, COMM the task that went to idle
 #   F COMM       a switch from idle, COMM the task dispatched
 #   C CPU T F    the counts per CPU, the idlevm helper included
+#   W KIND       per switch from idle, the last interrupt the CPU took
+#                while idle before it (timer, call, resched, device; none)
 #   L LOST       events the guest's trace lost (overruns)
 #   I NAME DELTA interrupts of line NAME over the trace, all CPUs
 # T and F leave out the helper's threads (idlevm-helper): they run there
@@ -48,6 +55,12 @@ guest_idle_trace_count() {
 	local w
 	w=$(echo "$1" | awk '{ printf "%s lo[%d] = %s; hi[%d] = %s;", "", $1, $2, $1, $3 }')
 	guest_sh "awk 'BEGIN { $w }
+	/(local_timer_entry|call_function_entry|call_function_single_entry|reschedule_entry|irq_handler_entry):/ {
+		cpu = \$2; gsub(/[^0-9]/, \"\", cpu); cpu += 0
+		k = /local_timer/ ? \"timer\" : /call_function/ ? \"call\" : /reschedule/ ? \"resched\" : \"device\"
+		if (idle[cpu]) last[cpu] = k
+		next
+	}
 	/sched_switch:/ {
 		cpu = \$2; gsub(/[^0-9]/, \"\", cpu); cpu += 0
 		for (i = 1; i <= NF; i++) {
@@ -58,7 +71,12 @@ guest_idle_trace_count() {
 			if (\$i ~ /^[0-9]+\\.[0-9]+:\$/) { ts = \$i; sub(/:/, \"\", ts); split(ts, p, \".\") }
 		}
 		ns = p[1] * 1000000000 + p[2] * 1000
-		if (!(cpu in lo) || ns <= lo[cpu] || ns > hi[cpu]) next
+		inwin = (cpu in lo) && ns > lo[cpu] && ns <= hi[cpu]
+		if (pp == 0 && inwin && nc !~ /^idlevm-helper/)
+			print \"W\", (last[cpu] ? last[cpu] : \"none\")
+		if (np == 0) { idle[cpu] = 1; last[cpu] = \"\" }
+		if (pp == 0) idle[cpu] = 0
+		if (!inwin) next
 		if (np == 0) { ct[cpu]++; if (pc !~ /^idlevm-helper/) print \"T\", pc }
 		if (pp == 0) { cf[cpu]++; if (nc !~ /^idlevm-helper/) print \"F\", nc }
 	}
@@ -71,6 +89,8 @@ guest_idle_trace_count() {
 	     { s = 0; for (i = 2; i <= ncpu + 1; i++) s += \$i; if (\$1 in a) print \"I\", \$1, s - a[\$1] }' \
 		ncpu=\$(head -1 /tmp/ivm-irq0 | wc -w) /tmp/ivm-irq0 /tmp/ivm-irq1
 	echo 0 > $T/events/sched/sched_switch/enable
+	echo 0 > $T/events/irq_vectors/enable 2>/dev/null
+	echo 0 > $T/events/irq/irq_handler_entry/enable 2>/dev/null
 	echo 0 > $T/events/sched/sched_switch/filter; echo > $T/trace" 90
 }
 
@@ -134,7 +154,7 @@ idle_events_check() {
 	windows=$(profile_windows "$prof")
 	[ -n "$windows" ] || fail "no idle period with guest clocks in the profile"
 	truth=$(guest_idle_trace_count "$windows") || fail "cannot read the guest trace"
-	echo "$truth" | grep -v '^[TF] '
+	echo "$truth" | grep -v '^[TFW] '
 
 	# 1. The guest's idle-task switch counts as idlevm read them, per vCPU and
 	# over the window, are the number of switches out of idle in its trace.
@@ -213,6 +233,9 @@ idle_events_check() {
 		END { t = loc + res + cal + dev
 			if (t) printf "guest interrupts: LOC %d RES %d CAL %d devices %d: timer share %.1f%%\n", loc, res, cal, dev, loc * 100 / t }'
 	echo "$report" | grep 'timer share'
+	echo "$truth" | awk '$1 == "W" { n[$2]++; if ($2 != "none") k++ }
+		END { for (c in n) printf "guest trace: %d switches from idle after %s\n", n[c], c
+		      if (k) printf "guest trace: timer share of the interrupts that ended idle periods %.1f%% of %d\n", n["timer"] * 100 / k, k }'
 
 	# 4. The timeline: Chrome trace JSON with one track per vCPU, and the HTML
 	# page rendered by headless Chromium.
