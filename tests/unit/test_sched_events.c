@@ -180,7 +180,7 @@ Test(sched_events, short_foreign_and_missing)
 	struct ivm_sched_event e;
 	struct ivm_error *err;
 	uint8_t rec[64] = { 0 };
-	char *s = read_text("sched_switch");
+	char *s = read_text("sched_switch"), *w;
 
 	put(rec, 0, 372, 2);
 	err = ivm_sched_events_decode(ev, rec, 40, &e);	/* next_pid cut */
@@ -196,16 +196,18 @@ Test(sched_events, short_foreign_and_missing)
 	cr_assert_not_null(err);
 	cr_assert_eq(err->code, IVM_ERROR_NOT_FOUND);
 	ivm_error_destroy(err);
+	ivm_sched_events_destroy(ev);
 	/* A wakeup format where sched_switch's should be: no prev_state. */
-	err = ivm_sched_events_parse(read_text("sched_wakeup"), NULL, s, &ev);
+	w = read_text("sched_wakeup");
+	err = ivm_sched_events_parse(w, NULL, s, &ev);
 	cr_assert_not_null(err);
 	cr_assert_eq(err->code, IVM_ERROR_INVALID, "%s", err->message);
 	ivm_error_destroy(err);
 	err = ivm_sched_events_parse(s, NULL, NULL, &ev);
 	cr_assert_not_null(err);
 	ivm_error_destroy(err);
+	free(w);
 	free(s);
-	ivm_sched_events_destroy(ev);
 }
 
 struct live {
