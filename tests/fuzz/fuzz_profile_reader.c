@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "report/calltree.h"
+#include "report/idle_summary.h"
+#include "report/timeline.h"
 #include "profile/profile_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -17,7 +19,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ivm_profile_reader *r;
 	struct ivm_profile_record rec;
 	struct ivm_calltree *tree;
+	struct ivm_idle_summary idle;
 	struct ivm_error *err;
+	FILE *sink;
 	size_t i;
 
 	err = ivm_profile_reader_from_memory(data, size, &r);
@@ -30,7 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ivm_profile_reader_destroy(r);
 		return 0;
 	}
+	ivm_idle_summary_init(&idle);
 	while (ivm_profile_reader_next(r, &rec)) {
+		ivm_error_destroy(ivm_idle_summary_add(&idle, &rec));
 		if (rec.type == IVM_RECORD_SAMPLE) {
 			const struct ivm_sample *s = &rec.sample;
 
@@ -58,6 +64,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				(void)strlen(rec.meta.items[i].value);
 		}
 	}
+	/* The idle reports over whatever the file held. */
+	sink = fopen("/dev/null", "w");
+	if (sink) {
+		ivm_idle_summary_print(&idle, sink);
+		ivm_idle_summary_print_periods(&idle, sink);
+		ivm_error_destroy(ivm_timeline_json(&idle, sink));
+		ivm_error_destroy(ivm_timeline_html(&idle, sink));
+		fclose(sink);
+	}
+	ivm_idle_summary_deinit(&idle);
 	ivm_calltree_destroy(tree);
 	ivm_profile_reader_destroy(r);
 	return 0;

@@ -404,7 +404,8 @@ int ivm_cmd_profile(int argc, char **argv)
 		res.blocked_outcomes[IVM_CAPTURE_KEPT],
 		res.blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
 		res.blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE]);
-	if (res.to_idle_resolved || res.to_idle_unresolved)
+	if ((res.to_idle_resolved || res.to_idle_unresolved) &&
+	    res.idle_source != IVM_IDLE_SOURCE_SCHED)
 		fprintf(stderr,
 			"idlevm: to-idle targets the poll could not be sure of: %" PRIu64
 			" found in guest memory (%" PRIu64

@@ -435,11 +435,15 @@ static struct ivm_error *last_ran_task(struct profiler *p,
 				       const struct ivm_guest_vcpu *v,
 				       uint64_t now, uint64_t *ret)
 {
+	const struct ivm_vcpu_watch_view *view =
+		&p->views[v - p->guest->vcpus];
 	struct ivm_error *err;
 
 	*ret = 0;
-	err = ivm_last_ran_find(p->last_ran, (unsigned int)v->cpu,
-				helper_tgid(p), now, ret);
+	err = ivm_last_ran_find_at(p->last_ran, (unsigned int)v->cpu,
+				   helper_tgid(p),
+				   view->rq_clock_ok ? view->rq_clock : 0,
+				   now, ret);
 	if (err && err->code == IVM_ERROR_GONE)
 		return err;
 	if (err) {
