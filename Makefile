@@ -167,7 +167,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libivm.a $(SYM_LIB)
 bench: $(addprefix $(BUILD)/bench/,$(BENCH_NAMES)) $(BUILD)/idlevm guest
 	@echo "benchmarks built in $(BUILD)/bench; see tests/bench/README.md"
 
-unit: $(BUILD)/tests/unit-tests
+unit: $(BUILD)/tests/unit-tests $(BUILD)/idlevm
 	$(BUILD)/tests/unit-tests --jobs 2
 
 fuzz-replay: $(addsuffix -replay,$(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES)))
