@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "kernel/irq_stat.h"
+#include "kernel/kimage.h"
 #include "kernel/last_ran.h"
 #include "profile/idle_periods.h"
 #include "profile/kvm_events.h"
@@ -1182,6 +1183,8 @@ static struct ivm_error *write_meta(struct profiler *p)
 	char buf[64];
 	struct ivm_error *err;
 	time_t now = time(NULL);
+	struct ivm_kimage kimage;
+	struct timespec wall;
 	struct tm tm;
 	size_t i;
 
@@ -1212,6 +1215,26 @@ static struct ivm_error *write_meta(struct profiler *p)
 	gmtime_r(&now, &tm);
 	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	META("start", buf);
+	/*
+	 * The same moment on the wall clock and on the samples' clock, to
+	 * nanoseconds: a report places the samples in time and says how long
+	 * the file covers (pprof's time_nanos, duration_nanos).
+	 */
+	clock_gettime(CLOCK_REALTIME, &wall);
+	snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)wall.tv_sec *
+		 UINT64_C(1000000000) + (uint64_t)wall.tv_nsec);
+	META("start_ns", buf);
+	snprintf(buf, sizeof(buf), "%" PRIu64, ivm_mono_ns());
+	META("start_mono_ns", buf);
+	/* The vmlinux a symbol server needs, even when the host has none. */
+	ivm_kimage_read(g->layout, &kimage);
+	if (kimage.build_id[0])
+		META("kernel_build_id", kimage.build_id);
+	if (kimage.text_start) {
+		snprintf(buf, sizeof(buf), "0x%" PRIx64 " 0x%" PRIx64,
+			 kimage.text_start, kimage.text_end);
+		META("kernel_text", buf);
+	}
 	/* A report of the file defaults to the same symbols. */
 	if (c->symdir)
 		META("symdir", c->symdir);
