@@ -87,3 +87,11 @@ pprof_functions() {
 	}
 	END { for (x in cum) print x, flat[x], cum[x] }' | sort
 }
+
+# pprof_field PB FIELD: a top-level integer field of the Profile message
+# (time_nanos, duration_nanos, period), decoded by protoc.
+pprof_field() {
+	gunzip -c "$1" | protoc --decode perftools.profiles.Profile \
+		-I vmm/report vmm/report/report_pprof.proto 2>/dev/null |
+		sed -n "s/^$2: //p"
+}

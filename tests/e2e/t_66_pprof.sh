@@ -50,7 +50,8 @@ start_ns=$(echo "$text" | sed -n 's/^  start_ns: //p')
 frac=$(printf '%09d' $((start_ns % 1000000000)) | sed 's/0*$//')
 want="Time: $(date -u -d "@$((start_ns / 1000000000))" '+%F %T')${frac:+.$frac} +0000 UTC"
 echo "$raw" | grep -qxF "$want" || fail "pprof time is not '$want': $(echo "$raw" | grep '^Time')"
-dur=$(echo "$raw" | sed -n 's/^Duration: \([0-9.]*\).*/\1/p')
+echo "$raw" | grep -q "^Duration: " || fail "no Duration in go tool pprof -raw"
+dur=$(pprof_field "$pb" duration_nanos | awk '{ printf "%.2f", $1 / 1e9 }')
 echo "pprof: $want, duration $dur s of a $seconds s run"
 awk -v d="$dur" -v s="$seconds" 'BEGIN { exit !(d >= s && d < s + 60) }' ||
 	fail "duration ${dur}s for a ${seconds}s run"

@@ -4,6 +4,7 @@
  * print the idle report.  It always says what it could not read.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/outfile.h"
 #include "report/calltree.h"
 #include "kernel/kmodules.h"
 #include "cmd/commands.h"
@@ -843,6 +845,7 @@ int ivm_report_file(const char *path, bool folded,
 	struct ivm_idle_summary idle;
 	uint64_t first_ns = 0, last_ns = 0, end_ns = 0;
 	struct ivm_mappings *mappings = ivm_mappings_create();
+	struct ivm_outfile outfile = { .fd = -1 };
 	uint64_t *pcs = malloc(IVM_SAMPLE_MAX_FRAMES * sizeof(*pcs));
 	struct ivm_sample copy;
 	size_t i;
@@ -914,12 +917,16 @@ int ivm_report_file(const char *path, bool folded,
 		opts->format = IVM_REPORT_FOLDED;
 	saved_out = opts->out;
 	if (opts->output) {
-		opts->out = fopen(opts->output, "we");
-		if (!opts->out) {
+		/* It takes its name once complete (a watcher never sees half). */
+		err = ivm_outfile_open(opts->output, O_TRUNC, &outfile);
+		if (!err && !(opts->out = fdopen(outfile.fd, "w")))
 			err = ivm_error_os(errno, "creating %s", opts->output);
+		if (err) {
+			ivm_outfile_close(&outfile);
 			opts->out = saved_out;
 			goto out;
 		}
+		outfile.fd = -1;	/* stdio's now */
 	}
 
 	switch (opts->format) {
@@ -957,6 +964,9 @@ int ivm_report_file(const char *path, bool folded,
 	if (opts->output) {
 		if (fclose(opts->out) && !err)
 			err = ivm_error_os(errno, "writing %s", opts->output);
+		if (!err)
+			err = ivm_outfile_publish(&outfile);
+		ivm_outfile_close(&outfile);	/* unpublished: removed */
 		opts->out = saved_out;
 	} else if (fflush(opts->out) && !err) {
 		err = ivm_error_os(errno, "writing the report");
