@@ -29,3 +29,13 @@ echo "$text" | grep -q "^  modules: [1-9]" || fail "no module list recorded"
 folded=$(IDLEVM_DEBUG_DIRS=/nonexistent "$idlevm" report -f folded -K to_idle "$prof" 2>/dev/null) ||
 	fail "idlevm report -f folded failed"
 check_lockstorm_paths "$folded" "no vmlinux" || fail "lockstorm paths without a vmlinux"
+
+# The kernel's identity from its own memory: the build-id of the vmlinux
+# it was built as (for a symbol server that has it), and its text.
+k_id=$(readelf -n "$IVM_VMLINUX" | awk '/Build ID/ { print $3 }')
+[ -n "$k_id" ] || fail "no build-id in $IVM_VMLINUX"
+echo "$text" | grep -qx "  kernel_build_id: $k_id" ||
+	fail "kernel_build_id is not the vmlinux's $k_id: $(echo "$text" | grep kernel_build_id)"
+echo "$text" | grep -Eq '^  kernel_text: 0xffffffff[0-9a-f]+ 0xffffffff[0-9a-f]+$' ||
+	fail "no kernel_text"
+echo "kernel build-id from guest memory: $k_id (the vmlinux's)"

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cmd/commands.h"
+#include "cmd/window_run.h"
 #include "profile/capture_pin.h"
 #include "kernel/guest.h"
 #include "profile/profiler.h"
@@ -76,12 +77,56 @@ IVM_GUEST_USAGE
 "                         in DIR/.build-id/xx/rest (or rest.debug, if it has\n"
 "                         CFI); the report then defaults to DIR too\n"
 "      --no-report        do not print the report at the end\n"
+"      --window SEC       continuous: one whole profile per SEC seconds in\n"
+"                         --output-dir, until Ctrl-C or -D; each window's\n"
+"                         pprof is made beside it (no report is printed)\n"
+"      --output-dir DIR   where windows go: DIR/NAME-YYYYmmddTHHMMSSZ.prof\n"
+"                         and .pb.gz (NAME: the guest's, START in UTC)\n"
+"      --keep N           keep the N newest windows of this guest in DIR\n"
+"                         (default 1440; 0: all), oldest removed first\n"
+"      --keep-bytes SIZE  and at most SIZE bytes of them (K, M, G; default\n"
+"                         no limit); the newest window is always kept\n"
+"      --no-pprof         windows: leave the pprof to whoever reads them\n"
 "  -h, --help             this help\n", IVM_PIN_LEASE_DEFAULT_MS);
 }
 
 static double mean_ms(uint64_t total_ns, uint64_t n)
 {
 	return n ? (double)total_ns / 1e6 / (double)n : 0;
+}
+
+/* "123", "64K", "10M", "2G" (powers of 1024). */
+static bool parse_size(const char *s, uint64_t *ret)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (end == s || errno || *s == '-')
+		return false;
+	switch (*end) {
+	case 'K': case 'k':
+		shift = 10;
+		break;
+	case 'M': case 'm':
+		shift = 20;
+		break;
+	case 'G': case 'g':
+		shift = 30;
+		break;
+	case '\0':
+		break;
+	default:
+		return false;
+	}
+	if (*end && end[1])
+		return false;
+	if (v > (UINT64_MAX >> shift))
+		return false;
+	*ret = (uint64_t)v << shift;
+	return true;
 }
 
 static bool parse_double(const char *s, double *ret)
@@ -97,7 +142,9 @@ int ivm_cmd_profile(int argc, char **argv)
 	enum { OPT_IDLE_EVERY = 256, OPT_POLL, OPT_SOURCE, OPT_CAPTURE,
 	       OPT_REALTIME, OPT_NO_REALTIME,
 	       OPT_COMM, OPT_NO_REPORT, OPT_BINARY, OPT_HELPER_SOCKET,
-	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_SYMDIR, OPT_REGISTERS };
+	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_SYMDIR, OPT_REGISTERS,
+	       OPT_WINDOW, OPT_OUTPUT_DIR, OPT_KEEP, OPT_KEEP_BYTES,
+	       OPT_NO_PPROF };
 	static const struct option longopts[] = {
 		IVM_GUEST_LONGOPTS,
 		{ "output", required_argument, NULL, 'o' },
@@ -118,6 +165,11 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "helper-socket", required_argument, NULL, OPT_HELPER_SOCKET },
 		{ "pin-lease", required_argument, NULL, OPT_PIN_LEASE },
 		{ "pin-policy", required_argument, NULL, OPT_PIN_POLICY },
+		{ "window", required_argument, NULL, OPT_WINDOW },
+		{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+		{ "keep", required_argument, NULL, OPT_KEEP },
+		{ "keep-bytes", required_argument, NULL, OPT_KEEP_BYTES },
+		{ "no-pprof", no_argument, NULL, OPT_NO_PPROF },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -147,6 +199,11 @@ int ivm_cmd_profile(int argc, char **argv)
 	enum { REGS_AUTO, REGS_MEMORY, REGS_MONITOR } regs_source = REGS_AUTO;
 	struct ivm_tcg_env *tcg_env = NULL;
 	bool report = true, auto_source = true, kvm = false;
+	/* Continuous windows (--window, --output-dir). */
+	struct ivm_window_dir_config wcfg = { .keep_windows = 1440 };
+	struct ivm_window_run windows = { 0 };
+	bool output_given = false, window_pprof = true;
+	uint64_t size;
 	double d;
 	int c;
 
@@ -158,6 +215,28 @@ int ivm_cmd_profile(int argc, char **argv)
 		switch (c) {
 		case 'o':
 			output = optarg;
+			output_given = true;
+			break;
+		case OPT_WINDOW:
+			if (!parse_double(optarg, &cfg.window_s) ||
+			    cfg.window_s < 1)
+				goto bad_value;
+			break;
+		case OPT_OUTPUT_DIR:
+			wcfg.dir = optarg;
+			break;
+		case OPT_KEEP:
+			if (!parse_size(optarg, &size) || strpbrk(optarg, "KkMmGg"))
+				goto bad_value;
+			wcfg.keep_windows = size;
+			break;
+		case OPT_KEEP_BYTES:
+			if (!parse_size(optarg, &size) || !size)
+				goto bad_value;
+			wcfg.keep_bytes = size;
+			break;
+		case OPT_NO_PPROF:
+			window_pprof = false;
 			break;
 		case 'D':
 			if (!parse_double(optarg, &cfg.duration_s))
@@ -291,6 +370,14 @@ int ivm_cmd_profile(int argc, char **argv)
 		ivm_error_destroy(err);
 		return 2;
 	}
+	if ((cfg.window_s > 0) != !!wcfg.dir) {
+		fprintf(stderr, "idlevm profile: --window and --output-dir go together\n");
+		return 2;
+	}
+	if (wcfg.dir && output_given) {
+		fprintf(stderr, "idlevm profile: -o or --output-dir, not both\n");
+		return 2;
+	}
 	cfg.status_line = isatty(STDERR_FILENO);
 	cfg.binaries = binaries;
 	cfg.nr_binaries = nr_binaries;
@@ -355,8 +442,23 @@ int ivm_cmd_profile(int argc, char **argv)
 		}
 		cfg.pin = pin;
 	}
-	err = ivm_profile_writer_create(output, &writer);
+	if (wcfg.dir) {
+		/* Windows: each a whole profile, the first one opened here. */
+		wcfg.name = g->name;
+		err = ivm_window_run_init(&windows, &wcfg, window_pprof);
+		if (!err)
+			err = ivm_window_run_open(&windows, &writer);
+		if (!err) {
+			output = windows.path;
+			cfg.next_window = ivm_window_run_next;
+			cfg.window_ctx = &windows;
+			report = false;
+		}
+	} else {
+		err = ivm_profile_writer_create(output, &writer);
+	}
 	if (err) {
+		ivm_window_run_deinit(&windows);
 		ivm_pin_capture_destroy(pin);
 		ivm_tcg_env_destroy(tcg_env);
 		ivm_guest_close(g);
@@ -378,11 +480,25 @@ int ivm_cmd_profile(int argc, char **argv)
 		ivm_capture_mode_name(cfg.capture_mode),
 		tcg_env ? "qemu memory" : "the monitor", cfg.frequency_hz,
 		output);
+	if (wcfg.dir)
+		fprintf(stderr, "idlevm: one window every %g s in %s, keeping %" PRIu64 " windows (0: all) and %" PRIu64 " bytes (0: any)\n",
+			cfg.window_s, wcfg.dir, wcfg.keep_windows,
+			wcfg.keep_bytes);
 	err = ivm_profile_guest(g, &cfg, writer, &stop_requested, &res);
 	/* Before the guest: closing the channel ends any lease left. */
 	ivm_pin_capture_destroy(pin);
 	ivm_tcg_env_destroy(tcg_env);
 	ivm_guest_close(g);
+	if (wcfg.dir) {
+		/* The last window is whole now (or cut short by an error). */
+		ivm_window_run_finished(&windows);
+		if (windows.report)
+			fprintf(stderr, "idlevm: making the last window's pprof\n");
+		ivm_window_run_deinit(&windows);
+		fprintf(stderr, "idlevm: %u windows in %s (%u pprof made, %u failed); %zu old windows removed by --keep\n",
+			windows.windows, wcfg.dir, windows.pprofs,
+			windows.pprof_failures, windows.pruned);
+	}
 	if (err)
 		return ivm_error_report(err);
 	fprintf(stderr,

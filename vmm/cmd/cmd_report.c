@@ -4,19 +4,23 @@
  * print the idle report.  It always says what it could not read.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/outfile.h"
 #include "report/calltree.h"
 #include "kernel/kmodules.h"
 #include "cmd/commands.h"
 #include "profile/profile_file.h"
 #include "report/report.h"
+#include "report/mappings.h"
 #include "report/report_pprof.h"
 #include "report/report_svg.h"
 #include "report/idle_summary.h"
@@ -485,6 +489,111 @@ static void load_symbols(struct report_symbols *rs,
 	}
 }
 
+/*
+ * The files the profile's frames are in (report/mappings.h): the kernel
+ * ("kernel_text", "kernel_build_id"), its modules, and the executables the
+ * samples name by build-id, placed by the host copy of each when there is
+ * one whose code is in the file.  What cannot be placed is left out (its
+ * frames get no mapping) and said once.
+ */
+#define PAGE_DOWN(x) ((x) & ~0xfffull)
+#define PAGE_UP(x) (((x) + 0xfffull) & ~0xfffull)
+
+static void load_mappings(struct report_symbols *rs,
+			  const struct meta_lines *meta,
+			  struct ivm_mappings *maps)
+{
+	const char *text = meta_value(meta, "kernel_text");
+	unsigned long long lo, hi;
+	struct ivm_error *err = NULL;
+	size_t i, k;
+
+	if (text && sscanf(text, "%llx %llx", &lo, &hi) == 2 && lo < hi)
+		err = ivm_mappings_add(maps, &(struct ivm_mapping){
+			.kind = IVM_MAPPING_KERNEL, .start = lo, .limit = hi,
+			.file = "[kernel.kallsyms]",
+			.build_id = meta_value(meta, "kernel_build_id"),
+			.lo = lo, .hi = hi });
+	for (i = 0; !err && i < rs->nr_modules; i++) {
+		const struct ivm_kmodule *km = &rs->kmods[i];
+		uint64_t start = km->base;
+		char file[IVM_KMODULE_NAME_LEN + 4];
+
+		if (!km->base || !km->size || km->base + km->size < km->base)
+			continue;
+		/* A .ko's addresses are offsets into its .text. */
+		for (k = 0; k < km->nr_sections; k++)
+			if (!strcmp(km->sections[k].name, ".text") &&
+			    km->sections[k].addr >= km->base &&
+			    km->sections[k].addr < km->base + km->size)
+				start = km->sections[k].addr;
+		snprintf(file, sizeof(file), "%s.ko", km->name);
+		err = ivm_mappings_add(maps, &(struct ivm_mapping){
+			.kind = IVM_MAPPING_MODULE, .start = start,
+			.limit = km->base + km->size, .file = file,
+			.build_id = km->build_id, .lo = start,
+			.hi = km->base + km->size });
+	}
+	for (i = 0; !err && i < rs->nr_build_ids; i++) {
+		const struct ivm_symfile *f =
+			ivm_syms_user_file(rs->syms, rs->build_ids[i]);
+		struct ivm_mapping m = {
+			.kind = IVM_MAPPING_USER, .tag = (uint32_t)i + 1,
+			.build_id = rs->build_ids[i], .limit = UINT64_MAX,
+			.hi = IVM_REPORT_PIE_SPAN,
+		};
+		uint64_t vaddr, memsz, offset;
+
+		/* Its code in a host copy: its segment, its file name. */
+		if (f && ivm_symfile_exec_segment(f, &vaddr, &memsz, &offset) &&
+		    vaddr + memsz > vaddr && PAGE_UP(vaddr + memsz)) {
+			m.start = m.lo = PAGE_DOWN(vaddr);
+			m.limit = m.hi = PAGE_UP(vaddr + memsz);
+			m.offset = PAGE_DOWN(offset);
+			m.file = ivm_symfile_path(f);
+		}
+		err = ivm_mappings_add(maps, &m);
+	}
+	if (err) {
+		fprintf(stderr, "idlevm report: mappings: %s\n",
+			ivm_error_string(err));
+		ivm_error_destroy(err);
+	}
+}
+
+/*
+ * When the run started (wall clock) and how long the file covers: from
+ * its start to its END record, or to its last sample when it was cut
+ * short.  Profiles from before "start_ns" have the start to the second
+ * and cover from their first sample.
+ */
+static void run_of(const struct meta_lines *meta, uint64_t first_ns,
+		   uint64_t last_ns, uint64_t end_ns, struct ivm_report_run *run)
+{
+	const char *v;
+	uint64_t mono0 = first_ns;
+	struct tm tm = { 0 };
+	char *end;
+
+	memset(run, 0, sizeof(*run));
+	run->guest = meta_value(meta, "guest");
+	run->kernel = meta_value(meta, "kernel");
+	if ((v = meta_value(meta, "idle_every")))
+		run->idle_every = (uint32_t)strtoul(v, NULL, 10);
+	if ((v = meta_value(meta, "start_ns")))
+		run->start_ns = strtoull(v, &end, 10);
+	else if ((v = meta_value(meta, "start")) &&
+		 (end = strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm)) && !*end &&
+		 timegm(&tm) > 0)
+		run->start_ns = (uint64_t)timegm(&tm) * 1000000000ull;
+	if ((v = meta_value(meta, "start_mono_ns")))
+		mono0 = strtoull(v, NULL, 10);
+	if (!end_ns)
+		end_ns = last_ns;
+	if (mono0 && end_ns > mono0)
+		run->duration_ns = end_ns - mono0;
+}
+
 static void meta_add(struct meta_lines *m, const struct ivm_label *items,
 		     size_t nr)
 {
@@ -734,20 +843,28 @@ int ivm_report_file(const char *path, bool folded,
 	FILE *saved_out;
 	uint64_t samples = 0, add_errors = 0;
 	struct ivm_idle_summary idle;
+	uint64_t first_ns = 0, last_ns = 0, end_ns = 0;
+	struct ivm_mappings *mappings = ivm_mappings_create();
+	struct ivm_outfile outfile = { .fd = -1 };
 	uint64_t *pcs = malloc(IVM_SAMPLE_MAX_FRAMES * sizeof(*pcs));
 	struct ivm_sample copy;
 	size_t i;
 
-	if (!pcs)
+	if (!pcs || !mappings) {
+		free(pcs);
+		ivm_mappings_destroy(mappings);
 		return ivm_error_report(&ivm_enomem);
+	}
 	err = ivm_profile_reader_open(path, &reader);
 	if (err) {
 		free(pcs);
+		ivm_mappings_destroy(mappings);
 		return ivm_error_report(err);
 	}
 	err = ivm_calltree_create(grouping, &tree);
 	if (err) {
 		free(pcs);
+		ivm_mappings_destroy(mappings);
 		ivm_profile_reader_destroy(reader);
 		return ivm_error_report(err);
 	}
@@ -760,6 +877,10 @@ int ivm_report_file(const char *path, bool folded,
 		}
 		switch (rec.type) {
 		case IVM_RECORD_SAMPLE:
+			if (!first_ns || rec.sample.time_ns < first_ns)
+				first_ns = rec.sample.time_ns;
+			if (rec.sample.time_ns > last_ns)
+				last_ns = rec.sample.time_ns;
 			err = ivm_calltree_add(tree, user_exe(&syms, &rec.sample,
 							      &copy, pcs));
 			if (err) {
@@ -771,6 +892,9 @@ int ivm_report_file(const char *path, bool folded,
 			break;
 		case IVM_RECORD_META:
 			meta_add(&meta, rec.meta.items, rec.meta.nr);
+			break;
+		case IVM_RECORD_END:
+			end_ns = rec.stats.time_ns;
 			break;
 		default:
 			break;
@@ -786,16 +910,23 @@ int ivm_report_file(const char *path, bool folded,
 		opts->sym.frames = symbolize;
 		opts->sym.ctx = &syms;
 	}
+	load_mappings(&syms, &meta, mappings);
+	opts->mappings = mappings;
+	run_of(&meta, first_ns, last_ns, end_ns, &opts->run);
 	if (folded)
 		opts->format = IVM_REPORT_FOLDED;
 	saved_out = opts->out;
 	if (opts->output) {
-		opts->out = fopen(opts->output, "we");
-		if (!opts->out) {
+		/* It takes its name once complete (a watcher never sees half). */
+		err = ivm_outfile_open(opts->output, O_TRUNC, &outfile);
+		if (!err && !(opts->out = fdopen(outfile.fd, "w")))
 			err = ivm_error_os(errno, "creating %s", opts->output);
+		if (err) {
+			ivm_outfile_close(&outfile);
 			opts->out = saved_out;
 			goto out;
 		}
+		outfile.fd = -1;	/* stdio's now */
 	}
 
 	switch (opts->format) {
@@ -833,6 +964,9 @@ int ivm_report_file(const char *path, bool folded,
 	if (opts->output) {
 		if (fclose(opts->out) && !err)
 			err = ivm_error_os(errno, "writing %s", opts->output);
+		if (!err)
+			err = ivm_outfile_publish(&outfile);
+		ivm_outfile_close(&outfile);	/* unpublished: removed */
 		opts->out = saved_out;
 	} else if (fflush(opts->out) && !err) {
 		err = ivm_error_os(errno, "writing the report");
@@ -861,6 +995,10 @@ int ivm_report_file(const char *path, bool folded,
 out:
 	if (opts->sym.ctx == &syms)
 		opts->sym = (struct ivm_symbolizer){ 0 };
+	/* What pointed into this profile goes with it. */
+	opts->mappings = NULL;
+	opts->run = (struct ivm_report_run){ 0 };
+	ivm_mappings_destroy(mappings);
 	ivm_syms_destroy(syms.syms);
 	free_modules(&syms);
 	for (i = 0; i < syms.nr_build_ids; i++)

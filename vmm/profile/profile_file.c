@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/bytes.h"
+#include "base/outfile.h"
 #include "profile/profile_file.h"
 #include "proto.h"	/* idlevm_crc32c, shared with the helper protocol */
 
@@ -17,9 +18,7 @@
 #define WRITER_HIGH_WATER	(1024 * 1024)
 
 struct ivm_profile_writer {
-	int fd;
-	char *path;
-	char *tmp_path;		/* until published; NULL: writing path itself */
+	struct ivm_outfile file;	/* published at the first flush */
 	bool wrote;		/* a record after the header was emitted */
 	struct ivm_buf buf;
 	struct ivm_buf rec;	/* payload of the record being built */
@@ -56,46 +55,12 @@ static struct ivm_error *write_all(int fd, const uint8_t *p, size_t len,
 	return NULL;
 }
 
-/* The process umask (single-threaded when a profile is created). */
-static mode_t current_umask(void)
-{
-	mode_t m = umask(022);
-
-	umask(m);
-	return m;
-}
-
 /*
  * A regular file (or a new one) is written under a temporary name in the
- * same directory and renamed over path at the first flush: a run that
- * fails before it has anything to say leaves an older profile at path
- * alone.  Anything else (a FIFO, /dev/stdout) is written directly.
+ * same directory and takes its name at the first flush with a record
+ * (outfile.h): a run that fails before it has anything to say leaves an
+ * older profile at path alone.
  */
-static int open_output(struct ivm_profile_writer *w, const char *path)
-{
-	struct stat st;
-	int fd, saved;
-
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-		return open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (asprintf(&w->tmp_path, "%s.XXXXXX", path) < 0) {
-		w->tmp_path = NULL;
-		errno = ENOMEM;
-		return -1;
-	}
-	fd = mkostemp(w->tmp_path, O_APPEND | O_CLOEXEC);
-	if (fd < 0) {
-		saved = errno;
-		free(w->tmp_path);
-		w->tmp_path = NULL;
-		errno = saved;
-		return -1;
-	}
-	/* mkostemp makes it 0600; a profile is as readable as any file. */
-	(void)!fchmod(fd, 0644 & ~current_umask());	/* not worth failing */
-	return fd;
-}
-
 struct ivm_error *ivm_profile_writer_create(const char *path,
 					    struct ivm_profile_writer **ret)
 {
@@ -106,22 +71,14 @@ struct ivm_error *ivm_profile_writer_create(const char *path,
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return &ivm_enomem;
-	w->path = strdup(path);
-	if (!w->path) {
-		free(w);
-		return &ivm_enomem;
-	}
-	w->fd = open_output(w, path);
-	if (w->fd < 0) {
-		err = ivm_error_os(errno, "cannot create profile %s", path);
-		free(w->tmp_path);
-		free(w->path);
+	err = ivm_outfile_open(path, O_APPEND, &w->file);
+	if (err) {
 		free(w);
 		return err;
 	}
 	memcpy(header, IVM_PROFILE_MAGIC, 8);
 	header[8] = IVM_PROFILE_VERSION;
-	err = write_all(w->fd, header, sizeof(header), path);
+	err = write_all(w->file.fd, header, sizeof(header), path);
 	if (err) {
 		ivm_profile_writer_destroy(w);
 		return err;
@@ -301,14 +258,9 @@ struct ivm_error *ivm_profile_writer_flush(struct ivm_profile_writer *w)
 
 	if (!w->buf.len)
 		return NULL;
-	err = write_all(w->fd, w->buf.data, w->buf.len, w->path);
-	if (!err && w->wrote && w->tmp_path) {
-		if (rename(w->tmp_path, w->path) < 0)
-			return ivm_error_os(errno, "renaming %s to %s",
-					    w->tmp_path, w->path);
-		free(w->tmp_path);
-		w->tmp_path = NULL;
-	}
+	err = write_all(w->file.fd, w->buf.data, w->buf.len, w->file.path);
+	if (!err && w->wrote)
+		err = ivm_outfile_publish(&w->file);
 	/*
 	 * On failure the buffer is kept: the caller may retry (ENOSPC may
 	 * clear) and nothing already written is duplicated, because write_all
@@ -332,11 +284,11 @@ struct ivm_error *ivm_profile_writer_finish(struct ivm_profile_writer *w,
 	err = emit_record(w, IVM_RECORD_END);
 	if (!err)
 		err = ivm_profile_writer_flush(w);
-	if (!err && fsync(w->fd) < 0 && errno != EINVAL)
-		err = ivm_error_os(errno, "syncing %s", w->path);
-	if (close(w->fd) < 0 && !err)
-		err = ivm_error_os(errno, "closing %s", w->path);
-	w->fd = -1;
+	if (!err && fsync(w->file.fd) < 0 && errno != EINVAL)
+		err = ivm_error_os(errno, "syncing %s", w->file.path);
+	if (close(w->file.fd) < 0 && !err)
+		err = ivm_error_os(errno, "closing %s", w->file.path);
+	w->file.fd = -1;
 	ivm_profile_writer_destroy(w);
 	return err;
 }
@@ -345,19 +297,13 @@ void ivm_profile_writer_destroy(struct ivm_profile_writer *w)
 {
 	if (!w)
 		return;
-	if (w->fd >= 0) {
-		/* Best effort: what is buffered is worth keeping. */
-		if (w->wrote)
-			ivm_error_destroy(ivm_profile_writer_flush(w));
-		close(w->fd);
-	}
+	/* Best effort: what is buffered is worth keeping. */
+	if (w->file.fd >= 0 && w->wrote)
+		ivm_error_destroy(ivm_profile_writer_flush(w));
 	/* Nothing but a header, or the rename failed: leave no debris. */
-	if (w->tmp_path)
-		unlink(w->tmp_path);
-	free(w->tmp_path);
+	ivm_outfile_close(&w->file);
 	ivm_buf_free(&w->buf);
 	ivm_buf_free(&w->rec);
-	free(w->path);
 	free(w);
 }
 

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "kernel/irq_stat.h"
+#include "kernel/kimage.h"
 #include "kernel/last_ran.h"
 #include "profile/idle_periods.h"
 #include "profile/kvm_events.h"
@@ -114,6 +115,10 @@ struct profiler {
 	struct ivm_ksym_hits *ksym_hits;	/* no vmlinux: names to keep */
 	/* Who really went to idle, when polling cannot tell; or NULL. */
 	struct ivm_last_ran *last_ran;
+	/* Continuous windows: when the current one ends, its first stats. */
+	uint64_t window_end_ns;
+	struct ivm_stat window_base[64];
+	size_t nr_window_base;
 };
 
 static struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu);
@@ -998,7 +1003,7 @@ static struct ivm_error *write_new_ksyms(struct profiler *p)
 	struct ivm_error *err = NULL;
 	size_t nr, i;
 
-	if (!p->ksym_hits)
+	if (!p->ksym_hits || !p->writer)
 		return NULL;
 	syms = ivm_ksym_hits_take_new(p->ksym_hits, &nr);
 	for (i = 0; i < nr && !err; i++) {
@@ -1051,7 +1056,7 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 {
 	const struct ivm_profiler_result *r = p->res;
 	const struct ivm_dispatch_stats *d = ivm_dispatch_stats(p->dispatch);
-	size_t n = 0;
+	size_t n = 0, i;
 
 	st[n++] = (struct ivm_stat){ "elapsed_ms",
 				     (ivm_mono_ns() - p->start_ns) / 1000000 };
@@ -1108,6 +1113,10 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	fill_idle_stats(p, st, &n);
 	st[n++] = (struct ivm_stat){ "polls", r->polls };
 	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
+	/* Of this window only (next_window() took the counts at its start). */
+	for (i = 0; i < n && i < p->nr_window_base; i++)
+		if (st[i].value >= p->window_base[i].value)
+			st[i].value -= p->window_base[i].value;
 	*nr = n;
 }
 
@@ -1182,6 +1191,8 @@ static struct ivm_error *write_meta(struct profiler *p)
 	char buf[64];
 	struct ivm_error *err;
 	time_t now = time(NULL);
+	struct ivm_kimage kimage;
+	struct timespec wall;
 	struct tm tm;
 	size_t i;
 
@@ -1212,6 +1223,26 @@ static struct ivm_error *write_meta(struct profiler *p)
 	gmtime_r(&now, &tm);
 	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	META("start", buf);
+	/*
+	 * The same moment on the wall clock and on the samples' clock, to
+	 * nanoseconds: a report places the samples in time and says how long
+	 * the file covers (pprof's time_nanos, duration_nanos).
+	 */
+	clock_gettime(CLOCK_REALTIME, &wall);
+	snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)wall.tv_sec *
+		 UINT64_C(1000000000) + (uint64_t)wall.tv_nsec);
+	META("start_ns", buf);
+	snprintf(buf, sizeof(buf), "%" PRIu64, ivm_mono_ns());
+	META("start_mono_ns", buf);
+	/* The vmlinux a symbol server needs, even when the host has none. */
+	ivm_kimage_read(g->layout, &kimage);
+	if (kimage.build_id[0])
+		META("kernel_build_id", kimage.build_id);
+	if (kimage.text_start) {
+		snprintf(buf, sizeof(buf), "0x%" PRIx64 " 0x%" PRIx64,
+			 kimage.text_start, kimage.text_end);
+		META("kernel_text", buf);
+	}
 	/* A report of the file defaults to the same symbols. */
 	if (c->symdir)
 		META("symdir", c->symdir);
@@ -1501,6 +1532,38 @@ static void set_realtime(struct profiler *p, bool on)
 		p->res->realtime = true;
 }
 
+/*
+ * Continuous windows: finish the window's file (its ksyms, its stats, END)
+ * and go on in the next one, which gets the metadata again.  The file is
+ * whole before the next is asked for, so a failure there loses nothing
+ * written; p->writer is NULL until the next one is there.
+ */
+static struct ivm_error *next_window(struct profiler *p, uint64_t now)
+{
+	struct ivm_stat stats[64];
+	struct ivm_error *err;
+	size_t nr;
+
+	fill_stats(p, stats, &nr);
+	ivm_error_destroy(write_new_ksyms(p));	/* the samples matter more */
+	err = ivm_profile_writer_finish(p->writer, now, stats, nr);
+	p->writer = NULL;
+	if (err)
+		return err;
+	/* The next window's stats count from here. */
+	p->nr_window_base = 0;
+	fill_stats(p, p->window_base, &nr);
+	p->nr_window_base = nr;
+	if (p->ksym_hits)
+		ivm_ksym_hits_forget(p->ksym_hits);
+	err = p->cfg->next_window(p->cfg->window_ctx, &p->writer);
+	if (!err)
+		err = write_meta(p);
+	if (!err)
+		err = ivm_profile_writer_flush(p->writer);
+	return err;
+}
+
 struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 				    const struct ivm_profiler_config *config,
 				    struct ivm_profile_writer *writer,
@@ -1529,6 +1592,8 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	p.start_ns = now = next = last_flush = ivm_mono_ns();
 	if (config->duration_s > 0)
 		end_ns = p.start_ns + (uint64_t)(config->duration_s * 1e9);
+	if (config->window_s > 0 && config->next_window)
+		p.window_end_ns = p.start_ns + (uint64_t)(config->window_s * 1e9);
 
 	while (!p.gone) {
 		struct timespec ts;
@@ -1540,6 +1605,14 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 		if (end_ns && now >= end_ns) {
 			end_with(&p, "duration reached");
 			break;
+		}
+		if (p.window_end_ns && now >= p.window_end_ns) {
+			err = next_window(&p, now);
+			if (err)
+				break;
+			p.window_end_ns += (uint64_t)(config->window_s * 1e9);
+			if (p.window_end_ns <= now)	/* late: no empty windows */
+				p.window_end_ns = now + (uint64_t)(config->window_s * 1e9);
 		}
 		poll_once(&p, now);
 		now = ivm_mono_ns();
@@ -1553,10 +1626,10 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 			fill_stats(&p, stats, &nr_stats);
 			err = write_new_ksyms(&p);
 			if (!err)
-				err = ivm_profile_write_stats(writer, stats,
+				err = ivm_profile_write_stats(p.writer, stats,
 							      nr_stats);
 			if (!err)
-				err = ivm_profile_writer_flush(writer);
+				err = ivm_profile_writer_flush(p.writer);
 			if (err)
 				break;
 			if (config->status_line)
@@ -1594,7 +1667,8 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 		ivm_error_destroy(ferr);	/* the samples matter more */
 		ferr = NULL;
 	}
-	ferr = ivm_profile_writer_finish(writer, ivm_mono_ns(), stats, nr_stats);
+	ferr = p.writer ? ivm_profile_writer_finish(p.writer, ivm_mono_ns(),
+						    stats, nr_stats) : NULL;
 	teardown(&p);
 	if (err) {
 		ivm_error_destroy(ferr);

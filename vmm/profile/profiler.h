@@ -95,6 +95,18 @@ struct ivm_profiler_config {
 	 * (borrowed), or NULL for the monitor's `info registers`.
 	 */
 	const struct ivm_tcg_env *tcg_env;
+	/*
+	 * Continuous windows: with window_s > 0, every window_s seconds the
+	 * file is finished (END record, with the stats of that window
+	 * alone) and next_window(window_ctx, &writer) gives the next one,
+	 * which gets the run's metadata again, so every window is a whole
+	 * profile.  An error from next_window ends the run; the windows
+	 * before it are whole already.
+	 */
+	double window_s;
+	struct ivm_error *(*next_window)(void *ctx,
+					 struct ivm_profile_writer **ret);
+	void *window_ctx;
 };
 
 struct ivm_profiler_result {
@@ -138,7 +150,8 @@ const char *ivm_capture_mode_name(enum ivm_capture_mode mode);
  * Profile guest into writer until a stop condition.  *stop is polled (set
  * it from a signal handler).  The writer is flushed at least once a second
  * and finished (END record) before returning, even on error; the caller
- * keeps ownership and must not use it afterwards.  Returns an error only
+ * keeps ownership and must not use it afterwards (nor the writers
+ * next_window gave).  Returns an error only
  * when profiling could not start or the file could not be written; the
  * guest going away is a normal end (result->end_reason says so).
  */

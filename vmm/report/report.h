@@ -61,6 +61,18 @@ enum ivm_report_format {
 	IVM_REPORT_PERIODS,	/* report/idle_summary.h: one line a period */
 };
 
+/* What a profile says of its run, for the writers that record it (pprof). */
+struct ivm_report_run {
+	uint64_t start_ns;	/* wall clock at the start, ns since the epoch;
+				   0: unknown */
+	uint64_t duration_ns;	/* 0: unknown */
+	uint32_t idle_every;	/* every Nth idle transition sampled; 0: 1 */
+	const char *guest;	/* NULL: unknown */
+	const char *kernel;	/* its release; NULL: unknown */
+};
+
+struct ivm_mappings;
+
 struct ivm_report_options {
 	FILE *out;
 	int kind;		/* an ivm_sample_kind, or -1 for all */
@@ -78,6 +90,9 @@ struct ivm_report_options {
 	enum ivm_report_format format;	/* ivm_report_file: unless folded */
 	const char *output;	/* ivm_report_file: write here, not to out */
 	const char *title;	/* SVG title; NULL: a default */
+	/* pprof: the files frames are in (mappings.h; NULL: none), the run. */
+	const struct ivm_mappings *mappings;
+	struct ivm_report_run run;
 };
 
 /* Top stacks of each kind with counts and percentages. */
