@@ -1,0 +1,41 @@
+# --group-by on the web01 guest: the server's pre-forked workers, each a
+# process of its own, are one tree by their name (comm) and by their role
+# (title); the per-process report keeps them apart.
+. tests/e2e/web01/lib_web01.sh
+
+prof=$IVM_RUNDIR/t62.prof
+out=$("$idlevm" profile --domain "$IVM_DOMAIN" -D 15 -o "$prof" --no-report 2>&1) ||
+	fail "idlevm profile failed: $out"
+by_process=$("$idlevm" report -f folded -K to_idle "$prof" 2>/dev/null) ||
+	fail "idlevm report failed"
+by_comm=$("$idlevm" report -f folded -K to_idle --group-by comm "$prof" 2>/dev/null) ||
+	fail "idlevm report --group-by comm failed"
+by_title=$("$idlevm" report -f folded -K to_idle --group-by title "$prof" 2>/dev/null) ||
+	fail "idlevm report --group-by title failed"
+
+top() { echo "$1" | awk '{split($1, f, ";"); n[f[1]] += $NF} END {for (k in n) print n[k], k}' | sort -rn; }
+echo "to-idle samples by comm:"; top "$by_comm" | head -n 10
+echo "to-idle samples by title:"; top "$by_title" | head -n 10
+
+# The php-fpm processes that went to idle: several by pid, one by name.
+pids=$(echo "$by_process" | awk '{split($1, f, ";")} f[1] ~ /^php-fpm8\.2_\[[0-9]+\]$/ {print f[1]}' | sort -u | wc -l)
+total=$(echo "$by_process" | awk '{split($1, f, ";")} f[1] ~ /^php-fpm8\.2_\[/ {s += $NF} END {print s + 0}')
+groups=$(top "$by_comm" | awk '$2 ~ /^php-fpm/' | wc -l)
+merged=$(top "$by_comm" | awk '$2 == "php-fpm8.2" {print $1}')
+echo "php-fpm: $total to-idle samples from $pids processes; --group-by comm: $groups group(s) of ${merged:-0}"
+[ "$pids" -ge 2 ] || fail "expected to-idle samples from several php-fpm processes, got $pids"
+[ "$groups" = 1 ] || fail "php-fpm processes make $groups groups by comm"
+[ "${merged:-0}" = "$total" ] || fail "the php-fpm group has ${merged:-0} samples, its processes $total"
+# The same tree, not just the same count: every php-fpm stack of the
+# per-process report is in the merged one.
+a=$(echo "$by_process" | awk '{split($1, f, ";")} f[1] ~ /^php-fpm8\.2_\[/ {
+	sub(/^[^;]*;[^;]*;/, ""); n = $NF; sub(/ [0-9]+$/, ""); s[$0] += n } END {for (k in s) print s[k], k}' | sort)
+b=$(echo "$by_comm" | awk '{split($1, f, ";")} f[1] == "php-fpm8.2" {
+	sub(/^[^;]*;/, ""); n = $NF; sub(/ [0-9]+$/, ""); s[$0] += n } END {for (k in s) print s[k], k}' | sort)
+[ "$a" = "$b" ] || fail "the merged php-fpm tree differs from its processes' trees"
+
+# By title the workers are one role, apart from their master.
+workers=$(top "$by_title" | awk '$2 == "php-fpm:_pool_www" {print $1}')
+[ "${workers:-0}" -gt 0 ] || fail "no 'php-fpm: pool www' group by title"
+top "$by_title" | awk '$2 ~ /^nginx:_worker_process$/ {f = 1} END {exit !f}' ||
+	fail "no 'nginx: worker process' group by title"
