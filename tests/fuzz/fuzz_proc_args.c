@@ -8,8 +8,9 @@
  * into the user memory below (the usual case, so reads land), else taken
  * as it is; then a cap (2 bytes); then the process's user memory, mapped
  * at FUZZ_USER.  The text read is displayed as ps would, formatted as a
- * META value and parsed back; the same input is also parsed as a META
- * value directly.
+ * META value and parsed back.  The same input is also parsed as a META
+ * value directly, and read as kernel memory at FUZZ_MM holding a kernel
+ * thread's task_struct, struct kthread and struct worker, for its name.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "base/bytes.h"
 #include "fuzz_image.h"
 #include "kernel/proc_args.h"
+#include "kernel/task_name.h"
 #include "profile/proc_info.h"
 
 #define FUZZ_MM 0xffff888000100000ull
@@ -76,6 +78,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ivm_error_destroy(err);
 	fuzz_image_fini(&mm);
 	fuzz_image_fini(&user);
+
+	/* The whole input as kernel memory: a kernel thread's name. */
+	if (fuzz_image_init(&mm, FUZZ_MM, data, size)) {
+		static const struct ivm_task_name_offsets names = {
+			.task_kthread = 8, .kthread_full_name = 16,
+			.kthread_data = 24, .worker_desc = 32,
+			.worker_desc_size = 24, .worker_current_work = 40,
+			.worker_pool = 48,
+		};
+		char name[IVM_TASK_NAME_MAX];
+
+		ivm_task_name(&mm.reader, 0, &names, FUZZ_MM, "fuzz",
+			      IVM_GUEST_PF_KTHREAD |
+			      (data[0] & 4 ? IVM_GUEST_PF_WQ_WORKER : 0),
+			      name, sizeof(name));
+		if (strlen(name) >= sizeof(name))
+			abort();
+		fuzz_image_fini(&mm);
+	}
 
 	/* The whole input as a META value from a hostile profile file. */
 	text = malloc(size + 1);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kernel/proc_args.h"
+#include "kernel/task_name.h"
 #include "profile/profile_file.h"
 #include "profile/proc_info.h"
 #include "synth_mm.h"
@@ -419,4 +420,69 @@ Test(proc_args, announced_in_the_file_before_the_samples)
 	ivm_proc_table_destroy(wt);
 	ivm_proc_table_destroy(rt);
 	unlink(path);
+}
+
+/* ---- a kernel thread's name as /proc shows it (task_name) --------------- */
+
+#define KTHREAD 0xffff888000500000ull
+#define WORKER 0xffff888000600000ull
+#define STRINGS 0xffff888000700000ull
+
+static const struct ivm_task_name_offsets names = {
+	.task_kthread = 0x50, .kthread_full_name = 0x68, .kthread_data = 0x18,
+	.worker_desc = 0x74, .worker_desc_size = 24, .worker_current_work = 0x10,
+	.worker_pool = 0x48,
+};
+
+static const char *name_of(const char *comm, uint32_t flags)
+{
+	static char buf[IVM_TASK_NAME_MAX];
+	struct ivm_kmem_reader r = { skm_read, k };
+
+	return ivm_task_name(&r, 0, &names, TASK, comm, flags, buf,
+			     sizeof(buf));
+}
+
+Test(proc_args, kernel_thread_names)
+{
+	static const char full[] = "rcu_tasks_rude_kthread";
+
+	skm_region_at(k, KTHREAD, 4096);
+	skm_region_at(k, WORKER, 4096);
+	skm_region_at(k, STRINGS, 4096);
+	skm_w64(k, TASK + names.task_kthread, KTHREAD);
+	skm_w64(k, KTHREAD + names.kthread_full_name, STRINGS);
+	memcpy(skm_at(k, STRINGS, sizeof(full)), full, sizeof(full));
+	cr_assert_str_eq(name_of("rcu_tasks_rude_", IVM_GUEST_PF_KTHREAD),
+			 full);
+	/* A user task is its comm, whatever its pointers say. */
+	cr_assert_str_eq(name_of("bash", 0), "bash");
+	/* No full name: the comm. */
+	skm_w64(k, KTHREAD + names.kthread_full_name, 0);
+	cr_assert_str_eq(name_of("kthreadd", IVM_GUEST_PF_KTHREAD), "kthreadd");
+
+	/* A workqueue worker in a pool: comm, '-' or '+', its desc. */
+	skm_w64(k, KTHREAD + names.kthread_data, WORKER);
+	skm_w64(k, WORKER + names.worker_pool, WORKER + 0x800);
+	memcpy(skm_at(k, WORKER + names.worker_desc, 7), "events", 7);
+	cr_assert_str_eq(name_of("kworker/0:1", IVM_GUEST_PF_KTHREAD |
+				 IVM_GUEST_PF_WQ_WORKER),
+			 "kworker/0:1-events");
+	skm_w64(k, WORKER + names.worker_current_work, WORKER + 0x900);
+	cr_assert_str_eq(name_of("kworker/0:1", IVM_GUEST_PF_KTHREAD |
+				 IVM_GUEST_PF_WQ_WORKER),
+			 "kworker/0:1+events");
+	/* A desc without NUL is cut at its size. */
+	memset(skm_at(k, WORKER + names.worker_desc, 24), 'x', 24);
+	cr_assert_eq(strlen(name_of("kworker/0:1", IVM_GUEST_PF_KTHREAD |
+				    IVM_GUEST_PF_WQ_WORKER)),
+		     strlen("kworker/0:1+") + 24);
+	/* A rescuer outside any pool: its comm. */
+	skm_w64(k, WORKER + names.worker_pool, 0);
+	cr_assert_str_eq(name_of("scsi_tmf_1", IVM_GUEST_PF_KTHREAD |
+				 IVM_GUEST_PF_WQ_WORKER), "scsi_tmf_1");
+	/* A struct kthread pointer that is no kernel address: the comm. */
+	skm_w64(k, TASK + names.task_kthread, 0x1000);
+	cr_assert_str_eq(name_of("kworker/0:1", IVM_GUEST_PF_KTHREAD |
+				 IVM_GUEST_PF_WQ_WORKER), "kworker/0:1");
 }

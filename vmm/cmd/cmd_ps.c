@@ -10,6 +10,7 @@
 #include "cmd/commands.h"
 #include "kernel/guest.h"
 #include "kernel/proc_args.h"
+#include "kernel/task_name.h"
 
 static void ps_usage(FILE *out)
 {
@@ -69,6 +70,7 @@ struct args_reader {
 	struct ivm_kmem_reader kmem;
 	struct ivm_proc_args_offsets off;
 	bool has_off;
+	struct ivm_task_name_offsets names;
 	uint64_t last_mm;
 	char raw[IVM_PROC_ARGS_MAX];
 	char shown[IVM_PROC_ARGS_MAX + 2];
@@ -88,7 +90,14 @@ static const char *process_args(struct args_reader *r,
 		return r->shown;
 	r->last_mm = 0;
 	if (!t->mm || (t->flags & IVM_GUEST_PF_KTHREAD)) {
-		snprintf(r->shown, sizeof(r->shown), "[%s]", t->comm);
+		char name[IVM_TASK_NAME_MAX];
+
+		/* As ps shows a process without a command line. */
+		snprintf(r->shown, sizeof(r->shown), "[%s]",
+			 ivm_task_name(&r->kmem,
+				       ivm_kernel_layout_la57(r->g->layout),
+				       &r->names, t->addr, t->comm, t->flags,
+				       name, sizeof(name)));
 		return r->shown;
 	}
 	if (!r->has_off)
@@ -142,6 +151,7 @@ int ivm_cmd_ps(int argc, char **argv)
 	qsort(list->tasks, list->nr, sizeof(list->tasks[0]), task_cmp);
 	args.g = g;
 	ivm_kernel_layout_reader(g->layout, &args.kmem);
+	ivm_task_name_offsets_from_btf(g->btf, &args.names);
 	err = ivm_proc_args_offsets_from_btf(g->btf, &args.off);
 	args.has_off = !err;
 	if (err) {

@@ -27,12 +27,22 @@ echo "php-fpm: $total to-idle samples from $pids processes; --group-by comm: $gr
 [ "$groups" = 1 ] || fail "php-fpm processes make $groups groups by comm"
 [ "${merged:-0}" = "$total" ] || fail "the php-fpm group has ${merged:-0} samples, its processes $total"
 # The same tree, not just the same count: every php-fpm stack of the
-# per-process report is in the merged one.
-a=$(echo "$by_process" | awk '{split($1, f, ";")} f[1] ~ /^php-fpm8\.2_\[/ {
-	sub(/^[^;]*;[^;]*;/, ""); n = $NF; sub(/ [0-9]+$/, ""); s[$0] += n } END {for (k in s) print s[k], k}' | sort)
-b=$(echo "$by_comm" | awk '{split($1, f, ";")} f[1] == "php-fpm8.2" {
-	sub(/^[^;]*;/, ""); n = $NF; sub(/ [0-9]+$/, ""); s[$0] += n } END {for (k in s) print s[k], k}' | sort)
-[ "$a" = "$b" ] || fail "the merged php-fpm tree differs from its processes' trees"
+# per-process report is in the merged one, as often.
+# stacks FOLDED GROUP_RE SKIP: "count frames" summed over the lines whose
+# first field matches GROUP_RE, their first SKIP fields left out.
+stacks() {
+	echo "$1" | awk -v re="$2" -v skip="$3" '{
+		n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
+		k = split(line, f, ";")
+		if (f[1] !~ re) next
+		key = ""
+		for (i = skip + 1; i <= k; i++) key = key ";" f[i]
+		s[key] += n
+	} END { for (key in s) print s[key], key }' | sort
+}
+a=$(stacks "$by_process" '^php-fpm8\.2_\[[0-9]+\]$' 2)
+b=$(stacks "$by_comm" '^php-fpm8\.2$' 1)
+[ "$a" = "$b" ] || { diff <(echo "$a") <(echo "$b") | head; fail "the merged php-fpm tree differs from its processes' trees"; }
 
 # By title the workers are one role, apart from their master.
 workers=$(top "$by_title" | awk '$2 == "php-fpm:_pool_www" {print $1}')
