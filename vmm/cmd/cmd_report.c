@@ -19,6 +19,7 @@
 #include "kernel/kmodules.h"
 #include "cmd/commands.h"
 #include "profile/profile_file.h"
+#include "profile/proc_info.h"
 #include "report/report.h"
 #include "report/mappings.h"
 #include "report/report_pprof.h"
@@ -54,6 +55,11 @@ static void report_usage(FILE *out)
 "  -K, --kind KIND    to_idle, from_idle, on_cpu or all (default all)\n"
 "  -n, --top N        stacks per kind in the text report (default 10)\n"
 "      --no-threads   group by process only, not by thread\n"
+"  -g, --group-by G   the tree's top level: thread (process, then thread;\n"
+"                     the default), process, comm (all processes of one\n"
+"                     name), title (processes by command line, as ps shows\n"
+"                     it) or label:KEY (the value of label KEY, a --label\n"
+"                     of the profile)\n"
 "  -h, --help         this help\n");
 }
 
@@ -644,7 +650,9 @@ static void print_meta(FILE *out, const struct meta_lines *m)
 			nr_modules++;
 		else if (!strncmp(m->lines[i], "ksym: ", 6))
 			nr_ksyms++;
-		else if (!strncmp(m->lines[i], "module_sections: ", 17))
+		else if (!strncmp(m->lines[i], "module_sections: ", 17) ||
+			 !strncmp(m->lines[i], IVM_META_PROCESS ": ",
+				  sizeof(IVM_META_PROCESS) + 1))
 			continue;
 		else
 			/* An empty value ("vmlinux: " without one) as "-". */
@@ -691,6 +699,7 @@ int ivm_cmd_report(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "top", required_argument, NULL, 'n' },
 		{ "no-threads", no_argument, NULL, 'T' },
+		{ "group-by", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -704,7 +713,7 @@ int ivm_cmd_report(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:K:k:m:b:s:M:a:o:n:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:K:k:m:b:s:M:a:o:n:g:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "text")) {
@@ -785,7 +794,20 @@ int ivm_cmd_report(int argc, char **argv)
 			break;
 		case 'T':
 			grouping = IVM_CALLTREE_BY_PROCESS;
+			opts.group_by = IVM_GROUP_BY_PROCESS;
 			break;
+		case 'g': {
+			struct ivm_error *err = ivm_group_by_parse(
+				optarg, &opts.group_by, &opts.group_label);
+
+			if (err) {
+				fprintf(stderr, "idlevm report: %s\n",
+					ivm_error_string(err));
+				ivm_error_destroy(err);
+				return 2;
+			}
+			break;
+		}
 		case 'h':
 			report_usage(stdout);
 			return 0;
@@ -830,12 +852,89 @@ static struct ivm_error *write_timeline_html(const struct ivm_idle_summary *s,
 	return err;
 }
 
+/*
+ * What the report needs of the metadata as it streams by, before and
+ * between samples: the processes said so far (each sample belongs to the
+ * one last said for its pid) and the profile's --label keys, the tree's
+ * dimensions, fixed at the first sample (the profiler says them first).
+ */
+struct report_stream {
+	struct ivm_proc_table *procs;
+	char *dims[IVM_SAMPLE_MAX_LABELS];
+	size_t nr_dims;
+	bool dims_set;
+	uint64_t bad_process;		/* malformed "process" items */
+};
+
+static void stream_meta(struct report_stream *rs,
+			const struct ivm_label *items, size_t nr)
+{
+	struct ivm_proc_info info;
+	struct ivm_error *err;
+	uint32_t pid;
+	size_t i;
+
+	for (i = 0; i < nr; i++) {
+		const char *eq;
+
+		if (!strcmp(items[i].key, IVM_META_PROCESS)) {
+			err = ivm_proc_info_parse(items[i].value, &pid, &info);
+			if (err) {
+				rs->bad_process++;
+				ivm_error_destroy(err);
+				continue;
+			}
+			ivm_proc_table_set(rs->procs, pid, &info);
+		} else if (!strcmp(items[i].key, "label") && !rs->dims_set &&
+			   rs->nr_dims < IVM_SAMPLE_MAX_LABELS &&
+			   (eq = strchr(items[i].value, '=')) &&
+			   eq > items[i].value) {
+			rs->dims[rs->nr_dims] = strndup(items[i].value,
+							(size_t)(eq - items[i].value));
+			if (rs->dims[rs->nr_dims])
+				rs->nr_dims++;
+		}
+	}
+}
+
+static struct ivm_error *stream_sample(struct report_stream *rs,
+				       struct ivm_calltree *tree,
+				       const struct ivm_sample *s)
+{
+	const struct ivm_proc_info *info = ivm_proc_table_get(rs->procs, s->pid);
+	struct ivm_calltree_context ctx = { 0 };
+	struct ivm_error *err;
+
+	if (!rs->dims_set) {
+		rs->dims_set = true;
+		err = ivm_calltree_set_dimensions(
+			tree, (const char *const *)rs->dims, rs->nr_dims);
+		if (err)
+			return err;
+	}
+	if (info) {
+		ctx.process_comm = info->comm;
+		ctx.title = info->title;
+	}
+	return ivm_calltree_add_ctx(tree, s, &ctx);
+}
+
+static void stream_free(struct report_stream *rs)
+{
+	size_t i;
+
+	ivm_proc_table_destroy(rs->procs);
+	for (i = 0; i < rs->nr_dims; i++)
+		free(rs->dims[i]);
+}
+
 int ivm_report_file(const char *path, bool folded,
 		    struct ivm_report_options *opts, unsigned int grouping)
 {
+	struct report_stream stream = { 0 };
 	const struct ivm_profile_damage *damage;
 	struct ivm_profile_reader *reader;
-	struct ivm_calltree *tree;
+	struct ivm_calltree *tree = NULL;
 	struct ivm_profile_record rec;
 	struct meta_lines meta = { 0 };
 	struct report_symbols syms = { 0 };
@@ -862,7 +961,13 @@ int ivm_report_file(const char *path, bool folded,
 		return ivm_error_report(err);
 	}
 	err = ivm_calltree_create(grouping, &tree);
+	if (!err && opts->group_by != IVM_GROUP_BY_THREAD)
+		err = ivm_calltree_group_by(tree, opts->group_by,
+					    opts->group_label);
+	if (!err)
+		err = ivm_proc_table_create(&stream.procs);
 	if (err) {
+		ivm_calltree_destroy(tree);
 		free(pcs);
 		ivm_mappings_destroy(mappings);
 		ivm_profile_reader_destroy(reader);
@@ -881,8 +986,9 @@ int ivm_report_file(const char *path, bool folded,
 				first_ns = rec.sample.time_ns;
 			if (rec.sample.time_ns > last_ns)
 				last_ns = rec.sample.time_ns;
-			err = ivm_calltree_add(tree, user_exe(&syms, &rec.sample,
-							      &copy, pcs));
+			err = stream_sample(&stream, tree,
+					    user_exe(&syms, &rec.sample, &copy,
+						     pcs));
 			if (err) {
 				add_errors++;
 				ivm_error_destroy(err);
@@ -892,6 +998,7 @@ int ivm_report_file(const char *path, bool folded,
 			break;
 		case IVM_RECORD_META:
 			meta_add(&meta, rec.meta.items, rec.meta.nr);
+			stream_meta(&stream, rec.meta.items, rec.meta.nr);
 			break;
 		case IVM_RECORD_END:
 			end_ns = rec.stats.time_ns;
@@ -976,6 +1083,10 @@ int ivm_report_file(const char *path, bool folded,
 	if (opts->format != IVM_REPORT_TEXT)
 		ivm_idle_summary_print(&idle, stderr);
 	/* Never hide loss: say what was skipped, on stderr. */
+	if (stream.bad_process)
+		fprintf(stderr, "idlevm report: %" PRIu64
+			" malformed process records skipped\n",
+			stream.bad_process);
 	if (damage->records_bad || damage->bytes_skipped ||
 	    damage->tail_bytes || damage->records_unknown || add_errors)
 		fprintf(stderr,
@@ -1007,6 +1118,7 @@ out:
 		free(syms.exe_paths[i]);
 	free(pcs);
 	meta_free(&meta);
+	stream_free(&stream);
 	ivm_idle_summary_deinit(&idle);
 	ivm_calltree_destroy(tree);
 	ivm_profile_reader_destroy(reader);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "kernel/gfile.h"
 #include "kernel/mm_maps.h"
 #include "profile/capture.h"
@@ -70,6 +71,8 @@ struct ivm_capture_engine {
 	struct ivm_kmem_gmem umem;
 	struct ivm_kmem_reader umem_reader;
 	struct ivm_kmem_cache ucache;
+	struct ivm_kmem_reader ucache_reader;
+	uint64_t user_task;	/* whose memory ucache holds; 0: none yet */
 	bool has_cpu_stacks;
 	/*
 	 * The files behind user memory (kernel/gfile.h): a page of the
@@ -80,6 +83,8 @@ struct ivm_capture_engine {
 	struct ivm_gfile *gfile;
 	struct ivm_mm_source mm_src;
 	struct ivm_gfile_user fuser;
+	/* Process names and titles; NULL: the BTF lacks what they need. */
+	struct ivm_proc_info_cache *procs;
 	/* ORC tables of the modules loaded when the engine was made. */
 	struct ivm_kunwind_orc_range *module_orc;
 	size_t nr_module_orc;
@@ -204,6 +209,25 @@ static void gfile_init(struct ivm_capture_engine *e)
 	ivm_error_destroy(err);
 }
 
+/* Best effort: without it samples carry no process name or title. */
+static void procs_init(struct ivm_capture_engine *e)
+{
+	const struct ivm_kernel_offsets *off =
+		ivm_kernel_layout_offsets(e->guest->layout);
+	struct ivm_error *err;
+
+	e->procs = malloc(sizeof(*e->procs));
+	if (!e->procs)
+		return;
+	err = ivm_proc_info_cache_init(e->procs, e->guest->btf,
+				       off->task_comm, off->task_comm_size);
+	if (err) {
+		ivm_error_destroy(err);
+		free(e->procs);
+		e->procs = NULL;
+	}
+}
+
 struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 					    struct ivm_capture_engine **ret)
 {
@@ -259,6 +283,7 @@ struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 	module_orc_init(e);
 	auxv_init(e);
 	gfile_init(e);
+	procs_init(e);
 	*ret = e;
 	return NULL;
 }
@@ -295,6 +320,7 @@ void ivm_capture_engine_destroy(struct ivm_capture_engine *e)
 		return;
 	ivm_uexe_cache_destroy(e->ubins);
 	ivm_gfile_destroy(e->gfile);
+	free(e->procs);
 	ivm_orc_destroy(e->orc);
 	for (i = 0; i < e->nr_module_orc; i++)
 		ivm_orc_destroy((struct ivm_orc_table *)e->module_orc[i].orc);
@@ -468,6 +494,38 @@ static void describe_exe(struct ivm_capture *cap, const struct mm_binding *b,
 	cap->sample.labels = cap->labels;
 }
 
+/*
+ * A cached reader of the task's user memory (its own page tables) into
+ * *ret, made once per capture (e->user_task says for which task).  False
+ * for a task without user memory.
+ */
+static bool user_reader(struct ivm_capture_engine *e,
+			const struct ivm_guest_task *task,
+			struct ivm_kmem_reader *ret)
+{
+	struct ivm_error *err;
+	uint64_t cr3;
+
+	if (e->user_task == task->addr) {
+		*ret = e->ucache_reader;
+		return true;
+	}
+	err = ivm_kernel_task_user_cr3(e->guest->layout, task, &cr3);
+	if (err) {
+		ivm_error_destroy(err);
+		return false;
+	}
+	e->umem.gmem = e->guest->gmem;
+	e->umem.cr3 = cr3;
+	e->umem.la57 = e->kmem.la57;
+	e->umem.memo = &e->memo;
+	ivm_kmem_reader_gmem(&e->umem, &e->umem_reader);
+	ivm_kmem_cache_init(&e->ucache, &e->umem_reader, &e->ucache_reader);
+	e->user_task = task->addr;
+	*ret = e->ucache_reader;
+	return true;
+}
+
 /* Unwind the user part from regs through the task's page tables. */
 static void unwind_user(struct ivm_capture_engine *e,
 			const struct ivm_guest_task *task,
@@ -482,18 +540,11 @@ static void unwind_user(struct ivm_capture_engine *e,
 	uint64_t cr3;
 	size_t nr_maps = 0;
 
-	err = ivm_kernel_task_user_cr3(e->guest->layout, task, &cr3);
-	if (err) {
-		ivm_error_destroy(err);
+	if (!user_reader(e, task, &ureader)) {
 		cap->sample.stack_flags |= IVM_STACK_NO_USER;
 		return;
 	}
-	e->umem.gmem = e->guest->gmem;
-	e->umem.cr3 = cr3;
-	e->umem.la57 = e->kmem.la57;
-	e->umem.memo = &e->memo;
-	ivm_kmem_reader_gmem(&e->umem, &e->umem_reader);
-	ivm_kmem_cache_init(&e->ucache, &e->umem_reader, &ureader);
+	cr3 = e->umem.cr3;
 	ivm_stack_init(&st, cap->frames, IVM_SAMPLE_MAX_FRAMES);
 	b = binding_of(e, task->mm, cr3, &ureader);
 	host = ivm_uexe_cache_get(e->ubins, b->host);
@@ -514,6 +565,27 @@ static void unwind_user(struct ivm_capture_engine *e,
 	cap->sample.nr_user = take_frames(&st, 0, cap->user_pcs,
 					  IVM_FRAME_USER);
 	cap->sample.stack_flags |= sample_flags(st.flags);
+}
+
+/*
+ * What the sample says of the task beyond its stack, read while the task
+ * is held as its stack is: its process's name and title.
+ */
+static void read_context(struct ivm_capture_engine *e, struct ivm_capture *cap)
+{
+	struct ivm_proc_info_task t = {
+		.addr = cap->task.addr, .pid = (uint32_t)cap->task.pid,
+		.tgid = (uint32_t)cap->task.tgid, .comm = cap->task.comm,
+		.mm = cap->task.mm,
+	};
+	struct ivm_kmem_reader ureader;
+
+	if (!e->procs || !cap->task.mm || !user_reader(e, &cap->task, &ureader))
+		return;
+	t.cr3 = e->umem.cr3;
+	ivm_proc_info_cache_get(e->procs, &e->kmem_reader, &ureader,
+				e->umem.la57, &t, ivm_mono_ns(),
+				&cap->process);
 }
 
 /*
@@ -554,6 +626,8 @@ struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
 	struct ivm_error *err;
 
 	ivm_kmem_cache_invalidate(&e->kcache);
+	e->user_task = 0;
+	memset(&cap->process, 0, sizeof(cap->process));
 	memset(&cap->sample, 0, sizeof(cap->sample));
 	memset(&cap->exe, 0, sizeof(cap->exe));
 	cap->sample.kernel_pcs = cap->kernel_pcs;
@@ -619,6 +693,7 @@ struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
 			cap->sample.stack_flags |= IVM_STACK_NO_USER;
 		}
 	}
+	read_context(e, cap);
 
 	err = ivm_kernel_read_task(e->guest->layout, task_addr, &after);
 	if (err) {

@@ -25,6 +25,7 @@
 #include "kernel/guest.h"
 #include "kernel/orc.h"
 #include "profile/sample.h"
+#include "profile/proc_info.h"
 #include "unwind/unwind.h"
 #include "unwind/uunwind_exe.h"
 
@@ -108,6 +109,12 @@ struct ivm_capture {
 	struct ivm_label labels[2];
 	char build_id_hex[2 * IVM_UBINARY_MAX_BUILD_ID + 1];
 	char bias_hex[24];
+	/*
+	 * The task's process: its name and command line as the guest's ps
+	 * shows them (profile/proc_info.h); "" when unknown or none (kernel
+	 * threads).
+	 */
+	struct ivm_proc_info process;
 };
 
 /*

@@ -119,6 +119,7 @@ struct profiler {
 	uint64_t window_end_ns;
 	struct ivm_stat window_base[64];
 	size_t nr_window_base;
+	struct ivm_proc_table *procs;	/* processes said in the file */
 };
 
 static struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu);
@@ -383,7 +384,12 @@ static struct ivm_error *capture(struct profiler *p,
 		p->res->filtered++;
 		goto out;
 	}
-	err = ivm_profile_write_sample(p->writer, &p->cap.sample);
+	if (p->cap.task.mm)
+		err = ivm_proc_table_announce(p->procs, p->writer,
+					      p->cap.sample.pid,
+					      &p->cap.process);
+	if (!err)
+		err = ivm_profile_write_sample(p->writer, &p->cap.sample);
 	if (!err)
 		p->res->kept[req->kind]++;
 	if (!err && p->ksym_hits)
@@ -1376,6 +1382,8 @@ static struct ivm_error *setup(struct profiler *p)
 	p->nvcsw_off = off->task_nvcsw;
 	p->nivcsw_off = off->task_nivcsw;
 	err = ivm_capture_engine_create(g, &p->engine);
+	if (!err)
+		err = ivm_proc_table_create(&p->procs);
 	if (err)
 		return err;
 	for (i = 0; i < p->cfg->nr_binaries; i++) {
@@ -1497,6 +1505,7 @@ static void teardown(struct profiler *p)
 	ivm_idle_periods_destroy(p->periods);
 	ivm_irq_stat_destroy(p->irq_stat);
 	ivm_capture_engine_destroy(p->engine);
+	ivm_proc_table_destroy(p->procs);
 	ivm_dispatch_destroy(p->dispatch);
 }
 

@@ -93,6 +93,9 @@ struct ivm_report_options {
 	/* pprof: the files frames are in (mappings.h; NULL: none), the run. */
 	const struct ivm_mappings *mappings;
 	struct ivm_report_run run;
+	/* ivm_report_file: the tree's top level (default: by thread) */
+	enum ivm_group_by group_by;
+	const char *group_label;	/* IVM_GROUP_BY_LABEL's key */
 };
 
 /* Top stacks of each kind with counts and percentages. */
@@ -118,6 +121,28 @@ size_t ivm_report_stack(const struct ivm_calltree *tree,
 			const struct ivm_report_options *opts, uint32_t leaf,
 			struct ivm_report_frame *out, size_t max,
 			uint32_t *process, uint32_t *thread);
+
+/*
+ * The nodes above a stack's frames (its group, process, thread and labels
+ * node: calltree.h), IVM_CALLTREE_NONE for those the tree does not have.
+ */
+struct ivm_report_context {
+	uint32_t group, process, thread, labels;
+};
+
+void ivm_report_context_of(const struct ivm_calltree *tree, uint32_t leaf,
+			   struct ivm_report_context *ret);
+
+/*
+ * The name of a group node (its comm, title or label value) or of each
+ * label of a labels node ("KEY=VALUE", i < nr), into buf; returns buf.
+ */
+const char *ivm_report_group_name(const struct ivm_calltree *tree,
+				  uint32_t node, char *buf, size_t len);
+size_t ivm_report_nr_labels(const struct ivm_calltree *tree, uint32_t node);
+const char *ivm_report_label_name(const struct ivm_calltree *tree,
+				  uint32_t node, size_t i, char *buf,
+				  size_t len);
 
 /* Most frames ivm_report_stack() can return for one stack. */
 #define IVM_REPORT_MAX_STACK	(2 * IVM_SAMPLE_MAX_FRAMES * IVM_REPORT_MAX_INLINE)

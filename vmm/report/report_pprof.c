@@ -429,6 +429,39 @@ static void label(struct pprof *pp, struct pb *sample, const char *key,
 	pb_message(sample, SAMPLE_LABEL, &pp->sub2);
 }
 
+/*
+ * Labels of what the stack belongs to beyond its thread and process: its
+ * group (keyed by what the tree groups by: "comm", "title" or a label's
+ * key), its process's title and its dimension labels, so profile viewers
+ * (Pyroscope, Parca) can filter by them.
+ */
+static void context_labels(struct pprof *pp, const struct ivm_calltree *tree,
+			   uint32_t leaf, uint32_t process, struct pb *sample)
+{
+	const char *group = ivm_calltree_group_name(tree);
+	struct ivm_report_context ctx;
+	const struct ivm_label *labels = NULL;
+	size_t nr = 0, i;
+	bool group_is_label = false;
+
+	ivm_report_context_of(tree, leaf, &ctx);
+	if (ctx.labels != IVM_CALLTREE_NONE)
+		labels = ivm_calltree_labels(
+			tree, ivm_calltree_node(tree, ctx.labels)->key, &nr);
+	for (i = 0; i < nr; i++) {
+		label(pp, sample, labels[i].key, labels[i].value, 0);
+		group_is_label |= !strcmp(labels[i].key, group);
+	}
+	if (ctx.group != IVM_CALLTREE_NONE && !group_is_label)
+		label(pp, sample, group, ivm_calltree_string(
+			tree, (uint32_t)ivm_calltree_node(tree, ctx.group)->key),
+		      0);
+	if (process != IVM_CALLTREE_NONE &&
+	    ivm_calltree_node(tree, process)->title)
+		label(pp, sample, "title", ivm_calltree_string(
+			tree, ivm_calltree_node(tree, process)->title), 0);
+}
+
 /* Samples of one leaf node: one per kind with a count there. */
 static void write_samples(struct pprof *pp, const struct ivm_calltree *tree,
 			  const struct ivm_report_options *opts, uint32_t leaf,
@@ -462,6 +495,7 @@ static void write_samples(struct pprof *pp, const struct ivm_calltree *tree,
 			pb_varint(&pp->sub, k == kind ? node->self[kind] : 0);
 		pb_message(sample, SAMPLE_VALUE, &pp->sub);
 		label(pp, sample, "kind", ivm_sample_kind_name(kind), 0);
+		context_labels(pp, tree, leaf, process, sample);
 		if (thread != IVM_CALLTREE_NONE) {
 			const struct ivm_calltree_node *t =
 				ivm_calltree_node(tree, thread);
