@@ -155,6 +155,8 @@ static const char *truncation(uint32_t flags)
 		return "truncated: loop";
 	if (flags & IVM_STACK_TRUNC_BADINFO)
 		return "truncated: no unwind information";
+	if (flags & IVM_STACK_TRUNC_NOCFI)
+		return "truncated: CFI not in guest memory";
 	return NULL;
 }
 

@@ -328,6 +328,8 @@ static uint32_t sample_flags(uint32_t stack_flags)
 	if (stack_flags & (IVM_STACK_TRUNCATED_BAD_ORC |
 			   IVM_STACK_TRUNCATED_BOUNDS))
 		f |= IVM_STACK_TRUNC_BADINFO;
+	if (stack_flags & IVM_STACK_TRUNCATED_NO_CFI)
+		f |= IVM_STACK_TRUNC_NOCFI;
 	if (stack_flags & IVM_STACK_FP_FALLBACK)
 		f |= IVM_STACK_INEXACT;
 	return f;

@@ -33,6 +33,7 @@ enum {
 	IVM_STACK_TRUNC_BADINFO	= 1 << 3,  /* no/garbage unwind info */
 	IVM_STACK_INEXACT	= 1 << 4,  /* frame-pointer fallback used */
 	IVM_STACK_NO_USER	= 1 << 5,  /* user part not unwound */
+	IVM_STACK_TRUNC_NOCFI	= 1 << 6,  /* CFI not in guest memory */
 };
 
 /* Caps enforced by the writer and by the reader (hostile files). */

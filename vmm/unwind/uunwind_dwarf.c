@@ -5,74 +5,13 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "unwind/cfi_rows.h"
 #include "unwind/uunwind_dwarf.h"
-
-/*
- * DWARF register numbers of x86-64 (System V psABI, figure 3.36): not the
- * order of struct pt_regs.  16 is the return address column.
- */
-enum {
-	DW_RAX, DW_RDX, DW_RCX, DW_RBX, DW_RSI, DW_RDI, DW_RBP, DW_RSP,
-	DW_R8, DW_R9, DW_R10, DW_R11, DW_R12, DW_R13, DW_R14, DW_R15,
-	DW_RA,
-	NR_DW_REGS
-};
-
-/*
- * Registers recovered from caller to caller.  The others are caller-saved
- * by the ABI: after one step they are unknown, and an expression that
- * needs one ends the stack.  rsp is not here: it is the CFA.
- */
-static const uint8_t saved_regs[] = {
-	DW_RBX, DW_RBP, DW_R12, DW_R13, DW_R14, DW_R15,
-};
-#define NR_SAVED (sizeof(saved_regs) / sizeof(saved_regs[0]))
-
-enum rule_kind {
-	RULE_UNDEFINED,		/* no value (call-clobbered, end of stack) */
-	RULE_SAME,		/* the callee did not change it */
-	RULE_CFA,		/* CFA + off */
-	RULE_REG,		/* register reg + off */
-	RULE_EXPR,		/* a DWARF expression: ops, nops */
-	RULE_LOST,		/* a rule we cannot follow: value unknown */
-};
-
-/*
- * One register's rule, decoded from libdw's location expression.  With
- * is_value the result is the register's value; otherwise it is the guest
- * address where the value is saved.  ops of RULE_EXPR belong to the
- * binary's Dwarf_CFI (libdw interns them there), so a row stays valid as
- * long as the binary is open.
- */
-struct rule {
-	uint8_t kind;		/* enum rule_kind */
-	uint8_t reg;		/* RULE_REG */
-	bool is_value;
-	uint32_t nops;		/* RULE_EXPR */
-	int64_t off;		/* RULE_CFA, RULE_REG */
-	const Dwarf_Op *ops;	/* RULE_EXPR */
-};
-
-enum row_state {
-	ROW_EMPTY,		/* cache slot unused */
-	ROW_OK,
-	ROW_NONE,		/* no CFI covers this pc */
-	ROW_BAD,		/* CFI exists but cannot be used */
-};
-
-/* What the CFI says at one pc, reduced to what the unwinder uses. */
-struct cfi_row {
-	uint64_t pc;		/* link-time lookup address (cache key) */
-	uint8_t state;		/* enum row_state */
-	bool signal;		/* a signal trampoline: caller pc is exact */
-	struct rule cfa;	/* RULE_REG or RULE_EXPR, is_value */
-	struct rule ra;
-	struct rule saved[NR_SAVED];
-};
 
 /* Power of two.  About 128 KiB per binary; see the bench for the gain. */
 #define ROW_CACHE_SIZE 512u
@@ -95,7 +34,7 @@ struct ivm_ubinary {
 	size_t phnum;
 	bool cache_on;
 	struct ivm_ubinary_stats stats;
-	struct cfi_row cache[ROW_CACHE_SIZE];
+	struct ivm_cfi_row cache[ROW_CACHE_SIZE];
 };
 
 /* ---- opening a binary ---------------------------------------------------- */
@@ -436,8 +375,8 @@ void ivm_ubinary_set_cache(struct ivm_ubinary *b, bool on)
  * are decoded; anything else in ops_mem (which dies with this call) is
  * refused rather than pointed to.
  */
-static bool decode_rule(const Dwarf_Op *ops, size_t nops,
-			const Dwarf_Op *ops_mem, struct rule *r)
+bool ivm_cfi_decode_rule(const Dwarf_Op *ops, size_t nops,
+			const Dwarf_Op *ops_mem, struct ivm_cfi_rule *r)
 {
 	memset(r, 0, sizeof(*r));
 	if (nops == 0) {
@@ -491,18 +430,18 @@ static bool decode_rule(const Dwarf_Op *ops, size_t nops,
 	return true;
 }
 
-static bool decode_register(Dwarf_Frame *frame, int regno, struct rule *r)
+static bool decode_register(Dwarf_Frame *frame, int regno, struct ivm_cfi_rule *r)
 {
 	Dwarf_Op ops_mem[3], *ops = NULL;
 	size_t nops = 0;
 
 	if (dwarf_frame_register(frame, regno, ops_mem, &ops, &nops))
 		return false;
-	return decode_rule(ops, nops, ops_mem, r);
+	return ivm_cfi_decode_rule(ops, nops, ops_mem, r);
 }
 
 /* Decode the frame libdw computed for pc into row. */
-static void decode_frame(Dwarf_Frame *frame, struct cfi_row *row)
+static void decode_frame(Dwarf_Frame *frame, struct ivm_cfi_row *row)
 {
 	Dwarf_Op *ops = NULL;
 	size_t nops = 0;
@@ -559,7 +498,7 @@ static void decode_frame(Dwarf_Frame *frame, struct cfi_row *row)
 }
 
 static void lookup_uncached(struct ivm_ubinary *b, uint64_t pc,
-			    struct cfi_row *row)
+			    struct ivm_cfi_row *row)
 {
 	Dwarf_CFI *cfis[2] = { b->eh_cfi, b->debug_cfi };
 
@@ -585,10 +524,10 @@ static void lookup_uncached(struct ivm_ubinary *b, uint64_t pc,
 	}
 }
 
-static const struct cfi_row *lookup_row(struct ivm_ubinary *b, uint64_t pc,
-					struct cfi_row *scratch)
+static const struct ivm_cfi_row *lookup_row(struct ivm_ubinary *b, uint64_t pc,
+					struct ivm_cfi_row *scratch)
 {
-	struct cfi_row *slot;
+	struct ivm_cfi_row *slot;
 
 	b->stats.lookups++;
 	if (!b->cache_on) {
@@ -835,7 +774,7 @@ static enum step eval_expr(struct walker *w, const struct regset *rs,
  * The value of a register in the caller by rule r.  *known is false for
  * an undefined register (not an error).
  */
-static enum step apply_rule(struct walker *w, const struct rule *r,
+static enum step apply_rule(struct walker *w, const struct ivm_cfi_rule *r,
 			    const struct regset *rs, unsigned int reg,
 			    uint64_t cfa, uint64_t *val, bool *known)
 {
@@ -901,7 +840,7 @@ enum outcome {
 };
 
 /* One step by CFI: rs is the callee's state, next becomes the caller's. */
-static enum outcome step_cfi(struct walker *w, const struct cfi_row *row,
+static enum outcome step_cfi(struct walker *w, const struct ivm_cfi_row *row,
 			     const struct regset *rs, uint64_t sp,
 			     uint64_t limit, struct regset *next, uint64_t *ra)
 {
@@ -1010,7 +949,8 @@ struct ivm_error *ivm_uunwind_dwarf(const struct ivm_kmem_reader *mem,
 		return ivm_error_create(IVM_ERROR_INVALID,
 					"user dwarf unwind: bad arguments");
 	for (size_t i = 0; i < nr_maps; i++)
-		if (!maps[i].binary || maps[i].start >= maps[i].end)
+		if ((!maps[i].binary && (!maps[i].image || !maps[i].file)) ||
+		    maps[i].start >= maps[i].end)
 			return ivm_error_create(IVM_ERROR_INVALID,
 						"user dwarf unwind: bad mapping %zu",
 						i);
@@ -1032,8 +972,8 @@ struct ivm_error *ivm_uunwind_dwarf(const struct ivm_kmem_reader *mem,
 	 */
 	for (;;) {
 		const struct ivm_umapping *map;
-		const struct cfi_row *row = NULL;
-		struct cfi_row scratch;
+		const struct ivm_cfi_row *row = NULL;
+		struct ivm_cfi_row scratch;
 		struct regset next;
 		enum outcome out;
 		uint32_t flags = IVM_FRAME_USER;
@@ -1047,14 +987,27 @@ struct ivm_error *ivm_uunwind_dwarf(const struct ivm_kmem_reader *mem,
 		uint64_t where = exact ? pc : pc - 1;
 
 		map = find_mapping(maps, nr_maps, where);
-		if (map)
+		if (map && map->binary)
 			row = lookup_row(map->binary, where - map->bias,
 					 &scratch);
+		else if (map)
+			row = ivm_uimage_row(map->image, map->file,
+					     where - map->bias, &scratch);
 		if (row && row->state == ROW_OK) {
 			out = step_cfi(&w, row, &rs, sp, limit, &next, &ra);
 		} else {
 			out = step_fp(&w, &rs, limit, &next, &ra);
 			flags |= IVM_FRAME_INEXACT;
+			/*
+			 * Where the CFI exists but the guest did not hold its
+			 * bytes, a frame-pointer guess that does not lead on
+			 * (or reads rbp 0, which code without frame pointers
+			 * uses as it likes) is no clean end: say why it ends.
+			 */
+			if (row && row->state == ROW_FAULT && out != OUT_FRAME) {
+				st->flags |= IVM_STACK_TRUNCATED_NO_CFI;
+				return NULL;
+			}
 		}
 		switch (out) {
 		case OUT_FRAME:
@@ -1100,4 +1053,72 @@ struct ivm_error *ivm_uunwind_dwarf(const struct ivm_kmem_reader *mem,
 		reg_set(&next, DW_RA, ra);
 		rs = next;
 	}
+}
+
+/* ---- rows as text ------------------------------------------------------- */
+
+static int format_rule(char *buf, size_t len, const char *name,
+		       const struct ivm_cfi_rule *r)
+{
+	static const char *const kinds[] = { "undef", "same", "cfa", "reg",
+					     "expr", "lost" };
+	int n = snprintf(buf, len, " %s=%s%s", name,
+			 r->kind < 6 ? kinds[r->kind] : "?",
+			 r->is_value ? "(val)" : "");
+	size_t used = n > 0 ? (size_t)n : 0;
+
+	if (r->kind == RULE_CFA || r->kind == RULE_REG) {
+		n = snprintf(buf + (used < len ? used : len),
+			     used < len ? len - used : 0, "%s%u%+lld",
+			     r->kind == RULE_REG ? "r" : "",
+			     r->kind == RULE_REG ? r->reg : 0,
+			     (long long)r->off);
+		used += n > 0 ? (size_t)n : 0;
+	}
+	for (uint32_t i = 0; r->kind == RULE_EXPR && i < r->nops; i++) {
+		n = snprintf(buf + (used < len ? used : len),
+			     used < len ? len - used : 0, "%s%#x:%llx:%llx",
+			     i ? "," : ":", r->ops[i].atom,
+			     (unsigned long long)r->ops[i].number,
+			     (unsigned long long)r->ops[i].number2);
+		used += n > 0 ? (size_t)n : 0;
+	}
+	return (int)used;
+}
+
+char *ivm_cfi_row_format(const struct ivm_cfi_row *row, char *buf,
+			 size_t len)
+{
+	static const char *const names[NR_SAVED] = { "rbx", "rbp", "r12",
+						     "r13", "r14", "r15" };
+	size_t used;
+	int n;
+
+	n = snprintf(buf, len, "%s%s", row->state == ROW_OK ? "ok" :
+		     row->state == ROW_NONE ? "none" :
+		     row->state == ROW_BAD ? "bad" : "?",
+		     row->signal ? " signal" : "");
+	used = n > 0 ? (size_t)n : 0;
+	if (row->state != ROW_OK)
+		return buf;
+#define APPEND(name, r) do {						\
+		n = format_rule(buf + (used < len ? used : len),	\
+				used < len ? len - used : 0, name, r);	\
+		used += n > 0 ? (size_t)n : 0;				\
+	} while (0)
+	APPEND("cfa", &row->cfa);
+	APPEND("ra", &row->ra);
+	for (size_t i = 0; i < NR_SAVED; i++)
+		APPEND(names[i], &row->saved[i]);
+#undef APPEND
+	return buf;
+}
+
+char *ivm_ubinary_describe_row(struct ivm_ubinary *b, uint64_t pc, char *buf,
+			       size_t len)
+{
+	struct ivm_cfi_row row;
+
+	lookup_uncached(b, pc, &row);
+	return ivm_cfi_row_format(&row, buf, len);
 }
