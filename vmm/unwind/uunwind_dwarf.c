@@ -1096,7 +1096,8 @@ char *ivm_cfi_row_format(const struct ivm_cfi_row *row, char *buf,
 
 	n = snprintf(buf, len, "%s%s", row->state == ROW_OK ? "ok" :
 		     row->state == ROW_NONE ? "none" :
-		     row->state == ROW_BAD ? "bad" : "?",
+		     row->state == ROW_BAD ? "bad" :
+		     row->state == ROW_FAULT ? "fault" : "?",
 		     row->signal ? " signal" : "");
 	used = n > 0 ? (size_t)n : 0;
 	if (row->state != ROW_OK)
