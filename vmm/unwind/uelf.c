@@ -107,6 +107,23 @@ bool ivm_uelf_offset(const struct ivm_uelf *elf, uint64_t vaddr,
 	return false;
 }
 
+bool ivm_uelf_bias(const struct ivm_uelf *elf, uint64_t map_start,
+		   uint64_t map_offset, uint64_t *ret)
+{
+	size_t i;
+
+	for (i = 0; i < elf->nr_loads; i++) {
+		const struct ivm_uelf_load *l = &elf->loads[i];
+
+		if ((l->offset & ~4095ull) == map_offset) {
+			/* Unsigned wrap is the arithmetic of a bias. */
+			*ret = map_start - (l->vaddr & ~4095ull);
+			return true;
+		}
+	}
+	return false;
+}
+
 bool ivm_uelf_in_segment(const struct ivm_uelf *elf, uint64_t vaddr,
 			 uint64_t len)
 {

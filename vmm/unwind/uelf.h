@@ -149,6 +149,16 @@ size_t ivm_uelf_find_build_id(const uint8_t *notes, size_t len, uint8_t *id);
 bool ivm_uelf_offset(const struct ivm_uelf *elf, uint64_t vaddr,
 		     uint64_t len, uint64_t *ret);
 
+/*
+ * The load bias of elf from one of its file mappings (a VMA starting at
+ * guest address map_start that maps the file from offset map_offset, both
+ * page aligned): the loader maps each PT_LOAD from its page-rounded
+ * p_offset to its page-rounded p_vaddr plus the bias.  False when no
+ * PT_LOAD starts at that offset.
+ */
+bool ivm_uelf_bias(const struct ivm_uelf *elf, uint64_t map_start,
+		   uint64_t map_offset, uint64_t *ret);
+
 /* Whether [vaddr, vaddr + len) lies in the memory of one PT_LOAD. */
 bool ivm_uelf_in_segment(const struct ivm_uelf *elf, uint64_t vaddr,
 			 uint64_t len);
