@@ -303,6 +303,7 @@ struct ivm_error *ivm_uelf_parse(const struct ivm_kmem_reader *file,
 	err = ivm_uelf_parse_phdrs(phdrs, ret->phnum, ret, &phdr_vaddr);
 	if (err)
 		return err;
+	ret->build_id_fault = UINT64_MAX;
 	if (!ret->nr_loads)
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"no loadable segment");
@@ -316,6 +317,8 @@ struct ivm_error *ivm_uelf_parse(const struct ivm_kmem_reader *file,
 			len = sizeof(notes);
 		err = file->read(file->ctx, off, notes, len);
 		if (err) {
+			if (ret->build_id_fault == UINT64_MAX)
+				ret->build_id_fault = off;
 			ivm_error_destroy(err);
 			continue;
 		}

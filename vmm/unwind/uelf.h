@@ -86,6 +86,11 @@ struct ivm_uelf {
 	struct ivm_uelf_eh_hdr eh;
 	uint8_t build_id[IVM_UELF_MAX_BUILD_ID];
 	size_t build_id_len;	/* 0: none found */
+	/*
+	 * With no build-id found: the file offset of a PT_NOTE the reader
+	 * could not read (it may hold one), UINT64_MAX when none failed.
+	 */
+	uint64_t build_id_fault;
 	/* Section headers (not in any segment: read only when needed). */
 	uint64_t shoff;
 	uint16_t shnum, shentsize, shstrndx;
