@@ -153,21 +153,25 @@ static const struct ivm_sample *user_exe(struct report_symbols *rs,
 }
 
 /*
- * Frames of a pc.  Frames are return addresses (but for the rare exact pc
- * from a register set): pc - 1 is inside the call instruction, so a call
- * that ends a function is not named after the next one.
+ * Frames of a pc.  A return address is named by pc - 1, inside the call
+ * instruction, so a call that ends a function is not named after the next
+ * one; an exact pc (the leaf of a running task, the frame after an
+ * interrupt or exception) by itself: it may be a function's first
+ * instruction, which pc - 1 would name after the function before.
  */
 static unsigned int symbolize(void *ctx, enum ivm_node_type type, uint64_t pc,
-			      struct ivm_report_frame *out, unsigned int max)
+			      bool exact, struct ivm_report_frame *out,
+			      unsigned int max)
 {
 	struct report_symbols *rs = ctx;
 	const struct ivm_sym_location *loc;
+	uint64_t back = exact ? 0 : 1;
 	unsigned int i;
 
 	if (!rs->syms || !pc)
 		return 0;
 	if (type == IVM_NODE_KERNEL) {
-		loc = ivm_syms_kernel(rs->syms, pc - 1);
+		loc = ivm_syms_kernel(rs->syms, pc - back);
 	} else if (IVM_REPORT_USER_TAG(pc) &&
 		   IVM_REPORT_USER_TAG(pc) <= rs->nr_build_ids) {
 		/*
@@ -177,11 +181,11 @@ static unsigned int symbolize(void *ctx, enum ivm_node_type type, uint64_t pc,
 		 */
 		loc = ivm_syms_user_in(rs->syms,
 				       rs->build_ids[IVM_REPORT_USER_TAG(pc) - 1],
-				       IVM_REPORT_USER_PC(pc) - 1);
+				       IVM_REPORT_USER_PC(pc) - back);
 		if (!loc)
 			return 0;
 	} else {
-		loc = ivm_syms_user(rs->syms, IVM_REPORT_USER_PC(pc) - 1);
+		loc = ivm_syms_user(rs->syms, IVM_REPORT_USER_PC(pc) - back);
 	}
 	if (loc->source == IVM_SYM_SOURCE_NONE)
 		return 0;

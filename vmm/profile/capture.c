@@ -302,16 +302,25 @@ void ivm_capture_engine_destroy(struct ivm_capture_engine *e)
 	free(e);
 }
 
-/* Copy the frames of st into pcs; the sample's part gets the count. */
+/*
+ * Copy the frames of st into pcs and what each is into flags; the
+ * sample's part gets the count.
+ */
 static uint16_t take_frames(const struct ivm_stack *st, uint32_t first,
-			    uint64_t *pcs, uint32_t want_flag)
+			    uint64_t *pcs, uint8_t *flags, uint32_t want_flag)
 {
 	uint32_t i;
 	uint16_t n = 0;
 
-	for (i = first; i < st->nr && n < IVM_SAMPLE_MAX_FRAMES; i++)
-		if (st->frames[i].flags & want_flag)
-			pcs[n++] = st->frames[i].pc;
+	for (i = first; i < st->nr && n < IVM_SAMPLE_MAX_FRAMES; i++) {
+		const struct ivm_frame *f = &st->frames[i];
+
+		if (!(f->flags & want_flag))
+			continue;
+		flags[n] = (f->flags & IVM_FRAME_REGS ? IVM_PC_EXACT : 0) |
+			   (f->flags & IVM_FRAME_INEXACT ? IVM_PC_INEXACT : 0);
+		pcs[n++] = f->pc;
+	}
 	return n;
 }
 
@@ -514,7 +523,7 @@ static void unwind_user(struct ivm_capture_engine *e,
 		return;
 	}
 	cap->sample.nr_user = take_frames(&st, 0, cap->user_pcs,
-					  IVM_FRAME_USER);
+					  cap->user_flags, IVM_FRAME_USER);
 	cap->sample.stack_flags |= sample_flags(st.flags);
 }
 
@@ -560,6 +569,8 @@ struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
 	memset(&cap->exe, 0, sizeof(cap->exe));
 	cap->sample.kernel_pcs = cap->kernel_pcs;
 	cap->sample.user_pcs = cap->user_pcs;
+	cap->sample.kernel_flags = cap->kernel_flags;
+	cap->sample.user_flags = cap->user_flags;
 	err = ivm_kernel_read_task(e->guest->layout, task_addr, &cap->task);
 	if (err) {
 		ivm_error_destroy(err);
@@ -611,6 +622,7 @@ struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
 		if (err)
 			return err;
 		cap->sample.nr_kernel = take_frames(&st, 0, cap->kernel_pcs,
+						    cap->kernel_flags,
 						    IVM_FRAME_KERNEL);
 		cap->sample.stack_flags |= sample_flags(st.flags);
 		if (st.flags & IVM_STACK_REACHED_USER) {

@@ -102,6 +102,8 @@ struct ivm_capture {
 	struct ivm_guest_task task;
 	uint64_t kernel_pcs[IVM_SAMPLE_MAX_FRAMES];
 	uint64_t user_pcs[IVM_SAMPLE_MAX_FRAMES];
+	uint8_t kernel_flags[IVM_SAMPLE_MAX_FRAMES];
+	uint8_t user_flags[IVM_SAMPLE_MAX_FRAMES];
 	struct ivm_frame frames[IVM_SAMPLE_MAX_FRAMES];
 	/* Set when the user part was unwound (sample.labels points here). */
 	struct ivm_capture_exe exe;

@@ -36,6 +36,18 @@ enum {
 	IVM_STACK_TRUNC_NOCFI	= 1 << 6,  /* CFI not in guest memory */
 };
 
+/*
+ * What a frame's pc is (a byte per frame, in kernel_flags and user_flags):
+ * without IVM_PC_EXACT a return address, whose call is the instruction
+ * before it (symbolize pc - 1); with it an interrupted pc taken from a
+ * register set (the leaf of a running task, the frame after an interrupt,
+ * exception or signal entry), symbolized at pc itself.
+ */
+enum {
+	IVM_PC_EXACT	= 1 << 0,
+	IVM_PC_INEXACT	= 1 << 1,  /* found by the frame-pointer fallback */
+};
+
 /* Caps enforced by the writer and by the reader (hostile files). */
 #define IVM_SAMPLE_MAX_FRAMES	256	/* per part (kernel, user) */
 #define IVM_SAMPLE_MAX_LABELS	16
@@ -73,6 +85,9 @@ struct ivm_sample {
 	uint16_t nr_counters;
 	const uint64_t *kernel_pcs;	/* leaf first */
 	const uint64_t *user_pcs;	/* leaf first */
+	/* IVM_PC_* per frame, or NULL: every frame a return address. */
+	const uint8_t *kernel_flags;
+	const uint8_t *user_flags;
 	const struct ivm_label *labels;
 	const struct ivm_counter *counters;
 };

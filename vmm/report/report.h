@@ -45,10 +45,13 @@ struct ivm_symbolizer {
 	/*
 	 * Fill at most max frames for pc (a user or kernel frame, per type),
 	 * innermost first, and return how many; 0 prints the raw address.
-	 * Strings must stay valid until the writer returns.
+	 * exact: pc is an interrupted instruction (name pc itself), not a
+	 * return address (name the call, pc - 1).  Strings must stay valid
+	 * until the writer returns.
 	 */
 	unsigned int (*frames)(void *ctx, enum ivm_node_type type, uint64_t pc,
-			       struct ivm_report_frame *out, unsigned int max);
+			       bool exact, struct ivm_report_frame *out,
+			       unsigned int max);
 	void *ctx;
 };
 
