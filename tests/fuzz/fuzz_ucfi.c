@@ -66,7 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					   &row));
 	err = ivm_ucfi_index_build(copy, m.size, VADDR, &ix);
 	if (!err) {
-		if (!ivm_ucfi_index_find(ix, pc, &fde))
+		err = ivm_ucfi_index_find(ix, pc, &fde);
+		if (!err)
 			ivm_error_destroy(ivm_ucfi_row(&r, fde, pc, &scratch,
 						       &row));
 		ivm_ucfi_index_destroy(ix);

@@ -531,6 +531,7 @@ Test(report_file, pprof_mappings_time_and_names_from_the_profile,
 			      "2a4768ab9c201b9aa409616706c4aafd0defc4be "),
 		  "%s", raw);
 	free(raw);
+}
 
 /*
  * An interrupted pc at a function's first instruction (the leaf of a task

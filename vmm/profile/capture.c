@@ -38,6 +38,8 @@ struct mm_binding {
 
 struct ivm_capture_engine {
 	struct ivm_guest *guest;
+	/* The user objects captures met, numbered (uobjects.h). */
+	struct ivm_uobjects *objects;
 	/* Host copies of guest executables, by build-id. */
 	struct ivm_uexe_cache *ubins;
 	size_t nr_binaries;		/* given by --binary */
@@ -226,7 +228,10 @@ struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 		return &ivm_enomem;
 	e->guest = guest;
 	err = ivm_uexe_cache_create(NULL, &e->ubins);
+	if (!err)
+		err = ivm_uobjects_create(&e->objects);
 	if (err) {
+		ivm_uexe_cache_destroy(e->ubins);
 		free(e);
 		return err;
 	}
@@ -234,6 +239,7 @@ struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 	err = ivm_guest_load_orc(guest, &e->orc, &e->kcfg.orc_slide);
 	if (err) {
 		ivm_uexe_cache_destroy(e->ubins);
+		ivm_uobjects_destroy(e->objects);
 		free(e);
 		return ivm_error_wrap(err, "loading ORC tables");
 	}
@@ -261,6 +267,11 @@ struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 	gfile_init(e);
 	*ret = e;
 	return NULL;
+}
+
+struct ivm_uobjects *ivm_capture_engine_objects(struct ivm_capture_engine *e)
+{
+	return e->objects;
 }
 
 struct ivm_error *ivm_capture_engine_add_binary(struct ivm_capture_engine *e,
@@ -295,6 +306,7 @@ void ivm_capture_engine_destroy(struct ivm_capture_engine *e)
 		return;
 	ivm_uexe_cache_destroy(e->ubins);
 	ivm_gfile_destroy(e->gfile);
+	ivm_uobjects_destroy(e->objects);
 	ivm_orc_destroy(e->orc);
 	for (i = 0; i < e->nr_module_orc; i++)
 		ivm_orc_destroy((struct ivm_orc_table *)e->module_orc[i].orc);
@@ -451,9 +463,9 @@ static const struct mm_binding *binding_of(struct ivm_capture_engine *e,
 	return slot;
 }
 
-/* What the sample says of the executable, for offline symbolization. */
+/* What the capture says of the executable, for `idlevm stack`. */
 static void describe_exe(struct ivm_capture *cap, const struct mm_binding *b,
-			 struct ivm_ubinary *host)
+			 struct ivm_ubinary *host, const struct ivm_uobject *o)
 {
 	struct ivm_capture_exe *x = &cap->exe;
 
@@ -461,22 +473,131 @@ static void describe_exe(struct ivm_capture *cap, const struct mm_binding *b,
 	x->from_page_cache = b->from_file;
 	x->why = host ? NULL : b->why;
 	x->host_path = host ? ivm_ubinary_path(host) : NULL;
-	if (!b->known)
-		return;
-	x->id = b->exe;
-	ivm_build_id_hex(b->exe.build_id, b->exe.build_id_len,
-			 cap->build_id_hex);
-	cap->labels[0] = (struct ivm_label){ IVM_LABEL_USER_BUILD_ID,
-					     cap->build_id_hex };
-	cap->sample.nr_labels = 1;
-	if (b->exe.dyn) {
-		snprintf(cap->bias_hex, sizeof(cap->bias_hex), "0x%llx",
-			 (unsigned long long)b->exe.bias);
-		cap->labels[1] = (struct ivm_label){ IVM_LABEL_USER_BIAS,
-						     cap->bias_hex };
-		cap->sample.nr_labels = 2;
+	x->object = o ? o->id : 0;
+	if (b->known)
+		x->id = b->exe;
+}
+
+/*
+ * The executable's bytes by file offset, read through the process's own
+ * mapping of it: an offset in a PT_LOAD's file bytes is at bias plus its
+ * link-time address.  Before the image's headers are parsed, only the
+ * first page is known: it is where the auxiliary vector put the ELF
+ * header.
+ */
+struct own_file {
+	const struct ivm_kmem_reader *umem;
+	const struct ivm_uelf *elf;	/* NULL: headers not parsed yet */
+	uint64_t header, bias;
+};
+
+static struct ivm_error *own_file_read(void *ctx, uint64_t off, void *buf,
+				       size_t len)
+{
+	const struct own_file *f = ctx;
+	size_t i;
+
+	if (!f->elf) {
+		if (off >= 4096 || len > 4096 - off)
+			return ivm_error_fault(off, "executable offset %#llx: headers first",
+					       (unsigned long long)off);
+		return f->umem->read(f->umem->ctx, f->header + off, buf, len);
 	}
-	cap->sample.labels = cap->labels;
+	for (i = 0; i < f->elf->nr_loads; i++) {
+		const struct ivm_uelf_load *l = &f->elf->loads[i];
+
+		if (off >= l->offset && off - l->offset <= l->filesz &&
+		    len <= l->filesz - (off - l->offset))
+			return f->umem->read(f->umem->ctx,
+					     f->bias + l->vaddr +
+					     (off - l->offset), buf, len);
+	}
+	/* Section headers and the like: in no segment, not in memory. */
+	return ivm_error_fault(off, "executable offset %#llx is not loaded",
+			       (unsigned long long)off);
+}
+
+/*
+ * The object of the executable, with an image of the guest's bytes of it
+ * (made on first use; a fault leaves it for a later capture).  NULL when
+ * the table is full.
+ */
+static struct ivm_uobject *exe_object(struct ivm_capture_engine *e,
+				      const struct mm_binding *b,
+				      struct own_file *file)
+{
+	struct ivm_kmem_reader r = { own_file_read, file };
+	struct ivm_uobject *o;
+	struct ivm_uimage *im;
+	struct ivm_error *err;
+	const struct ivm_uelf *elf;
+
+	o = ivm_uobjects_get(e->objects, b->exe.build_id,
+			     b->exe.build_id_len, b->exe.dyn);
+	if (!o || o->image)
+		return o;
+	file->elf = NULL;
+	err = ivm_uimage_create(&r, &im);
+	if (err) {
+		ivm_error_destroy(err);
+		return o;
+	}
+	elf = ivm_uimage_elf(im);
+	/* The same file as the auxiliary vector's, or none of it. */
+	if (elf->build_id_len != o->build_id_len ||
+	    memcmp(elf->build_id, o->build_id, o->build_id_len)) {
+		ivm_uimage_destroy(im);
+		return o;
+	}
+	o->image = im;
+	return o;
+}
+
+/*
+ * Give the user frames of the sample their object (the executable: a
+ * tagged, link-time pc) and note the names the guest's dynamic symbols
+ * give them.  Frames outside it stay run-time addresses.
+ */
+static void tag_frames(struct ivm_capture_engine *e, struct ivm_capture *cap,
+		       const struct mm_binding *b, struct ivm_uobject *o,
+		       const struct ivm_kmem_reader *file)
+{
+	const struct ivm_uelf_syms *syms = NULL;
+	const struct ivm_uelf *elf;
+	uint16_t i;
+
+	if (!o || !o->image)
+		return;
+	elf = ivm_uimage_elf(o->image);
+	for (i = 0; i < cap->sample.nr_user; i++) {
+		uint64_t pc = cap->user_addrs[i], vaddr = pc - b->exe.bias;
+		uint64_t back = cap->user_flags[i] & IVM_PC_EXACT ? 0 : 1;
+		const struct ivm_uelf_sym *sym;
+		size_t k;
+
+		for (k = 0; k < elf->nr_loads; k++)
+			if ((elf->loads[k].flags & 1 /* PF_X */) &&
+			    vaddr - elf->loads[k].vaddr < elf->loads[k].memsz)
+				break;
+		if (k == elf->nr_loads)
+			continue;
+		cap->user_pcs[i] = IVM_UPC(o->id, vaddr);
+		if (!syms)
+			syms = ivm_uimage_syms(o->image, file, b->exe.bias);
+		sym = syms ? ivm_uelf_syms_find(syms, vaddr - back) : NULL;
+		if (sym)
+			ivm_uobjects_note_symbol(e->objects, o, sym->vaddr,
+						 sym->size,
+						 syms->strtab + sym->name);
+	}
+	for (i = 0; i < elf->nr_loads; i++)
+		if (elf->loads[i].flags & 1 /* PF_X */)
+			ivm_uobjects_note_map(e->objects, cap->sample.pid, o,
+					      elf->loads[i].vaddr + b->exe.bias,
+					      elf->loads[i].vaddr + b->exe.bias +
+					      elf->loads[i].memsz,
+					      elf->loads[i].offset,
+					      b->exe.bias);
 }
 
 /* Unwind the user part from regs through the task's page tables. */
@@ -486,12 +607,14 @@ static void unwind_user(struct ivm_capture_engine *e,
 {
 	struct ivm_umapping maps[IVM_UBINARY_MAX_EXEC];
 	const struct mm_binding *b;
-	struct ivm_kmem_reader ureader;
+	struct ivm_kmem_reader ureader, file_reader;
+	struct own_file file;
+	struct ivm_uobject *o = NULL;
 	struct ivm_ubinary *host;
 	struct ivm_stack st;
 	struct ivm_error *err;
 	uint64_t cr3;
-	size_t nr_maps = 0;
+	size_t nr_maps = 0, i;
 
 	err = ivm_kernel_task_user_cr3(e->guest->layout, task, &cr3);
 	if (err) {
@@ -508,10 +631,32 @@ static void unwind_user(struct ivm_capture_engine *e,
 	ivm_stack_init(&st, cap->frames, IVM_SAMPLE_MAX_FRAMES);
 	b = binding_of(e, task->mm, cr3, &ureader);
 	host = ivm_uexe_cache_get(e->ubins, b->host);
-	if (host)
+	file = (struct own_file){ &ureader, NULL, b->exe.header, b->exe.bias };
+	file_reader = (struct ivm_kmem_reader){ own_file_read, &file };
+	if (b->known)
+		o = exe_object(e, b, &file);
+	if (o && o->image)
+		file.elf = ivm_uimage_elf(o->image);
+	if (host) {
 		nr_maps = ivm_ubinary_mappings(host, b->exe.bias, maps,
 					       IVM_UBINARY_MAX_EXEC);
-	describe_exe(cap, b, nr_maps ? host : NULL);
+	} else if (file.elf) {
+		/* No host copy: the CFI the guest holds. */
+		for (i = 0; i < file.elf->nr_loads &&
+			    nr_maps < IVM_UBINARY_MAX_EXEC; i++) {
+			const struct ivm_uelf_load *l = &file.elf->loads[i];
+
+			if (!(l->flags & 1 /* PF_X */))
+				continue;
+			maps[nr_maps++] = (struct ivm_umapping){
+				.start = l->vaddr + b->exe.bias,
+				.end = l->vaddr + b->exe.bias + l->memsz,
+				.bias = b->exe.bias, .image = o->image,
+				.file = &file_reader };
+		}
+		cap->exe.guest_cfi = nr_maps > 0;
+	}
+	describe_exe(cap, b, host && nr_maps ? host : NULL, o);
 	if (nr_maps)
 		err = ivm_uunwind_dwarf(&ureader, uregs, e->umem.la57, maps,
 					nr_maps, &st);
@@ -522,9 +667,12 @@ static void unwind_user(struct ivm_capture_engine *e,
 		cap->sample.stack_flags |= IVM_STACK_NO_USER;
 		return;
 	}
-	cap->sample.nr_user = take_frames(&st, 0, cap->user_pcs,
+	cap->sample.nr_user = take_frames(&st, 0, cap->user_addrs,
 					  cap->user_flags, IVM_FRAME_USER);
+	memcpy(cap->user_pcs, cap->user_addrs,
+	       cap->sample.nr_user * sizeof(cap->user_pcs[0]));
 	cap->sample.stack_flags |= sample_flags(st.flags);
+	tag_frames(e, cap, b, o, &file_reader);
 }
 
 /*

@@ -997,14 +997,25 @@ static void poll_once(struct profiler *p, uint64_t now)
  * as "ksym" metadata ("ADDR SIZE TYPE NAME", link-time addresses like a
  * System.map), so the file names its kernel frames on its own.
  */
+static struct ivm_error *emit_meta(void *ctx, const char *key,
+				   const char *value)
+{
+	return ivm_profile_write_meta(ctx, key, value);
+}
+
 static struct ivm_error *write_new_ksyms(struct profiler *p)
 {
 	const struct ivm_ksym *const *syms;
 	struct ivm_error *err = NULL;
 	size_t nr, i;
 
-	if (!p->ksym_hits || !p->writer)
+	if (!p->writer)
 		return NULL;
+	/* The user objects met since, and the names their frames got. */
+	err = ivm_uobjects_take_meta(ivm_capture_engine_objects(p->engine),
+				     emit_meta, p->writer);
+	if (err || !p->ksym_hits)
+		return err;
 	syms = ivm_ksym_hits_take_new(p->ksym_hits, &nr);
 	for (i = 0; i < nr && !err; i++) {
 		char line[256], *c;
@@ -1556,6 +1567,8 @@ static struct ivm_error *next_window(struct profiler *p, uint64_t now)
 	p->nr_window_base = nr;
 	if (p->ksym_hits)
 		ivm_ksym_hits_forget(p->ksym_hits);
+	/* The next file names its user objects itself too. */
+	ivm_uobjects_forget(ivm_capture_engine_objects(p->engine));
 	err = p->cfg->next_window(p->cfg->window_ctx, &p->writer);
 	if (!err)
 		err = write_meta(p);

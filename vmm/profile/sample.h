@@ -48,6 +48,20 @@ enum {
 	IVM_PC_INEXACT	= 1 << 1,  /* found by the frame-pointer fallback */
 };
 
+/*
+ * A user pc in a known object (profile/uobjects.h) is recorded as that
+ * object's number in bits 48-63 and its link-time address below: user
+ * addresses never set those bits, so an untagged pc is the run-time
+ * address itself.
+ */
+#define IVM_UPC_TAG_SHIFT	48
+#define IVM_UPC(id, vaddr)	((uint64_t)(id) << IVM_UPC_TAG_SHIFT | \
+				 ((uint64_t)(vaddr) & \
+				  ((UINT64_C(1) << IVM_UPC_TAG_SHIFT) - 1)))
+#define IVM_UPC_ID(pc)		((uint32_t)((uint64_t)(pc) >> IVM_UPC_TAG_SHIFT))
+#define IVM_UPC_VADDR(pc)	((uint64_t)(pc) & \
+				 ((UINT64_C(1) << IVM_UPC_TAG_SHIFT) - 1))
+
 /* Caps enforced by the writer and by the reader (hostile files). */
 #define IVM_SAMPLE_MAX_FRAMES	256	/* per part (kernel, user) */
 #define IVM_SAMPLE_MAX_LABELS	16

@@ -255,6 +255,12 @@ static struct ivm_error *parse_cie(const uint8_t *p, size_t len,
 
 /* ---- running the instructions --------------------------------------------- */
 
+/* a * b as two's complement: hostile factors must not overflow signed. */
+static int64_t mul(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a * (uint64_t)b);
+}
+
 /* regs[0..16] and, in slot IVM_UCFI_NR_REGS, the CFA. */
 #define CFA_SLOT IVM_UCFI_NR_REGS
 
@@ -310,7 +316,7 @@ static struct ivm_error *run(struct machine *m, const uint8_t *insns,
 			r = reg_rule(m, op & 0x3f);
 			v = get_uleb(&c);
 			*r = (struct ivm_ucfi_rule){ IVM_UCFI_OFFSET, 0,
-				(int64_t)v * cie->data_align, NULL, 0 };
+				mul((int64_t)v, cie->data_align), NULL, 0 };
 			continue;
 		case 0xc0:	/* restore */
 			if ((op & 0x3f) < IVM_UCFI_NR_REGS)
@@ -341,7 +347,7 @@ static struct ivm_error *run(struct machine *m, const uint8_t *insns,
 			r = reg_rule(m, get_uleb(&c));
 			v = get_uleb(&c);
 			*r = (struct ivm_ucfi_rule){ IVM_UCFI_OFFSET, 0,
-				(int64_t)v * cie->data_align, NULL, 0 };
+				mul((int64_t)v, cie->data_align), NULL, 0 };
 			break;
 		case 0x06:	/* restore_extended */
 			reg = get_uleb(&c);
@@ -380,7 +386,7 @@ static struct ivm_error *run(struct machine *m, const uint8_t *insns,
 		case 0x12:	/* def_cfa_sf */
 			reg = get_uleb(&c);
 			off = op == 0x0c ? (int64_t)get_uleb(&c) :
-			      get_sleb(&c) * cie->data_align;
+			      mul(get_sleb(&c), cie->data_align);
 			if (reg >= IVM_UCFI_NR_REGS)
 				return bad("CFA register");
 			m->rules[CFA_SLOT] = (struct ivm_ucfi_rule){
@@ -396,7 +402,7 @@ static struct ivm_error *run(struct machine *m, const uint8_t *insns,
 		case 0x0e:	/* def_cfa_offset */
 		case 0x13:	/* def_cfa_offset_sf */
 			off = op == 0x0e ? (int64_t)get_uleb(&c) :
-			      get_sleb(&c) * cie->data_align;
+			      mul(get_sleb(&c), cie->data_align);
 			if (m->rules[CFA_SLOT].kind != IVM_UCFI_CFA_REG)
 				return bad("CFA offset without a CFA register");
 			m->rules[CFA_SLOT].off = off;
@@ -427,7 +433,7 @@ static struct ivm_error *run(struct machine *m, const uint8_t *insns,
 			off = op == 0x14 ? (int64_t)get_uleb(&c) : get_sleb(&c);
 			*r = (struct ivm_ucfi_rule){ op == 0x11 ?
 				IVM_UCFI_OFFSET : IVM_UCFI_VAL_OFFSET, 0,
-				off * cie->data_align, NULL, 0 };
+				mul(off, cie->data_align), NULL, 0 };
 			break;
 		case 0x2e:	/* GNU_args_size */
 			get_uleb(&c);
@@ -436,7 +442,7 @@ static struct ivm_error *run(struct machine *m, const uint8_t *insns,
 			r = reg_rule(m, get_uleb(&c));
 			v = get_uleb(&c);
 			*r = (struct ivm_ucfi_rule){ IVM_UCFI_OFFSET, 0,
-				-(int64_t)v * cie->data_align, NULL, 0 };
+				mul((int64_t)(0 - v), cie->data_align), NULL, 0 };
 			break;
 		default:
 			return bad("unknown instruction");

@@ -689,6 +689,17 @@ void ivm_uelf_syms_destroy(struct ivm_uelf_syms *s)
 const char *ivm_uelf_syms_lookup(const struct ivm_uelf_syms *s,
 				 uint64_t vaddr, uint64_t *off)
 {
+	const struct ivm_uelf_sym *sym = ivm_uelf_syms_find(s, vaddr);
+
+	if (!sym)
+		return NULL;
+	*off = vaddr - sym->vaddr;
+	return s->strtab + sym->name;
+}
+
+const struct ivm_uelf_sym *ivm_uelf_syms_find(const struct ivm_uelf_syms *s,
+					      uint64_t vaddr)
+{
 	size_t lo = 0, hi = s ? s->nr : 0, i;
 
 	/* The last symbol starting at or before vaddr... */
@@ -704,10 +715,8 @@ const char *ivm_uelf_syms_lookup(const struct ivm_uelf_syms *s,
 	for (i = lo; i-- > 0 && lo - i <= 64;) {
 		const struct ivm_uelf_sym *sym = &s->syms[i];
 
-		if (vaddr - sym->vaddr < sym->size) {
-			*off = vaddr - sym->vaddr;
-			return s->strtab + sym->name;
-		}
+		if (vaddr - sym->vaddr < sym->size)
+			return sym;
 	}
 	return NULL;
 }

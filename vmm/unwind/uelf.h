@@ -242,4 +242,8 @@ void ivm_uelf_syms_destroy(struct ivm_uelf_syms *s);
 const char *ivm_uelf_syms_lookup(const struct ivm_uelf_syms *s,
 				 uint64_t vaddr, uint64_t *off);
 
+/* The same, as the symbol itself (its name: s->strtab + sym->name). */
+const struct ivm_uelf_sym *ivm_uelf_syms_find(const struct ivm_uelf_syms *s,
+					      uint64_t vaddr);
+
 #endif /* IVM_UELF_H */

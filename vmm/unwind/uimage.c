@@ -432,6 +432,15 @@ const char *ivm_uimage_symbol(struct ivm_uimage *im,
 			      const struct ivm_kmem_reader *file,
 			      uint64_t bias, uint64_t vaddr, uint64_t *off)
 {
+	const struct ivm_uelf_syms *syms = ivm_uimage_syms(im, file, bias);
+
+	return syms ? ivm_uelf_syms_lookup(syms, vaddr, off) : NULL;
+}
+
+const struct ivm_uelf_syms *ivm_uimage_syms(struct ivm_uimage *im,
+					    const struct ivm_kmem_reader *file,
+					    uint64_t bias)
+{
 	struct ivm_error *err;
 
 	if (!im->syms && im->sym_tries < IVM_UIMAGE_SYM_TRIES) {
@@ -443,7 +452,7 @@ const char *ivm_uimage_symbol(struct ivm_uimage *im,
 					IVM_UIMAGE_SYM_TRIES;
 		ivm_error_destroy(err);
 	}
-	return im->syms ? ivm_uelf_syms_lookup(im->syms, vaddr, off) : NULL;
+	return im->syms;
 }
 
 void ivm_uimage_stats(const struct ivm_uimage *im,

@@ -54,6 +54,11 @@ const char *ivm_uimage_symbol(struct ivm_uimage *im,
 			      const struct ivm_kmem_reader *file,
 			      uint64_t bias, uint64_t vaddr, uint64_t *off);
 
+/* The table itself, read as above; NULL when there is none (yet). */
+const struct ivm_uelf_syms *ivm_uimage_syms(struct ivm_uimage *im,
+					    const struct ivm_kmem_reader *file,
+					    uint64_t bias);
+
 /* Counters for tests and benchmarks. */
 struct ivm_uimage_stats {
 	uint64_t lookups, hits;		/* CFI rows, and from the cache */
