@@ -217,6 +217,30 @@ const struct ivm_sample *ivm_frame_names_sample(struct ivm_frame_names *rs,
 
 /* ---- naming a frame ------------------------------------------------------- */
 
+/*
+ * A location's frames; the out-of-line one (the last) carries the pc's
+ * offset into its function (the location's is that of pc - back).
+ */
+static unsigned int copy_location(const struct ivm_sym_location *loc,
+				  uint64_t back, struct ivm_report_frame *out,
+				  unsigned int max)
+{
+	unsigned int i;
+
+	for (i = 0; i < loc->nr_frames && i < max; i++)
+		out[i] = (struct ivm_report_frame){
+			.function = loc->frames[i].function,
+			.file = loc->frames[i].file,
+			.line = loc->frames[i].line,
+			.inlined = loc->frames[i].inlined,
+		};
+	if (i == loc->nr_frames && i) {
+		out[i - 1].has_offset = true;
+		out[i - 1].offset = loc->offset + back;
+	}
+	return i;
+}
+
 static const struct usym *find_usym(const struct object *o, uint64_t vaddr)
 {
 	size_t lo = 0, hi = o->nr_usyms;
@@ -245,7 +269,6 @@ static unsigned int object_frames(struct ivm_frame_names *rs, uint64_t pc,
 	const struct usym *u;
 	struct object *o;
 	const char *base;
-	unsigned int i;
 
 	if (!id || id > rs->nr_objects || !rs->objects[id - 1].build_id[0] ||
 	    !max)
@@ -253,19 +276,12 @@ static unsigned int object_frames(struct ivm_frame_names *rs, uint64_t pc,
 	o = &rs->objects[id - 1];
 	if (rs->syms)
 		loc = ivm_syms_user_in(rs->syms, o->build_id, vaddr - back);
-	if (loc && loc->source != IVM_SYM_SOURCE_NONE && loc->nr_frames) {
-		for (i = 0; i < loc->nr_frames && i < max; i++)
-			out[i] = (struct ivm_report_frame){
-				.function = loc->frames[i].function,
-				.file = loc->frames[i].file,
-				.line = loc->frames[i].line,
-				.inlined = loc->frames[i].inlined,
-			};
-		return i;
-	}
+	if (loc && loc->source != IVM_SYM_SOURCE_NONE && loc->nr_frames)
+		return copy_location(loc, back, out, max);
 	u = find_usym(o, vaddr - back);
 	if (u) {
-		out[0] = (struct ivm_report_frame){ .function = u->name };
+		out[0] = (struct ivm_report_frame){ .function = u->name,
+			.has_offset = true, .offset = vaddr - u->vaddr };
 		return 1;
 	}
 	/* Nothing names it: its file and address, never a guess. */
@@ -305,7 +321,6 @@ static unsigned int symbolize(void *ctx, enum ivm_node_type type, uint64_t pc,
 	struct ivm_frame_names *rs = ctx;
 	const struct ivm_sym_location *loc;
 	uint64_t back = exact ? 0 : 1;
-	unsigned int i;
 
 	if (!pc)
 		return 0;
@@ -332,14 +347,7 @@ static unsigned int symbolize(void *ctx, enum ivm_node_type type, uint64_t pc,
 	}
 	if (loc->source == IVM_SYM_SOURCE_NONE)
 		return 0;
-	for (i = 0; i < loc->nr_frames && i < max; i++)
-		out[i] = (struct ivm_report_frame){
-			.function = loc->frames[i].function,
-			.file = loc->frames[i].file,
-			.line = loc->frames[i].line,
-			.inlined = loc->frames[i].inlined,
-		};
-	return i;
+	return copy_location(loc, back, out, max);
 }
 
 struct ivm_symbolizer ivm_frame_names_symbolizer(struct ivm_frame_names *fn)

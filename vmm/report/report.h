@@ -26,6 +26,12 @@ struct ivm_report_frame {
 	const char *file;	/* NULL: unknown */
 	unsigned int line;	/* 0: unknown */
 	bool inlined;		/* inlined into the next outer frame */
+	/*
+	 * The out-of-line frame (not inlined): the pc's offset into its
+	 * function, when has_offset.  For `idlevm stack`.
+	 */
+	bool has_offset;
+	uint64_t offset;
 	enum ivm_node_type type;	/* IVM_NODE_USER or IVM_NODE_KERNEL */
 	uint64_t pc;
 };
