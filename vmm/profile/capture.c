@@ -588,7 +588,7 @@ static struct ivm_uobject *exe_object(struct ivm_capture_engine *e,
 	const struct ivm_uelf *elf;
 
 	o = ivm_uobjects_get(e->objects, b->exe.build_id,
-			     b->exe.build_id_len, b->exe.dyn);
+			     b->exe.build_id_len, b->exe.dyn, NULL);
 	if (!o || o->image)
 		return o;
 	file->elf = NULL;
@@ -694,14 +694,15 @@ static struct ivm_uobject *file_object(struct ivm_capture_engine *e,
 	elf = im ? ivm_uimage_elf(im) : NULL;
 	if (elf && elf->build_id_len)
 		o = ivm_uobjects_get(e->objects, elf->build_id,
-				     elf->build_id_len, elf->type == ET_DYN);
+				     elf->build_id_len, elf->type == ET_DYN,
+				     vma->path &&
+				     vma->path_state == IVM_VMA_PATH_FULL ?
+				     vma->path : NULL);
 	if (o && !o->image) {
 		o->image = im;
 		im = NULL;
 	}
 	ivm_uimage_destroy(im);
-	if (o && vma->path && vma->path_state == IVM_VMA_PATH_FULL)
-		ivm_uobjects_set_path(e->objects, o, vma->path);
 	if (e->nr_files < MAX_FILES) {
 		fo = &e->files[e->nr_files++];
 		*fo = (struct file_object){ f->inode, f->ino, f->dev,

@@ -102,7 +102,7 @@ static void announce(struct ivm_uobjects *t, const struct ivm_uobject *o)
 
 struct ivm_uobject *ivm_uobjects_get(struct ivm_uobjects *t,
 				     const uint8_t *build_id, size_t len,
-				     bool dyn)
+				     bool dyn, const char *path)
 {
 	struct ivm_uobject *o;
 	size_t i;
@@ -112,8 +112,10 @@ struct ivm_uobject *ivm_uobjects_get(struct ivm_uobjects *t,
 	for (i = 0; i < t->nr; i++) {
 		o = t->objects[i];
 		if (o->build_id_len == len && !memcmp(o->build_id, build_id,
-						      len))
+						      len)) {
+			ivm_uobjects_set_path(t, o, path);
 			return o;
+		}
 	}
 	if (t->nr == IVM_UOBJECTS_MAX || !(o = calloc(1, sizeof(*o))))
 		return NULL;
@@ -121,6 +123,8 @@ struct ivm_uobject *ivm_uobjects_get(struct ivm_uobjects *t,
 	memcpy(o->build_id, build_id, len);
 	o->build_id_len = len;
 	o->dyn = dyn;
+	if (path && *path)
+		o->path = strndup(path, IVM_UOBJECT_MAX_PATH);
 	t->objects[t->nr++] = o;
 	announce(t, o);
 	return o;

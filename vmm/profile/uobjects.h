@@ -53,12 +53,13 @@ struct ivm_error *ivm_uobjects_create(struct ivm_uobjects **ret);
 void ivm_uobjects_destroy(struct ivm_uobjects *t);
 
 /*
- * The object with this build-id, added (announced at the next take) when
- * new; NULL when the table is full or for no memory.
+ * The object with this build-id, added (announced at the next take, with
+ * path if not NULL) when new; NULL when the table is full or for no
+ * memory.  An object known without a path gets path (as set_path).
  */
 struct ivm_uobject *ivm_uobjects_get(struct ivm_uobjects *t,
 				     const uint8_t *build_id, size_t len,
-				     bool dyn);
+				     bool dyn, const char *path);
 
 /* The object numbered id, or NULL. */
 struct ivm_uobject *ivm_uobjects_by_id(const struct ivm_uobjects *t,
