@@ -90,6 +90,9 @@ static void print_exe(const struct ivm_capture_exe *x)
 		printf(", headers from the page cache");
 	if (x->host_path)
 		printf("; user frames by the CFI of %s)\n", x->host_path);
+	else if (x->guest_cfi && x->why)
+		printf("; user frames by the CFI the guest holds: %s)\n",
+		       x->why);
 	else if (x->guest_cfi)
 		printf("; user frames by the CFI the guest holds)\n");
 	else
