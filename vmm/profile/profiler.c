@@ -1105,6 +1105,15 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 				     r->from_idle_resolved };
 	st[n++] = (struct ivm_stat){ "from_idle_unresolved",
 				     r->from_idle_unresolved };
+	{
+		struct ivm_uobjects_stats us;
+
+		ivm_uobjects_stats(ivm_capture_engine_objects(p->engine), &us);
+		st[n++] = (struct ivm_stat){ "user_objects", us.objects };
+		st[n++] = (struct ivm_stat){ "cfi_rows", us.row_lookups };
+		st[n++] = (struct ivm_stat){ "cfi_rows_absent",
+					     us.row_faults };
+	}
 	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
 		const struct ivm_pin_stats *ps =
 			ivm_pin_capture_stats(p->cfg->pin);
@@ -1670,6 +1679,8 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	result->elapsed_s = (double)(ivm_mono_ns() - p.start_ns) / 1e9;
 	result->dispatch = *ivm_dispatch_stats(p.dispatch);
 	result->idle = *ivm_idle_periods_stats(p.periods);
+	ivm_uobjects_stats(ivm_capture_engine_objects(p.engine),
+			   &result->objects);
 	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin)
 		result->pin = *ivm_pin_capture_stats(config->pin);
 	if (config->status_line)

@@ -268,6 +268,27 @@ size_t ivm_uobjects_memory(const struct ivm_uobjects *t)
 	return n;
 }
 
+void ivm_uobjects_stats(const struct ivm_uobjects *t,
+			struct ivm_uobjects_stats *ret)
+{
+	size_t i;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->objects = t->nr;
+	for (i = 0; i < t->nr; i++) {
+		struct ivm_uimage_stats st;
+
+		if (!t->objects[i]->image)
+			continue;
+		ivm_uimage_stats(t->objects[i]->image, &st);
+		ret->with_image++;
+		ret->row_lookups += st.lookups;
+		ret->row_hits += st.hits;
+		ret->row_faults += st.faults;
+		ret->row_bad += st.bad;
+	}
+}
+
 /* ---- parsing ------------------------------------------------------------- */
 
 static bool parse_hex_id(const char **p, uint8_t *id, size_t *len)

@@ -105,6 +105,16 @@ void ivm_uobjects_forget(struct ivm_uobjects *t);
 /* Bytes the table and its objects' images hold, for benchmarks. */
 size_t ivm_uobjects_memory(const struct ivm_uobjects *t);
 
+/* What the objects' images did, summed (uimage.h), and how many. */
+struct ivm_uobjects_stats {
+	size_t objects, with_image;
+	uint64_t row_lookups, row_hits;
+	uint64_t row_faults;	/* CFI bytes the guest did not hold */
+	uint64_t row_bad;
+};
+void ivm_uobjects_stats(const struct ivm_uobjects *t,
+			struct ivm_uobjects_stats *ret);
+
 /* ---- reading the metadata back (report) ---------------------------------- */
 
 /*
