@@ -23,7 +23,7 @@ CC ?= cc
 CLANG ?= clang
 PKG_CONFIG ?= pkg-config
 
-PKGS := libvirt libvirt-qemu json-c libelf libdw libdebuginfod libbpf libtraceevent libtracefs
+PKGS := libvirt libvirt-qemu json-c libelf libdw libdebuginfod liblzma libbpf libtraceevent libtracefs
 TEST_PKGS := criterion
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter

@@ -429,3 +429,66 @@ Test(uimage, missing_pages_fault_and_are_retried)
 	ivm_uimage_destroy(im);
 	free(f.data);
 }
+
+/* ---- .gnu_debugdata (MiniDebugInfo) ------------------------------------------ */
+
+/*
+ * The workload built dynamically, stripped, with a MiniDebugInfo section
+ * made as the distributions that ship one make it (nm, objcopy, xz): its
+ * .symtab holds the functions .dynsym lacks, worker_main among them.
+ */
+Test(uimage, gnu_debugdata_names_local_functions, .timeout = 60)
+{
+	char dir[] = "/tmp/ivm-minidebug-XXXXXX", cmd[4096], path[512];
+	struct file_bytes f;
+	struct ivm_kmem_reader r = { read_file_bytes, &f };
+	struct ivm_uimage *im;
+	uint64_t off, worker;
+	const char *bin = "build/guest/lockstorm-dyn";
+	FILE *p;
+
+	if (access("/usr/bin/xz", X_OK) || access("/usr/bin/objcopy", X_OK))
+		cr_skip_test("no xz or objcopy");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd %s; b=%s/%s;"
+		 " nm -D --format=posix --defined-only $b | awk '{print $1}' | sort > dyn;"
+		 " nm --format=posix --defined-only $b | awk '$2 ~ /[TtWw]/ {print $1}' | sort > funcs;"
+		 " comm -13 dyn funcs > keep;"
+		 " objcopy --only-keep-debug $b debug;"
+		 " objcopy -S --remove-section .gdb_index --remove-section .comment --keep-symbols=keep debug mini;"
+		 " xz -f mini;"
+		 " strip --strip-all -o stripped $b;"
+		 " objcopy --add-section .gnu_debugdata=mini.xz stripped out",
+		 dir, getcwd(path, sizeof(path)), bin);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd),
+		 "nm %s | awk '$3 == \"worker_main\" { print $1 }'", bin);
+	p = popen(cmd, "r");
+	cr_assert_eq(fscanf(p, "%lx", &worker), 1);
+	pclose(p);
+	snprintf(path, sizeof(path), "%s/out", dir);
+	load_file(path, &f);
+	cr_assert_null(ivm_uimage_create(&r, &im));
+	cr_assert_str_eq(ivm_uimage_symbol(im, &r, 0, worker + 4, &off),
+			 "worker_main");
+	cr_assert_eq(off, 4);
+	/* .dynsym's names are still there. */
+	{
+		struct ivm_uelf_section dynsym;
+
+		cr_assert_null(ivm_uelf_find_section(&r, ivm_uimage_elf(im),
+						     ".dynsym", &dynsym));
+	}
+	ivm_uimage_destroy(im);
+	free(f.data);
+	/* The stripped file alone names no local function. */
+	snprintf(path, sizeof(path), "%s/stripped", dir);
+	load_file(path, &f);
+	cr_assert_null(ivm_uimage_create(&r, &im));
+	cr_assert_null(ivm_uimage_symbol(im, &r, 0, worker + 4, &off));
+	ivm_uimage_destroy(im);
+	free(f.data);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <elf.h>
+#include <lzma.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -675,6 +676,220 @@ struct ivm_error *ivm_uelf_syms_build(const uint8_t *raw, size_t nr,
 	free(tmp);
 	*ret = s;
 	return NULL;
+}
+
+static int cmp_sym_plain(const void *pa, const void *pb)
+{
+	const struct ivm_uelf_sym *a = pa, *b = pb;
+
+	if (a->vaddr != b->vaddr)
+		return a->vaddr < b->vaddr ? -1 : 1;
+	if (a->size != b->size)
+		return a->size > b->size ? -1 : 1;
+	/* a's entries come first in the array: stable by name offset. */
+	return a->name < b->name ? -1 : a->name > b->name;
+}
+
+struct ivm_error *ivm_uelf_syms_merge(const struct ivm_uelf_syms *a,
+				      const struct ivm_uelf_syms *b,
+				      struct ivm_uelf_syms **ret)
+{
+	struct ivm_uelf_syms *s = calloc(1, sizeof(*s));
+	size_t i, k, nr = a->nr + b->nr;
+
+	if (!s)
+		return &ivm_enomem;
+	s->strsz = a->strsz + b->strsz;
+	s->strtab = malloc(s->strsz);
+	s->syms = malloc((nr ? nr : 1) * sizeof(*s->syms));
+	if (!s->strtab || !s->syms) {
+		ivm_uelf_syms_destroy(s);
+		return &ivm_enomem;
+	}
+	memcpy(s->strtab, a->strtab, a->strsz);
+	memcpy(s->strtab + a->strsz, b->strtab, b->strsz);
+	memcpy(s->syms, a->syms, a->nr * sizeof(*s->syms));
+	for (i = 0; i < b->nr; i++) {
+		s->syms[a->nr + i] = b->syms[i];
+		s->syms[a->nr + i].name += (uint32_t)a->strsz;
+	}
+	/* Names of a lie below a->strsz: sorting by name puts a's first. */
+	qsort(s->syms, nr, sizeof(*s->syms), cmp_sym_plain);
+	for (i = 0, k = 0; i < nr; i++) {
+		if (k && s->syms[k - 1].vaddr == s->syms[i].vaddr &&
+		    s->syms[k - 1].size == s->syms[i].size)
+			continue;
+		s->syms[k++] = s->syms[i];
+	}
+	s->nr = k;
+	*ret = s;
+	return NULL;
+}
+
+/* ---- .gnu_debugdata ---------------------------------------------------------- */
+
+struct mem_file {
+	const uint8_t *bytes;
+	size_t size;
+};
+
+static struct ivm_error *mem_read(void *ctx, uint64_t off, void *buf,
+				  size_t len)
+{
+	const struct mem_file *m = ctx;
+
+	if (off > m->size || len > m->size - off)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"MiniDebugInfo: %zu bytes at %#llx are past its end",
+					len, (unsigned long long)off);
+	memcpy(buf, m->bytes + off, len);
+	return NULL;
+}
+
+/* xz-decompress data into a buffer of at most IVM_UELF_MAX_MINIDEBUG. */
+static struct ivm_error *unxz(const uint8_t *data, size_t len, uint8_t **out,
+			      size_t *out_len)
+{
+	lzma_stream strm = LZMA_STREAM_INIT;
+	size_t cap = len * 4 > 65536 ? len * 4 : 65536;
+	uint8_t *buf = NULL;
+	lzma_ret r;
+
+	if (lzma_stream_decoder(&strm, 256u << 20, 0) != LZMA_OK)
+		return &ivm_enomem;
+	strm.next_in = data;
+	strm.avail_in = len;
+	for (;;) {
+		if (!buf || !strm.avail_out) {
+			size_t used = buf ? cap : 0;
+			uint8_t *n;
+
+			if (buf)
+				cap *= 2;
+			if (cap > IVM_UELF_MAX_MINIDEBUG)
+				cap = IVM_UELF_MAX_MINIDEBUG;
+			if (buf && used >= cap) {
+				lzma_end(&strm);
+				free(buf);
+				return ivm_error_create(IVM_ERROR_PROTOCOL,
+							"MiniDebugInfo over %u bytes",
+							IVM_UELF_MAX_MINIDEBUG);
+			}
+			n = realloc(buf, cap);
+			if (!n) {
+				lzma_end(&strm);
+				free(buf);
+				return &ivm_enomem;
+			}
+			buf = n;
+			strm.next_out = buf + used;
+			strm.avail_out = cap - used;
+		}
+		r = lzma_code(&strm, LZMA_FINISH);
+		if (r == LZMA_STREAM_END)
+			break;
+		if (r != LZMA_OK) {
+			lzma_end(&strm);
+			free(buf);
+			return ivm_error_create(IVM_ERROR_PROTOCOL,
+						"MiniDebugInfo: not xz (%d)", r);
+		}
+	}
+	*out_len = strm.total_out;
+	*out = buf;
+	lzma_end(&strm);
+	return NULL;
+}
+
+struct ivm_error *ivm_uelf_minidebug_syms(const uint8_t *data, size_t len,
+					  struct ivm_uelf_syms **ret)
+{
+	struct ivm_uelf_section symtab, strtab;
+	struct ivm_kmem_reader r;
+	struct mem_file m;
+	struct ivm_uelf inner;
+	struct ivm_error *err;
+	uint8_t *elf = NULL, *raw = NULL;
+	char *str = NULL;
+	size_t elf_len = 0;
+
+	err = unxz(data, len, &elf, &elf_len);
+	if (err)
+		return err;
+	m = (struct mem_file){ elf, elf_len };
+	r = (struct ivm_kmem_reader){ mem_read, &m };
+	/* Only its section headers matter; it need not have segments. */
+	memset(&inner, 0, sizeof(inner));
+	if (elf_len < 64 || memcmp(elf, ELFMAG, SELFMAG) ||
+	    elf[EI_CLASS] != ELFCLASS64 || elf[EI_DATA] != ELFDATA2LSB) {
+		err = ivm_error_create(IVM_ERROR_PROTOCOL,
+				       "MiniDebugInfo is not a 64-bit ELF file");
+		goto out;
+	}
+	inner.shoff = ivm_le64(elf + 40);
+	inner.shentsize = (uint16_t)ivm_le_load(elf + 58, 2);
+	inner.shnum = (uint16_t)ivm_le_load(elf + 60, 2);
+	inner.shstrndx = (uint16_t)ivm_le_load(elf + 62, 2);
+	err = ivm_uelf_find_section(&r, &inner, ".symtab", &symtab);
+	if (!err)
+		err = ivm_uelf_find_section(&r, &inner, ".strtab", &strtab);
+	if (err) {
+		if (err->code == IVM_ERROR_NOT_FOUND)
+			err->code = IVM_ERROR_PROTOCOL;
+		goto out;
+	}
+	if (symtab.type != SHT_SYMTAB || strtab.type != SHT_STRTAB ||
+	    symtab.size / SYM_SIZE > IVM_UELF_MAX_SYMS ||
+	    strtab.size > IVM_UELF_MAX_STRTAB || !strtab.size) {
+		err = ivm_error_create(IVM_ERROR_PROTOCOL,
+				       "MiniDebugInfo: a symbol table of %llu bytes, names of %llu",
+				       (unsigned long long)symtab.size,
+				       (unsigned long long)strtab.size);
+		goto out;
+	}
+	raw = malloc(symtab.size ? symtab.size : 1);
+	str = malloc(strtab.size);
+	if (!raw || !str) {
+		err = &ivm_enomem;
+		goto out;
+	}
+	err = mem_read(&m, symtab.offset, raw, symtab.size);
+	if (!err)
+		err = mem_read(&m, strtab.offset, str, strtab.size);
+	if (!err)
+		err = ivm_uelf_syms_build(raw, symtab.size / SYM_SIZE, str,
+					  strtab.size, ret);
+out:
+	free(raw);
+	free(str);
+	free(elf);
+	return err;
+}
+
+struct ivm_error *ivm_uelf_read_gnu_debugdata(const struct ivm_kmem_reader *file,
+					      const struct ivm_uelf *elf,
+					      struct ivm_uelf_syms **ret)
+{
+	struct ivm_uelf_section sec;
+	struct ivm_error *err;
+	uint8_t *data;
+
+	err = ivm_uelf_find_section(file, elf, ".gnu_debugdata", &sec);
+	if (err)
+		return err;
+	if (sec.type != SHT_PROGBITS || !sec.size ||
+	    sec.size > IVM_UELF_MAX_DEBUGDATA)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					".gnu_debugdata of %llu bytes",
+					(unsigned long long)sec.size);
+	data = malloc(sec.size);
+	if (!data)
+		return &ivm_enomem;
+	err = file->read(file->ctx, sec.offset, data, sec.size);
+	if (!err)
+		err = ivm_uelf_minidebug_syms(data, sec.size, ret);
+	free(data);
+	return err;
 }
 
 void ivm_uelf_syms_destroy(struct ivm_uelf_syms *s)

@@ -234,6 +234,37 @@ struct ivm_error *ivm_uelf_syms_build(const uint8_t *raw, size_t nr,
 void ivm_uelf_syms_destroy(struct ivm_uelf_syms *s);
 
 /*
+ * One table of both a's and b's functions (a's name wins where both have
+ * a function of the same start and size).  Errors only for no memory.
+ */
+struct ivm_error *ivm_uelf_syms_merge(const struct ivm_uelf_syms *a,
+				      const struct ivm_uelf_syms *b,
+				      struct ivm_uelf_syms **ret);
+
+/* Bytes of .gnu_debugdata accepted, and of the ELF it decompresses to. */
+#define IVM_UELF_MAX_DEBUGDATA (16u << 20)
+#define IVM_UELF_MAX_MINIDEBUG (64u << 20)
+
+/*
+ * The functions of the MiniDebugInfo in .gnu_debugdata (an xz-compressed
+ * ELF file whose .symtab names what .dynsym does not: local and static
+ * functions), found through the section headers.  IVM_ERROR_NOT_FOUND
+ * when the file has none; IVM_ERROR_PROTOCOL when it is over the caps,
+ * not xz, or not an ELF file with a symbol table; the reader's error for
+ * bytes the guest does not hold.
+ */
+struct ivm_error *ivm_uelf_read_gnu_debugdata(const struct ivm_kmem_reader *file,
+					      const struct ivm_uelf *elf,
+					      struct ivm_uelf_syms **ret);
+
+/*
+ * The same, from the xz bytes of the section (len of them at data): what
+ * ivm_uelf_read_gnu_debugdata does after reading them; for fuzzing.
+ */
+struct ivm_error *ivm_uelf_minidebug_syms(const uint8_t *data, size_t len,
+					  struct ivm_uelf_syms **ret);
+
+/*
  * The function holding link-time vaddr: its name (owned by s) and *off
  * (vaddr minus its start), or NULL when vaddr is outside every function's
  * [start, start + size).  Where functions overlap (aliases), the one

@@ -32,8 +32,10 @@ struct ivm_uimage {
 	struct ivm_ucfi_scratch *scratch;
 	struct expr *exprs[MAX_EXPRS];
 	size_t nr_exprs;
-	struct ivm_uelf_syms *syms;
-	unsigned int sym_tries;
+	/* Names: .dynsym, MiniDebugInfo's, and syms, what lookups use. */
+	struct ivm_uelf_syms *dynsym, *mini, *merged;
+	const struct ivm_uelf_syms *syms;
+	unsigned int sym_tries, debugdata_tries;
 	/* Without .eh_frame_hdr: .eh_frame indexed here (see ucfi.h). */
 	struct ivm_ucfi_index *index;
 	unsigned int index_tries;
@@ -71,7 +73,9 @@ void ivm_uimage_destroy(struct ivm_uimage *im)
 		return;
 	for (i = 0; i < im->nr_exprs; i++)
 		free(im->exprs[i]);
-	ivm_uelf_syms_destroy(im->syms);
+	ivm_uelf_syms_destroy(im->dynsym);
+	ivm_uelf_syms_destroy(im->mini);
+	ivm_uelf_syms_destroy(im->merged);
 	ivm_ucfi_index_destroy(im->index);
 	free(im->scratch);
 	free(im);
@@ -441,16 +445,42 @@ const struct ivm_uelf_syms *ivm_uimage_syms(struct ivm_uimage *im,
 					    const struct ivm_kmem_reader *file,
 					    uint64_t bias)
 {
+	struct ivm_uelf_syms *merged;
 	struct ivm_error *err;
+	bool changed = false;
 
-	if (!im->syms && im->sym_tries < IVM_UIMAGE_SYM_TRIES) {
-		err = ivm_uelf_read_dynsym(file, &im->elf, bias, &im->syms);
+	if (!im->dynsym && im->sym_tries < IVM_UIMAGE_SYM_TRIES) {
+		err = ivm_uelf_read_dynsym(file, &im->elf, bias, &im->dynsym);
 		/* Only a page the guest lacked is worth another try. */
 		if (err)
 			im->sym_tries = err->code == IVM_ERROR_FAULT ?
 					im->sym_tries + 1 :
 					IVM_UIMAGE_SYM_TRIES;
+		changed = !err;
 		ivm_error_destroy(err);
+	}
+	/*
+	 * MiniDebugInfo names the local functions .dynsym lacks; it lies in
+	 * no segment, so only the page cache may hold it.
+	 */
+	if (!im->mini && im->debugdata_tries < IVM_UIMAGE_SYM_TRIES) {
+		err = ivm_uelf_read_gnu_debugdata(file, &im->elf, &im->mini);
+		if (err)
+			im->debugdata_tries = err->code == IVM_ERROR_FAULT ?
+					      im->debugdata_tries + 1 :
+					      IVM_UIMAGE_SYM_TRIES;
+		changed |= !err;
+		ivm_error_destroy(err);
+	}
+	if (!changed)
+		return im->syms;
+	if (im->dynsym && im->mini &&
+	    !ivm_uelf_syms_merge(im->dynsym, im->mini, &merged)) {
+		ivm_uelf_syms_destroy(im->merged);
+		im->merged = merged;
+		im->syms = merged;
+	} else {
+		im->syms = im->dynsym ? im->dynsym : im->mini;
 	}
 	return im->syms;
 }
@@ -463,8 +493,16 @@ void ivm_uimage_stats(const struct ivm_uimage *im,
 		      im->nr_exprs * sizeof(struct expr);
 	if (im->index)
 		ret->memory += sizeof(*im->index) + 16 * im->index->nr;
-	if (im->syms)
-		ret->memory += sizeof(*im->syms) +
-			       im->syms->nr * sizeof(*im->syms->syms) +
-			       im->syms->strsz;
+	if (im->dynsym)
+		ret->memory += sizeof(*im->dynsym) +
+			       im->dynsym->nr * sizeof(*im->dynsym->syms) +
+			       im->dynsym->strsz;
+	if (im->mini)
+		ret->memory += sizeof(*im->mini) +
+			       im->mini->nr * sizeof(*im->mini->syms) +
+			       im->mini->strsz;
+	if (im->merged)
+		ret->memory += sizeof(*im->merged) +
+			       im->merged->nr * sizeof(*im->merged->syms) +
+			       im->merged->strsz;
 }
