@@ -32,6 +32,8 @@
 #include <unistd.h>
 
 #include "kernel/ksyms.h"
+#include "base/bytes.h"
+#include "unwind/ucfi.h"
 #include "unwind/uelf.h"
 #include "unwind/uimage.h"
 #include "unwind/uunwind.h"
@@ -71,6 +73,8 @@ struct self_file {
 	size_t nr;
 	struct ivm_kmem_reader reader;
 	struct ivm_uimage *image;
+	/* File offsets [hole_lo, hole_hi) the "guest" does not hold. */
+	uint64_t hole_lo, hole_hi;
 };
 
 struct self_maps {
@@ -107,6 +111,9 @@ static struct ivm_error *read_self_file(void *ctx, uint64_t off, void *buf,
 	struct self_file *f = ctx;
 	uint8_t *out = buf;
 
+	if (f->hole_hi && off < f->hole_hi && off + len > f->hole_lo)
+		return ivm_error_fault(off < f->hole_lo ? f->hole_lo : off,
+				       "%s: not held", f->path);
 	while (len) {
 		size_t i, n;
 
@@ -540,6 +547,56 @@ Test(uunwind_image, real_blocked_thread)
 Test(uunwind_image, through_a_signal_frame)
 {
 	through_a_signal_frame();
+}
+
+/*
+ * The CFI of one function of the chain exists but the guest does not hold
+ * its bytes (its FDE lies on a page that was never read): its caller is
+ * found by scanning the stack for a return address after a direct call
+ * of it, marked inexact, and the chain goes on by CFI to libc.
+ */
+Test(uunwind_image, scan_where_the_cfi_is_not_held)
+{
+	struct self_file *f = NULL;
+	const struct ivm_uelf *elf;
+	struct ivm_uelf_vreader vr;
+	struct ivm_kmem_reader vmem;
+	struct ivm_frame frames[64];
+	struct ivm_stack st;
+	uint64_t fde, off;
+	uint8_t len[4];
+	uint32_t i;
+
+	for (size_t k = 0; k < self.nr_files; k++)
+		if (self.files[k].image == self.exe->image)
+			f = &self.files[k];
+	cr_assert_not_null(f);
+	elf = ivm_uimage_elf(f->image);
+	ivm_uelf_vreader_init(&vr, &f->reader, elf, &vmem);
+	cr_assert_null(ivm_ucfi_find(&vmem, &elf->eh,
+				     (uint64_t)(uintptr_t)uud_level2 -
+				     self.exe_bias, &fde));
+	cr_assert_null(vmem.read(vmem.ctx, fde, len, 4));
+	cr_assert(ivm_uelf_offset(elf, fde, 4, &off));
+	catch_blocked_thread(false);
+	f->hole_lo = off;
+	f->hole_hi = off + 4 + ivm_le32(len);
+	ivm_stack_init(&st, frames, 64);
+	cr_assert_null(ivm_uunwind_dwarf(&self_reader, &interrupted, 0,
+					 self.maps, self.nr, &st));
+	f->hole_lo = f->hole_hi = 0;
+	log_stack("uud_level2's CFI not held", &st);
+	cr_assert_geq(st.nr, CHAIN_LEN + 1);
+	for (i = 0; i < CHAIN_LEN; i++)
+		cr_assert_str_eq(self_name(&st.frames[i]), blocked_chain[i],
+				 "frame %u", i);
+	/* uud_level1 was found by the scan; the rest by CFI again. */
+	cr_assert(st.frames[3].flags & IVM_FRAME_INEXACT);
+	cr_assert_not(st.frames[2].flags & IVM_FRAME_INEXACT);
+	cr_assert_not(st.frames[4].flags & IVM_FRAME_INEXACT);
+	cr_assert(in_libc(st.frames[st.nr - 1].pc));
+	cr_assert_eq(st.flags, IVM_STACK_FP_FALLBACK, "flags %#x", st.flags);
+	release_blocked_thread();
 }
 
 /* Without libc's CFI, start_thread falls back to frame pointers. */

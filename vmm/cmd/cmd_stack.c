@@ -182,8 +182,9 @@ static void print_frame(const struct ivm_symbolizer *sym, unsigned int n,
 		if (f[got - 1].file)
 			printf(" %s:%u", f[got - 1].file, f[got - 1].line);
 	}
+	/* A frame pointer, or a return address found on the stack. */
 	if (flags & IVM_PC_INEXACT)
-		printf(" (frame pointer)");
+		printf(" (inexact)");
 	printf("%s\n", kernel ? " [k]" : "");
 }
 

@@ -10,7 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/bytes.h"
 #include "unwind/cfi_rows.h"
+#include "unwind/uimage.h"
 #include "unwind/uunwind_dwarf.h"
 
 /* Power of two.  About 128 KiB per binary; see the bench for the gain. */
@@ -909,6 +911,130 @@ static enum outcome step_fp(struct walker *w, const struct regset *rs,
 	return OUT_FRAME;
 }
 
+/*
+ * Return-address scanning, where the CFI of pc exists but the guest did
+ * not hold its bytes: the caller's return address is the first word
+ * above sp that lies in a mapping's code right after a direct call (e8
+ * rel32) of pc's function, or of a PLT stub of the caller's own mapping
+ * whose GOT slot holds pc's function (a call into another object): its
+ * start by the guest's own symbols when they cover pc, else a place at
+ * most IVM_UUNWIND_SCAN_FUNC bytes before pc in pc's mapping.  Indirect calls cannot be checked and are
+ * passed over: a caller that made one is skipped, its caller found
+ * instead.  A guess, though a checked one: the frame is marked inexact,
+ * and the callee-saved registers of the caller are unknown (the skipped
+ * code may have saved them anywhere).
+ */
+#define IVM_UUNWIND_SCAN_FUNC (64u << 10)
+
+/*
+ * Where the PLT stub at target jumps: the GOT slot of its jmp *disp32(%rip)
+ * (after an endbr64 and a bnd prefix, or not).  False for anything else.
+ */
+static bool plt_destination(struct walker *w, uint64_t target, uint64_t *ret)
+{
+	uint8_t b[12];
+	struct ivm_error *err = w->mem->read(w->mem->ctx, target, b,
+					     sizeof(b));
+	size_t i;
+
+	if (err) {
+		ivm_error_destroy(err);
+		return false;
+	}
+	for (i = 0; i + 6 <= sizeof(b) && i <= 5; i++) {
+		uint64_t slot;
+
+		if (b[i] != 0xff || b[i + 1] != 0x25)
+			continue;
+		slot = target + i + 6 +
+		       (uint64_t)(int64_t)(int32_t)ivm_le32(b + i + 2);
+		return read_u64(w, slot, 8, ret) == STEP_OK;
+	}
+	return false;
+}
+
+/* The start of pc's function by the guest's symbols of its mapping. */
+static bool function_start(const struct ivm_umapping *m, uint64_t pc,
+			   uint64_t *ret)
+{
+	const struct ivm_uelf_syms *syms;
+	const struct ivm_uelf_sym *sym;
+
+	if (!m->image)
+		return false;
+	syms = ivm_uimage_syms(m->image, m->file, m->bias);
+	sym = syms ? ivm_uelf_syms_find(syms, pc - m->bias) : NULL;
+	if (!sym)
+		return false;
+	*ret = sym->vaddr + m->bias;
+	return true;
+}
+
+/* Whether the code before ra is a direct call that may have called pc. */
+static bool after_call(struct walker *w, const struct ivm_umapping *maps,
+		       size_t nr_maps, uint64_t ra, uint64_t pc)
+{
+	const struct ivm_umapping *caller = find_mapping(maps, nr_maps, ra - 1);
+	const struct ivm_umapping *callee = find_mapping(maps, nr_maps, pc);
+	uint8_t b[5];
+	struct ivm_error *err;
+	uint64_t target, start;
+
+	if (!caller || ra - caller->start < sizeof(b) || ra == pc + 1 ||
+	    ra == pc)
+		return false;
+	err = w->mem->read(w->mem->ctx, ra - sizeof(b), b, sizeof(b));
+	if (err) {
+		ivm_error_destroy(err);
+		return false;
+	}
+	if (b[0] != 0xe8)
+		return false;
+	target = ra + (uint64_t)(int64_t)(int32_t)ivm_le32(b + 1);
+	/* A call into another object goes through a PLT stub: where to. */
+	if (!callee || target < callee->start || target >= callee->end) {
+		if (target < caller->start || target >= caller->end ||
+		    !plt_destination(w, target, &target))
+			return false;
+	}
+	if (!callee || target < callee->start || target >= callee->end)
+		return false;
+	if (function_start(callee, pc, &start))
+		return target == start;
+	return target <= pc && pc - target < IVM_UUNWIND_SCAN_FUNC;
+}
+
+/*
+ * Bytes of stack scanned for a return address: frames with a path buffer
+ * (PHP's php_execute_script holds one of MAXPATHLEN) are over 4 KiB.
+ */
+#define IVM_UUNWIND_SCAN_BYTES 32768u
+
+static enum outcome step_scan(struct walker *w, const struct ivm_umapping *maps,
+			      size_t nr_maps, const struct regset *rs,
+			      uint64_t pc, uint64_t limit, struct regset *next,
+			      uint64_t *ra)
+{
+	uint64_t sp, at, v;
+
+	if (!reg_get(rs, DW_RSP, &sp) || sp & 7)
+		return OUT_BAD;
+	/* Word by word: the reader's page cache makes each one cheap. */
+	for (at = sp; at - sp < IVM_UUNWIND_SCAN_BYTES && at < limit - 8;
+	     at += 8) {
+		if (read_u64(w, at, 8, &v) != STEP_OK)
+			return OUT_FAULT;
+		if (!find_mapping(maps, nr_maps, v - 1) ||
+		    !after_call(w, maps, nr_maps, v, pc))
+			continue;
+		*ra = v;
+		memset(next, 0, sizeof(*next));
+		reg_set(next, DW_RSP, at + 8);
+		return OUT_FRAME;
+	}
+	return OUT_BAD;
+}
+
 static void load_regs(const struct ivm_x86_regs *regs, struct regset *rs)
 {
 	memset(rs, 0, sizeof(*rs));
@@ -995,19 +1121,33 @@ struct ivm_error *ivm_uunwind_dwarf(const struct ivm_kmem_reader *mem,
 					     where - map->bias, &scratch);
 		if (row && row->state == ROW_OK) {
 			out = step_cfi(&w, row, &rs, sp, limit, &next, &ra);
-		} else {
-			out = step_fp(&w, &rs, limit, &next, &ra);
-			flags |= IVM_FRAME_INEXACT;
+		} else if (row && row->state == ROW_FAULT) {
 			/*
-			 * Where the CFI exists but the guest did not hold its
-			 * bytes, a frame-pointer guess that does not lead on
-			 * (or reads rbp 0, which code without frame pointers
-			 * uses as it likes) is no clean end: say why it ends.
+			 * The CFI exists but the guest did not hold its bytes:
+			 * a return address checked against its call, else the
+			 * frame pointer; one that leads nowhere (or reads rbp
+			 * 0, which code without frame pointers uses as it
+			 * likes) is no clean end: say why it ends.
 			 */
-			if (row && row->state == ROW_FAULT && out != OUT_FRAME) {
+			flags |= IVM_FRAME_INEXACT;
+			out = step_scan(&w, maps, nr_maps, &rs, where, limit,
+					&next, &ra);
+			/*
+			 * Frame pointers only where they lead to a direct
+			 * call of pc's function: rbp may be any value in code
+			 * built without them.
+			 */
+			if (out != OUT_FRAME &&
+			    step_fp(&w, &rs, limit, &next, &ra) == OUT_FRAME &&
+			    after_call(&w, maps, nr_maps, ra, where))
+				out = OUT_FRAME;
+			if (out != OUT_FRAME) {
 				st->flags |= IVM_STACK_TRUNCATED_NO_CFI;
 				return NULL;
 			}
+		} else {
+			out = step_fp(&w, &rs, limit, &next, &ra);
+			flags |= IVM_FRAME_INEXACT;
 		}
 		switch (out) {
 		case OUT_FRAME:
