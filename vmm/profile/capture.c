@@ -25,8 +25,11 @@
 #define MAX_CODE_MAPS 512
 /* Files told apart by identity, each with its object (or none). */
 #define MAX_FILES 4096
-/* Re-read an address space's mappings at most this often (a new dlopen). */
-#define MAPS_REFRESH_NS 1000000000ull
+/*
+ * Re-read an address space's mappings at most this often when a pc lies
+ * in none of them (a dlopen since, a process caught as it starts).
+ */
+#define MAPS_REFRESH_NS 200000000ull
 
 /*
  * An executable file mapping of an address space: the object it maps (by
@@ -771,8 +774,7 @@ static struct code_map *code_map_at(struct mm_binding *b, uint64_t pc)
 
 /*
  * The code maps of b, read on first use and again when the pc the unwind
- * starts at is in none of them (a library loaded since), at most once a
- * second.
+ * starts at is in none of them, at most every MAPS_REFRESH_NS.
  */
 static void ensure_code_maps(struct ivm_capture_engine *e,
 			     struct mm_binding *b, uint64_t mm, uint64_t pc,
