@@ -53,6 +53,8 @@ struct ivm_frame_names {
 	size_t nr_modules;
 	char *module_dir;
 	debuginfod_client *dbgd;
+	size_t dbgd_hits, dbgd_misses;
+	int dbgd_error;			/* errno of a failure, not a miss */
 };
 
 /* ---- metadata lines ----------------------------------------------------- */
@@ -753,10 +755,13 @@ static char *object_file(struct ivm_frame_names *rs, const char *symdir,
 	fd = debuginfod_find_debuginfo(rs->dbgd, (const unsigned char *)id,
 				       0, &path);
 	if (fd < 0) {
-		logf_(rs, "debuginfod has no debug info for build-id %s: %s",
-		      id, strerror(-fd));
+		/* Said once for all, at the end of the load. */
+		rs->dbgd_misses++;
+		if (fd != -ENOENT)
+			rs->dbgd_error = -fd;
 		return NULL;
 	}
+	rs->dbgd_hits++;
 	close(fd);
 	return path;
 }
@@ -841,6 +846,11 @@ void ivm_frame_names_load(struct ivm_frame_names *rs,
 		if (path)
 			binaries[nr_binaries++] = own(rs, path);
 	}
+	if (rs->dbgd)
+		logf_(rs, "debuginfod: debug info for %zu of %zu user objects%s%s",
+		      rs->dbgd_hits, rs->dbgd_hits + rs->dbgd_misses,
+		      rs->dbgd_error ? "; last error: " : "",
+		      rs->dbgd_error ? strerror(rs->dbgd_error) : "");
 	cfg.binaries = binaries;
 	cfg.nr_binaries = nr_binaries;
 	if (slide)
