@@ -305,9 +305,10 @@ struct ivm_error *ivm_uelf_parse(const struct ivm_kmem_reader *file,
 	if (err)
 		return err;
 	ret->build_id_fault = UINT64_MAX;
-	if (!ret->nr_loads)
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"no loadable segment");
+	/*
+	 * No PT_LOAD is no error: such a file has a build-id all the same;
+	 * what needs a segment (rows, names) finds none and says so.
+	 */
 	for (i = 0; i < ret->phnum && !ret->build_id_len; i++) {
 		const uint8_t *p = phdrs + i * PHDR_SIZE;
 		uint64_t off = ivm_le64(p + 8), len = ivm_le64(p + 32);
