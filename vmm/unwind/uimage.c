@@ -40,7 +40,11 @@ struct ivm_uimage {
 	struct ivm_ucfi_index *index;
 	unsigned int index_tries;
 	struct ivm_uimage_stats stats;
-	struct ivm_cfi_row cache[ROW_CACHE_SIZE];
+	/*
+	 * Made at the first row looked up: most objects a process maps are
+	 * never on a stack, and cost only their headers.
+	 */
+	struct ivm_cfi_row *cache;	/* ROW_CACHE_SIZE */
 };
 
 struct ivm_error *ivm_uimage_create(const struct ivm_kmem_reader *file,
@@ -51,11 +55,6 @@ struct ivm_error *ivm_uimage_create(const struct ivm_kmem_reader *file,
 
 	if (!im)
 		return &ivm_enomem;
-	im->scratch = malloc(sizeof(*im->scratch));
-	if (!im->scratch) {
-		free(im);
-		return &ivm_enomem;
-	}
 	err = ivm_uelf_parse(file, &im->elf);
 	if (err) {
 		ivm_uimage_destroy(im);
@@ -78,6 +77,7 @@ void ivm_uimage_destroy(struct ivm_uimage *im)
 	ivm_uelf_syms_destroy(im->merged);
 	ivm_ucfi_index_destroy(im->index);
 	free(im->scratch);
+	free(im->cache);
 	free(im);
 }
 
@@ -372,6 +372,10 @@ static void lookup_uncached(struct ivm_uimage *im,
 	memset(row, 0, sizeof(*row));
 	row->pc = pc;
 	row->state = ROW_NONE;
+	if (!im->scratch && !(im->scratch = malloc(sizeof(*im->scratch)))) {
+		row->state = ROW_BAD;
+		return;
+	}
 	ivm_uelf_vreader_init(&vr, file, &im->elf, &vmem);
 	if (im->elf.eh.vaddr) {
 		err = ivm_ucfi_find(&vmem, &im->elf.eh, pc, &fde);
@@ -406,6 +410,11 @@ const struct ivm_cfi_row *ivm_uimage_row(struct ivm_uimage *im,
 	struct ivm_cfi_row *slot;
 
 	im->stats.lookups++;
+	if (!im->cache &&
+	    !(im->cache = calloc(ROW_CACHE_SIZE, sizeof(*im->cache)))) {
+		lookup_uncached(im, file, pc, scratch);
+		return scratch;
+	}
 	/* Code addresses cluster; fold the high bits in so pages spread. */
 	slot = &im->cache[(pc ^ (pc >> 8)) & (ROW_CACHE_SIZE - 1)];
 	if (slot->state != ROW_EMPTY && slot->pc == pc) {
@@ -489,7 +498,9 @@ void ivm_uimage_stats(const struct ivm_uimage *im,
 		      struct ivm_uimage_stats *ret)
 {
 	*ret = im->stats;
-	ret->memory = sizeof(*im) + sizeof(*im->scratch) +
+	ret->memory = sizeof(*im) +
+		      (im->scratch ? sizeof(*im->scratch) : 0) +
+		      (im->cache ? ROW_CACHE_SIZE * sizeof(*im->cache) : 0) +
 		      im->nr_exprs * sizeof(struct expr);
 	if (im->index)
 		ret->memory += sizeof(*im->index) + 16 * im->index->nr;
