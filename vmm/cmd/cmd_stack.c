@@ -300,6 +300,13 @@ static void stack_meta(struct ivm_guest *g, struct ivm_capture_engine *e,
 static void log_names(void *ctx, const char *msg)
 {
 	(void)ctx;
+	/*
+	 * Without a vmlinux the kernel's names are the guest's kallsyms,
+	 * handed over as an anonymous System.map: the guest opening already
+	 * said so.
+	 */
+	if (!strncmp(msg, "kernel symbols from /proc/self/fd/", 34))
+		return;
 	fprintf(stderr, "idlevm stack: %s\n", msg);
 }
 
