@@ -718,8 +718,9 @@ static void load_objects(struct ivm_frame_names *rs)
 		o->usyms[o->nr_usyms++] = (struct usym){ vaddr, size, name };
 	}
 	for (i = 0; i < rs->nr_objects; i++)
-		qsort(rs->objects[i].usyms, rs->objects[i].nr_usyms,
-		      sizeof(struct usym), usym_cmp);
+		if (rs->objects[i].nr_usyms)
+			qsort(rs->objects[i].usyms, rs->objects[i].nr_usyms,
+			      sizeof(struct usym), usym_cmp);
 	if (bad)
 		logf_(rs, "%zu malformed user object records skipped", bad);
 }
