@@ -114,7 +114,8 @@ symdir=$IVM_RUNDIR/ustacks-symdir
 id=$(readelf -n "$IVM_BUILD/guest/lockstorm-dyn" | awk '/Build ID/ { print $3 }')
 mkdir -p "$symdir/.build-id/${id:0:2}"
 ln -sf "$IVM_BUILD/guest/lockstorm-dyn" "$symdir/.build-id/${id:0:2}/${id:2}"
-text=$("$idlevm" report "$prof" --symdir "$symdir" 2>&1) || fail "report --symdir: $text"
+text=$("$idlevm" report "$prof" -K to_idle -n 500 --symdir "$symdir" 2>&1) ||
+	fail "report --symdir: $text"
 echo "$text" | grep -q "worker_main  .*lockstorm.c:" ||
 	fail "report --symdir does not name worker_main with file:line:
 $text"
