@@ -95,13 +95,25 @@ Test(uobjects, numbered_announced_and_said_once)
 	ivm_uobjects_note_symbol(t, oa, 0x1000, 0x10, "f");
 	ivm_uobjects_note_symbol(t, oa, 0x2000, 0x10, "g");
 	e.fail_at = 1;
-	cr_assert_not_null(ivm_uobjects_take_meta(t, emit, &e));
+	{
+		struct ivm_error *err = ivm_uobjects_take_meta(t, emit, &e);
+
+		cr_assert_not_null(err);
+		ivm_error_destroy(err);
+	}
 	e.fail_at = -1;
 	e.nr = 0;
 	cr_assert_null(ivm_uobjects_take_meta(t, emit, &e));
 	cr_assert_eq(e.nr, 1);
 	cr_assert_str_eq(e.lines[0], "usym: 1 0x2000 0x10 g");
 	ivm_uobjects_destroy(t);
+}
+
+/* err is an error; it is freed. */
+static void refused(struct ivm_error *err)
+{
+	cr_assert_not_null(err);
+	ivm_error_destroy(err);
 }
 
 Test(uobjects, parsers_refuse_malformed)
@@ -113,18 +125,18 @@ Test(uobjects, parsers_refuse_malformed)
 	uint32_t num;
 	bool dyn;
 
-	cr_assert_not_null(ivm_uobject_parse("0 00 dyn -", &num, id, &len,
+	refused(ivm_uobject_parse("0 00 dyn -", &num, id, &len,
 					     &dyn, &path));
-	cr_assert_not_null(ivm_uobject_parse("4097 00 dyn -", &num, id, &len,
+	refused(ivm_uobject_parse("4097 00 dyn -", &num, id, &len,
 					     &dyn, &path));
-	cr_assert_not_null(ivm_uobject_parse("1 0g dyn -", &num, id, &len,
+	refused(ivm_uobject_parse("1 0g dyn -", &num, id, &len,
 					     &dyn, &path));
-	cr_assert_not_null(ivm_uobject_parse("1 00 elf -", &num, id, &len,
+	refused(ivm_uobject_parse("1 00 elf -", &num, id, &len,
 					     &dyn, &path));
-	cr_assert_not_null(ivm_usym_parse("1 0x10 0x0 f", &num, &vaddr, &size,
+	refused(ivm_usym_parse("1 0x10 0x0 f", &num, &vaddr, &size,
 					  &name));
-	cr_assert_not_null(ivm_usym_parse("1 0xffffffffffffffff 0x10 f", &num,
+	refused(ivm_usym_parse("1 0xffffffffffffffff 0x10 f", &num,
 					  &vaddr, &size, &name));
-	cr_assert_not_null(ivm_usym_parse("1 0x10 0x10", &num, &vaddr, &size,
+	refused(ivm_usym_parse("1 0x10 0x10", &num, &vaddr, &size,
 					  &name));
 }
