@@ -26,6 +26,7 @@
 
 #include "kernel/ksyms.h"
 #include "report/frame_names.h"
+#include "report/mappings.h"
 #include "unwind/uunwind_dwarf.h"
 #include "unwind/uunwind_exe.h"
 
@@ -255,5 +256,43 @@ Test(frame_names_debuginfod, file_line_from_a_real_server, .timeout = 180)
 	cr_assert_lt(tries, 120, "debuginfod never served %s", hex);
 	cr_log_info("named through debuginfod after %d tries", tries + 1);
 	unsetenv("DEBUGINFOD_URLS");
+	ivm_meta_lines_free(&meta);
+}
+
+/*
+ * pprof's mappings of user objects: each where a process had its code
+ * ("umap": run-time range and file offset, less the bias), so a tagged
+ * frame falls in the mapping of its file at its link-time address.
+ */
+Test(frame_names, user_object_mappings_from_umap)
+{
+	struct ivm_meta_lines meta = { 0 };
+	struct ivm_frame_names_config cfg = { .log = log_quiet };
+	struct ivm_frame_names *fn = ivm_frame_names_create();
+	struct ivm_mappings *maps = ivm_mappings_create();
+	const struct ivm_mapping *m;
+
+	ivm_meta_lines_add(&meta, "uobject",
+			   "1 0011223344556677 dyn /usr/lib/x86_64-linux-gnu/libc.so.6");
+	ivm_meta_lines_add(&meta, "umap",
+			   "180 1 0x7fd54589b000 0x7fd5459f1000 0x26000 0x7fd545875000");
+	ivm_meta_lines_add(&meta, "uobject", "2 8899aabbccddeeff exec -");
+	ivm_frame_names_load(fn, &cfg, &meta);
+	ivm_frame_names_mappings(fn, maps);
+	m = ivm_mappings_find(maps, IVM_NODE_USER, IVM_UPC(1, 0x891f5));
+	cr_assert_not_null(m);
+	cr_assert_eq(m->start, 0x26000);
+	cr_assert_eq(m->limit, 0x17c000);
+	cr_assert_eq(m->offset, 0x26000);
+	cr_assert_str_eq(m->file, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+	cr_assert_str_eq(m->build_id, "0011223344556677");
+	cr_assert_null(ivm_mappings_find(maps, IVM_NODE_USER,
+					 IVM_UPC(1, 0x17c000)));
+	/* No umap, no host copy: all of its addresses, file unknown. */
+	m = ivm_mappings_find(maps, IVM_NODE_USER, IVM_UPC(2, 0x1234));
+	cr_assert_not_null(m);
+	cr_assert_str_eq(m->build_id, "8899aabbccddeeff");
+	ivm_mappings_destroy(maps);
+	ivm_frame_names_destroy(fn);
 	ivm_meta_lines_free(&meta);
 }

@@ -140,3 +140,29 @@ Test(uobjects, parsers_refuse_malformed)
 	refused(ivm_usym_parse("1 0x10 0x10", &num, &vaddr, &size,
 					  &name));
 }
+
+/* A continuous run's next file announces every object again, same ids. */
+Test(uobjects, forget_announces_again_for_a_new_file)
+{
+	static const uint8_t a[20] = { 0xaa }, b[20] = { 0xbb };
+	struct emitted e = { .fail_at = -1 };
+	struct ivm_uobjects *t;
+	struct ivm_uobject *oa, *ob;
+
+	cr_assert_null(ivm_uobjects_create(&t));
+	oa = ivm_uobjects_get(t, a, sizeof(a), true, "/lib/a.so");
+	ob = ivm_uobjects_get(t, b, sizeof(b), true, "/lib/b.so");
+	ivm_uobjects_note_symbol(t, oa, 0x1000, 0x10, "f");
+	cr_assert_null(ivm_uobjects_take_meta(t, emit, &e));
+	cr_assert_eq(e.nr, 3);
+	ivm_uobjects_forget(t);
+	ivm_uobjects_note_symbol(t, oa, 0x1000, 0x10, "f");
+	e.nr = 0;
+	cr_assert_null(ivm_uobjects_take_meta(t, emit, &e));
+	cr_assert_eq(e.nr, 3, "%d items", e.nr);
+	cr_assert(!strncmp(e.lines[0], "uobject: 1 aa", 13));
+	cr_assert(!strncmp(e.lines[1], "uobject: 2 bb", 13));
+	cr_assert_str_eq(e.lines[2], "usym: 1 0x1000 0x10 f");
+	cr_assert_eq(ivm_uobjects_get(t, b, sizeof(b), true, NULL), ob);
+	ivm_uobjects_destroy(t);
+}
