@@ -467,14 +467,14 @@ void ivm_frame_names_mappings(struct ivm_frame_names *rs,
 
 		if (!o->build_id[0])
 			continue;
-		if (object_segment(meta, (uint32_t)i + 1, &start, &end,
+		/* A host copy names the file a symbolizer can open. */
+		host_segment(rs, o->build_id, &m);
+		if (m.limit == UINT64_MAX &&
+		    object_segment(meta, (uint32_t)i + 1, &start, &end,
 				   &offset)) {
 			m.start = m.lo = PAGE_DOWN(start);
 			m.limit = m.hi = PAGE_UP(end);
 			m.offset = PAGE_DOWN(offset);
-		} else {
-			host_segment(rs, o->build_id, &m);
-			m.file = o->path;
 		}
 		err = ivm_mappings_add(maps, &m);
 	}

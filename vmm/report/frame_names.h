@@ -95,8 +95,9 @@ struct ivm_mappings;
 /*
  * The files the loaded metadata's frames are in (report/mappings.h): the
  * kernel ("kernel_text", "kernel_build_id"), its modules, each user object
- * (its code segment where a process had it, "umap", or where a host copy
- * says, else all its addresses) and each executable old profiles name.
+ * (placed and named by its host copy when there is one, else by where a
+ * process had its code, "umap", and its guest path, else all its
+ * addresses) and each executable old profiles name.
  * What cannot be added is said once through the log hook.
  */
 void ivm_frame_names_mappings(struct ivm_frame_names *fn,
