@@ -79,6 +79,7 @@ size_t ivm_report_stack(const struct ivm_calltree *tree,
 		for (i = 0; i < got; i++) {
 			out[n + i].type = node->type;
 			out[n + i].pc = node->key;
+			out[n + i].exact = node->pc_flags & IVM_PC_EXACT;
 		}
 		n += got;
 	}

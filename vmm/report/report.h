@@ -33,6 +33,7 @@ struct ivm_report_frame {
 	bool has_offset;
 	uint64_t offset;
 	enum ivm_node_type type;	/* IVM_NODE_USER or IVM_NODE_KERNEL */
+	bool exact;		/* pc is an interrupted pc, not a return address */
 	uint64_t pc;
 };
 
