@@ -301,7 +301,8 @@ static unsigned int object_frames(struct ivm_frame_names *rs, uint64_t pc,
 				    vaddr) < 0) {
 			s = NULL;
 		}
-		out[0] = (struct ivm_report_frame){ .function = own(rs, s) };
+		out[0] = (struct ivm_report_frame){ .function = own(rs, s),
+						    .raw = true };
 	}
 	if (!out[0].function)
 		return 0;

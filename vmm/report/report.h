@@ -34,6 +34,11 @@ struct ivm_report_frame {
 	uint64_t offset;
 	enum ivm_node_type type;	/* IVM_NODE_USER or IVM_NODE_KERNEL */
 	bool exact;		/* pc is an interrupted pc, not a return address */
+	/*
+	 * function is only "FILE+0xADDR": no symbol names the frame (a pprof
+	 * location then has no lines, for a later symbolizer).
+	 */
+	bool raw;
 	uint64_t pc;
 };
 

@@ -342,8 +342,8 @@ static uint32_t location_id(struct pprof *pp,
 		pp->locations = nl;
 		pp->cap_locations = ncap;
 	}
-	for (i = 0; i < n && i < IVM_REPORT_MAX_INLINE && frames[i].function;
-	     i++) {
+	for (i = 0; i < n && i < IVM_REPORT_MAX_INLINE && frames[i].function &&
+		    !frames[i].raw; i++) {
 		fids[i] = function_id(pp, frames[i].function, frames[i].file);
 		files = files || frames[i].file;
 		lines = lines || frames[i].line;
