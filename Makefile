@@ -23,7 +23,7 @@ CC ?= cc
 CLANG ?= clang
 PKG_CONFIG ?= pkg-config
 
-PKGS := libvirt libvirt-qemu json-c libelf libdw libbpf libtraceevent libtracefs
+PKGS := libvirt libvirt-qemu json-c libelf libdw libdebuginfod liblzma libbpf libtraceevent libtracefs
 TEST_PKGS := criterion
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter
@@ -61,6 +61,7 @@ SYM_LIB := $(if $(SYM_SRCS),$(BUILD)/libivmsym.a)
 
 GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/lockstorm-nofp $(BUILD)/guest/lockstorm-pie \
+	$(BUILD)/guest/lockstorm-dyn \
 	$(BUILD)/guest/spin $(BUILD)/guest/mapfiles
 
 .PHONY: all deps check unit fuzz-replay e2e e2e-demo e2e-web01 web01 fuzz bench \
@@ -124,6 +125,13 @@ $(BUILD)/guest/lockstorm-pie: tests/workloads/lockstorm.c
 $(BUILD)/guest/mapfiles: tests/workloads/mapfiles.c
 	@mkdir -p $(dir $@)
 	$(CC) $(GUEST_CFLAGS) -o $@ $<
+
+# Dynamically linked against the guest's (the host's: Debian 12's) libc,
+# without frame pointers, as distribution servers are: user stacks through
+# libc need its CFI from guest memory.
+$(BUILD)/guest/lockstorm-dyn: tests/workloads/lockstorm.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -static,$(GUEST_CFLAGS)) -fomit-frame-pointer -o $@ $<
 
 $(BUILD)/guest/spin: tests/workloads/spin.c
 	@mkdir -p $(dir $@)

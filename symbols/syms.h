@@ -21,7 +21,7 @@
 #include "sym_error.h"
 #include "symfile.h"
 
-#define IVM_SYMS_MAX_BINARIES	16
+#define IVM_SYMS_MAX_BINARIES	1024
 #define IVM_SYMS_MAX_MODULES	4096
 #define IVM_SYMS_MODULE_DIR	"/usr/lib/debug"
 

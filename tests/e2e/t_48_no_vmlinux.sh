@@ -83,7 +83,7 @@ for tid in $tids; do
 $stack_before
 ---
 $ours"
-	echo "$ours" | grep -q " worker_main+0x[0-9a-f]*$" ||
+	echo "$ours" | grep -Eq " worker_main\+0x[0-9a-f]+( |$)" ||
 		fail "tid $tid: no worker_main in the user part: $ours"
 	checked=$((checked + 1))
 	kframes+=$(echo "$ours" | awk '$NF == "[k]" { print $2, $3 }')$'\n'

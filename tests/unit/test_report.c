@@ -28,7 +28,7 @@
  * 0xffffffff81000010 is "schedule"; anything else is unknown.
  */
 static unsigned int fake_frames(void *ctx, enum ivm_node_type type,
-				uint64_t pc, struct ivm_report_frame *out,
+				uint64_t pc, bool exact, struct ivm_report_frame *out,
 				unsigned int max)
 {
 	if (max < 2)
@@ -531,4 +531,53 @@ Test(report_file, pprof_mappings_time_and_names_from_the_profile,
 			      "2a4768ab9c201b9aa409616706c4aafd0defc4be "),
 		  "%s", raw);
 	free(raw);
+}
+
+/*
+ * An interrupted pc at a function's first instruction (the leaf of a task
+ * caught running, the frame after an interrupt entry) is named by that
+ * function: looked up at pc, not pc - 1, which is the function before.
+ * Return addresses at pc - 1 as before.
+ */
+Test(report_file, exact_pcs_are_looked_up_at_pc, .timeout = 60)
+{
+	char path[] = "/tmp/ivm-test-prof-XXXXXX";
+	struct ivm_profile_writer *w;
+	uint64_t k[2];
+	uint8_t kf[2] = { IVM_PC_EXACT, 0 };
+	struct ivm_sample s = {
+		.kind = IVM_SAMPLE_ON_CPU, .pid = 100, .tid = 101,
+		.comm = "spin", .nr_kernel = 2, .kernel_pcs = k,
+		.kernel_flags = kf,
+	};
+	char slide[32];
+	char *out;
+	int fd;
+
+	if (access(VMLINUX, R_OK))
+		cr_skip_test("%s not present (make image)", VMLINUX);
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	/* The leaf at schedule's first byte; its caller a return address. */
+	k[0] = map_addr("schedule") + SLIDE;
+	k[1] = map_addr("schedule_timeout") + 0x20 + SLIDE;
+	snprintf(slide, sizeof(slide), "0x%llx", SLIDE);
+	cr_assert_null(ivm_profile_writer_create(path, &w));
+	cr_assert_null(ivm_profile_write_meta(w, "kernel",
+					      "6.1.0-56-cloud-amd64"));
+	cr_assert_null(ivm_profile_write_meta(w, "vmlinux", VMLINUX));
+	cr_assert_null(ivm_profile_write_meta(w, "kaslr_offset", slide));
+	cr_assert_null(ivm_profile_write_sample(w, &s));
+	/* The same pc as a return address names the function before it. */
+	kf[0] = 0;
+	cr_assert_null(ivm_profile_write_sample(w, &s));
+	cr_assert_null(ivm_profile_writer_finish(w, 1, NULL, 0));
+	out = report_of(path, IVM_REPORT_FOLDED);
+	cr_assert(strstr(out, "schedule_timeout_[k];schedule_[k] 1"), "%s",
+		  out);
+	cr_assert(!strstr(out, "schedule_timeout_[k];schedule_[k] 2"), "%s",
+		  out);
+	free(out);
+	unlink(path);
 }

@@ -520,6 +520,13 @@ int ivm_cmd_profile(int argc, char **argv)
 		res.blocked_outcomes[IVM_CAPTURE_KEPT],
 		res.blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
 		res.blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE]);
+	if (res.objects.objects)
+		fprintf(stderr,
+			"idlevm: user objects: %zu, unwound by the CFI the guest holds: %zu; CFI rows: %"
+			PRIu64 " looked up, %" PRIu64
+			" whose bytes the guest did not hold\n",
+			res.objects.objects, res.objects.with_image,
+			res.objects.row_lookups, res.objects.row_faults);
 	if ((res.to_idle_resolved || res.to_idle_unresolved) &&
 	    res.idle_source != IVM_IDLE_SOURCE_SCHED)
 		fprintf(stderr,

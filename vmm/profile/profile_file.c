@@ -184,7 +184,11 @@ struct ivm_error *ivm_profile_write_sample(struct ivm_profile_writer *w,
 		ivm_put_u32(&w->rec, s->counters[i].id);
 		ivm_put_u64(&w->rec, s->counters[i].value);
 	}
-	return emit_record(w, IVM_RECORD_SAMPLE);
+	for (i = 0; i < s->nr_kernel; i++)
+		ivm_put_u8(&w->rec, s->kernel_flags ? s->kernel_flags[i] : 0);
+	for (i = 0; i < s->nr_user; i++)
+		ivm_put_u8(&w->rec, s->user_flags ? s->user_flags[i] : 0);
+	return emit_record(w, IVM_RECORD_SAMPLE2);
 }
 
 static void put_stats(struct ivm_buf *b, const struct ivm_stat *stats,
@@ -319,6 +323,8 @@ struct ivm_profile_reader {
 	/* Scratch the current record's decoded arrays point into. */
 	uint64_t kernel_pcs[IVM_SAMPLE_MAX_FRAMES];
 	uint64_t user_pcs[IVM_SAMPLE_MAX_FRAMES];
+	uint8_t kernel_flags[IVM_SAMPLE_MAX_FRAMES];
+	uint8_t user_flags[IVM_SAMPLE_MAX_FRAMES];
 	struct ivm_label labels[IVM_SAMPLE_MAX_LABELS];
 	struct ivm_counter counters[IVM_SAMPLE_MAX_COUNTERS];
 	/* Strings are copied out NUL-terminated into this arena. */
@@ -443,7 +449,7 @@ static const char *get_string(struct ivm_profile_reader *r,
 }
 
 static bool decode_sample(struct ivm_profile_reader *r, struct ivm_cursor *c,
-			  struct ivm_sample *s)
+			  bool with_flags, struct ivm_sample *s)
 {
 	const uint8_t *comm;
 	unsigned int i;
@@ -485,10 +491,16 @@ static bool decode_sample(struct ivm_profile_reader *r, struct ivm_cursor *c,
 		r->counters[i].id = ivm_get_u32(c);
 		r->counters[i].value = ivm_get_u64(c);
 	}
+	for (i = 0; with_flags && i < s->nr_kernel; i++)
+		r->kernel_flags[i] = ivm_get_u8(c);
+	for (i = 0; with_flags && i < s->nr_user; i++)
+		r->user_flags[i] = ivm_get_u8(c);
 	if (c->bad || c->left)
 		return false;
 	s->kernel_pcs = r->kernel_pcs;
 	s->user_pcs = r->user_pcs;
+	s->kernel_flags = with_flags ? r->kernel_flags : NULL;
+	s->user_flags = with_flags ? r->user_flags : NULL;
 	s->labels = r->labels;
 	s->counters = r->counters;
 	return true;
@@ -706,7 +718,10 @@ bool ivm_profile_reader_next(struct ivm_profile_reader *r,
 		rec->offset = at;
 		switch (type) {
 		case IVM_RECORD_SAMPLE:
-			ok = decode_sample(r, &c, &rec->sample);
+		case IVM_RECORD_SAMPLE2:
+			ok = decode_sample(r, &c, type == IVM_RECORD_SAMPLE2,
+					   &rec->sample);
+			rec->type = IVM_RECORD_SAMPLE;
 			break;
 		case IVM_RECORD_META:
 			ok = decode_meta(r, &c, rec);

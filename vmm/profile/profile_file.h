@@ -24,6 +24,10 @@
  *           u16 nr_counters, u64 kernel_pcs[], u64 user_pcs[],
  *           labels { u16 klen, key, u16 vlen, value }[],
  *           counters { u32 id, u64 value }[]
+ *   SAMPLE2 a SAMPLE's payload, then u8 kernel_flags[nr_kernel] and u8
+ *           user_flags[nr_user] (IVM_PC_*: which pcs are exact, not
+ *           return addresses).  What the writer writes; SAMPLE is read as
+ *           all return addresses.
  *   STATS   repeated { u16 klen, key, u64 value }: running totals (samples by
  *           kind, discarded, lost...), written at each flush; the last one
  *           wins.
@@ -73,6 +77,7 @@ enum ivm_record_type {
 	IVM_RECORD_STATS = 3,
 	IVM_RECORD_END = 4,
 	IVM_RECORD_IDLE_PERIOD = 5,
+	IVM_RECORD_SAMPLE2 = 6,
 };
 
 /* A guest task as an idle-period record names it. */
@@ -157,7 +162,7 @@ struct ivm_profile_record {
 	enum ivm_record_type type;
 	uint64_t offset;		/* file offset of the record */
 	union {
-		struct ivm_sample sample;	/* SAMPLE */
+		struct ivm_sample sample;	/* SAMPLE, SAMPLE2 (as SAMPLE) */
 		struct {			/* META */
 			const struct ivm_label *items;
 			size_t nr;

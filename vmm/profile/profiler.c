@@ -1003,14 +1003,25 @@ static void poll_once(struct profiler *p, uint64_t now)
  * as "ksym" metadata ("ADDR SIZE TYPE NAME", link-time addresses like a
  * System.map), so the file names its kernel frames on its own.
  */
+static struct ivm_error *emit_meta(void *ctx, const char *key,
+				   const char *value)
+{
+	return ivm_profile_write_meta(ctx, key, value);
+}
+
 static struct ivm_error *write_new_ksyms(struct profiler *p)
 {
 	const struct ivm_ksym *const *syms;
 	struct ivm_error *err = NULL;
 	size_t nr, i;
 
-	if (!p->ksym_hits || !p->writer)
+	if (!p->writer)
 		return NULL;
+	/* The user objects met since, and the names their frames got. */
+	err = ivm_uobjects_take_meta(ivm_capture_engine_objects(p->engine),
+				     emit_meta, p->writer);
+	if (err || !p->ksym_hits)
+		return err;
 	syms = ivm_ksym_hits_take_new(p->ksym_hits, &nr);
 	for (i = 0; i < nr && !err; i++) {
 		char line[256], *c;
@@ -1100,6 +1111,15 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 				     r->from_idle_resolved };
 	st[n++] = (struct ivm_stat){ "from_idle_unresolved",
 				     r->from_idle_unresolved };
+	{
+		struct ivm_uobjects_stats us;
+
+		ivm_uobjects_stats(ivm_capture_engine_objects(p->engine), &us);
+		st[n++] = (struct ivm_stat){ "user_objects", us.objects };
+		st[n++] = (struct ivm_stat){ "cfi_rows", us.row_lookups };
+		st[n++] = (struct ivm_stat){ "cfi_rows_absent",
+					     us.row_faults };
+	}
 	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
 		const struct ivm_pin_stats *ps =
 			ivm_pin_capture_stats(p->cfg->pin);
@@ -1565,6 +1585,8 @@ static struct ivm_error *next_window(struct profiler *p, uint64_t now)
 	p->nr_window_base = nr;
 	if (p->ksym_hits)
 		ivm_ksym_hits_forget(p->ksym_hits);
+	/* The next file names its user objects itself too. */
+	ivm_uobjects_forget(ivm_capture_engine_objects(p->engine));
 	err = p->cfg->next_window(p->cfg->window_ctx, &p->writer);
 	if (!err)
 		err = write_meta(p);
@@ -1666,6 +1688,8 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	result->elapsed_s = (double)(ivm_mono_ns() - p.start_ns) / 1e9;
 	result->dispatch = *ivm_dispatch_stats(p.dispatch);
 	result->idle = *ivm_idle_periods_stats(p.periods);
+	ivm_uobjects_stats(ivm_capture_engine_objects(p.engine),
+			   &result->objects);
 	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin)
 		result->pin = *ivm_pin_capture_stats(config->pin);
 	if (config->status_line)

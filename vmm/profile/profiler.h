@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "profile/capture.h"
+#include "profile/uobjects.h"
 #include "profile/capture_pin.h"
 #include "profile/dispatch.h"
 #include "profile/idle_periods.h"
@@ -139,6 +140,8 @@ struct ivm_profiler_result {
 	bool tracefs_mounted;		/* sched source: we mounted tracefs */
 	enum ivm_idle_source idle_source;	/* the one that ran */
 	bool realtime;			/* ran at SCHED_FIFO priority */
+	/* User objects met, and their CFI rows (profile/uobjects.h). */
+	struct ivm_uobjects_stats objects;
 	char end_reason[128];		/* "duration", "interrupted", ... */
 };
 

@@ -33,7 +33,34 @@ enum {
 	IVM_STACK_TRUNC_BADINFO	= 1 << 3,  /* no/garbage unwind info */
 	IVM_STACK_INEXACT	= 1 << 4,  /* frame-pointer fallback used */
 	IVM_STACK_NO_USER	= 1 << 5,  /* user part not unwound */
+	IVM_STACK_TRUNC_NOCFI	= 1 << 6,  /* CFI not in guest memory */
 };
+
+/*
+ * What a frame's pc is (a byte per frame, in kernel_flags and user_flags):
+ * without IVM_PC_EXACT a return address, whose call is the instruction
+ * before it (symbolize pc - 1); with it an interrupted pc taken from a
+ * register set (the leaf of a running task, the frame after an interrupt,
+ * exception or signal entry), symbolized at pc itself.
+ */
+enum {
+	IVM_PC_EXACT	= 1 << 0,
+	IVM_PC_INEXACT	= 1 << 1,  /* found by the frame-pointer fallback */
+};
+
+/*
+ * A user pc in a known object (profile/uobjects.h) is recorded as that
+ * object's number in bits 48-63 and its link-time address below: user
+ * addresses never set those bits, so an untagged pc is the run-time
+ * address itself.
+ */
+#define IVM_UPC_TAG_SHIFT	48
+#define IVM_UPC(id, vaddr)	((uint64_t)(id) << IVM_UPC_TAG_SHIFT | \
+				 ((uint64_t)(vaddr) & \
+				  ((UINT64_C(1) << IVM_UPC_TAG_SHIFT) - 1)))
+#define IVM_UPC_ID(pc)		((uint32_t)((uint64_t)(pc) >> IVM_UPC_TAG_SHIFT))
+#define IVM_UPC_VADDR(pc)	((uint64_t)(pc) & \
+				 ((UINT64_C(1) << IVM_UPC_TAG_SHIFT) - 1))
 
 /* Caps enforced by the writer and by the reader (hostile files). */
 #define IVM_SAMPLE_MAX_FRAMES	256	/* per part (kernel, user) */
@@ -72,6 +99,9 @@ struct ivm_sample {
 	uint16_t nr_counters;
 	const uint64_t *kernel_pcs;	/* leaf first */
 	const uint64_t *user_pcs;	/* leaf first */
+	/* IVM_PC_* per frame, or NULL: every frame a return address. */
+	const uint8_t *kernel_flags;
+	const uint8_t *user_flags;
 	const struct ivm_label *labels;
 	const struct ivm_counter *counters;
 };

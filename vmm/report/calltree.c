@@ -32,11 +32,12 @@ struct ivm_calltree {
 };
 
 static uint64_t hash_key(uint32_t parent, enum ivm_node_type type,
-			 uint64_t key)
+			 uint64_t key, uint8_t pc_flags)
 {
 	uint64_t h = key * 0x9e3779b97f4a7c15ull;
 
-	h ^= ((uint64_t)parent << 3 | (uint64_t)type) * 0xc2b2ae3d27d4eb4full;
+	h ^= ((uint64_t)parent << 4 | (uint64_t)pc_flags << 3 |
+	      (uint64_t)type) * 0xc2b2ae3d27d4eb4full;
 	h ^= h >> 29;
 	return h;
 }
@@ -53,7 +54,7 @@ static struct ivm_error *grow_slots(struct ivm_calltree *tree)
 		return &ivm_enomem;
 	for (i = 1; i < tree->nr; i++) {
 		const struct ivm_calltree_node *n = &tree->nodes[i];
-		uint64_t h = hash_key(n->parent, n->type, n->key);
+		uint64_t h = hash_key(n->parent, n->type, n->key, n->pc_flags);
 		uint32_t s = (uint32_t)h & (nr_slots - 1);
 
 		while (slots[s])
@@ -68,7 +69,7 @@ static struct ivm_error *grow_slots(struct ivm_calltree *tree)
 
 static struct ivm_error *new_node(struct ivm_calltree *tree, uint32_t parent,
 				  enum ivm_node_type type, uint64_t key,
-				  uint32_t *ret)
+				  uint8_t pc_flags, uint32_t *ret)
 {
 	struct ivm_calltree_node *n;
 
@@ -91,6 +92,7 @@ static struct ivm_error *new_node(struct ivm_calltree *tree, uint32_t parent,
 	n->next_sibling = IVM_CALLTREE_NONE;
 	n->type = type;
 	n->key = key;
+	n->pc_flags = pc_flags;
 	if (parent != IVM_CALLTREE_NONE) {
 		struct ivm_calltree_node *p = &tree->nodes[parent];
 
@@ -114,7 +116,7 @@ struct ivm_error *ivm_calltree_create(unsigned int grouping,
 	tree->grouping = grouping;
 	tree->by = grouping & IVM_CALLTREE_BY_THREAD ? IVM_GROUP_BY_THREAD :
 		   IVM_GROUP_BY_PROCESS;
-	err = new_node(tree, IVM_CALLTREE_NONE, IVM_NODE_ROOT, 0, &root);
+	err = new_node(tree, IVM_CALLTREE_NONE, IVM_NODE_ROOT, 0, 0, &root);
 	if (!err)
 		err = grow_slots(tree);
 	if (err) {
@@ -397,12 +399,12 @@ static const char *group_of(const struct ivm_calltree *tree,
 	}
 }
 
-/* The child of parent with (type, key), created if missing. */
-static struct ivm_error *child(struct ivm_calltree *tree, uint32_t parent,
-			       enum ivm_node_type type, uint64_t key,
-			       uint32_t *ret)
+/* The child of parent with (type, key, pc_flags), created if missing. */
+static struct ivm_error *child_pc(struct ivm_calltree *tree, uint32_t parent,
+				  enum ivm_node_type type, uint64_t key,
+				  uint8_t pc_flags, uint32_t *ret)
 {
-	uint64_t h = hash_key(parent, type, key);
+	uint64_t h = hash_key(parent, type, key, pc_flags);
 	uint32_t s = (uint32_t)h & (tree->nr_slots - 1);
 	struct ivm_error *err;
 
@@ -410,13 +412,14 @@ static struct ivm_error *child(struct ivm_calltree *tree, uint32_t parent,
 		const struct ivm_calltree_node *n =
 			&tree->nodes[tree->slots[s] - 1];
 
-		if (n->parent == parent && n->type == type && n->key == key) {
+		if (n->parent == parent && n->type == type && n->key == key &&
+		    n->pc_flags == pc_flags) {
 			*ret = tree->slots[s] - 1;
 			return NULL;
 		}
 		s = (s + 1) & (tree->nr_slots - 1);
 	}
-	err = new_node(tree, parent, type, key, ret);
+	err = new_node(tree, parent, type, key, pc_flags, ret);
 	if (err)
 		return err;
 	tree->slots[s] = *ret + 1;
@@ -424,6 +427,13 @@ static struct ivm_error *child(struct ivm_calltree *tree, uint32_t parent,
 	if ((uint64_t)tree->nr * 2 > tree->nr_slots)
 		return grow_slots(tree);
 	return NULL;
+}
+
+static struct ivm_error *child(struct ivm_calltree *tree, uint32_t parent,
+			       enum ivm_node_type type, uint64_t key,
+			       uint32_t *ret)
+{
+	return child_pc(tree, parent, type, key, 0, ret);
 }
 
 struct ivm_error *ivm_calltree_add(struct ivm_calltree *tree,
@@ -496,13 +506,18 @@ struct ivm_error *ivm_calltree_add_ctx(struct ivm_calltree *tree,
 		path[nr++] = cur;
 	}
 	for (k = s->nr_user - 1; k >= 0; k--) {
-		err = child(tree, cur, IVM_NODE_USER, s->user_pcs[k], &cur);
+		/* Only exactness changes what a pc names. */
+		err = child_pc(tree, cur, IVM_NODE_USER, s->user_pcs[k],
+			       s->user_flags ? s->user_flags[k] & IVM_PC_EXACT :
+			       0, &cur);
 		if (err)
 			return err;
 		path[nr++] = cur;
 	}
 	for (k = s->nr_kernel - 1; k >= 0; k--) {
-		err = child(tree, cur, IVM_NODE_KERNEL, s->kernel_pcs[k], &cur);
+		err = child_pc(tree, cur, IVM_NODE_KERNEL, s->kernel_pcs[k],
+			       s->kernel_flags ?
+			       s->kernel_flags[k] & IVM_PC_EXACT : 0, &cur);
 		if (err)
 			return err;
 		path[nr++] = cur;

@@ -76,6 +76,11 @@ struct ivm_calltree_node {
 	uint32_t depth;
 	enum ivm_node_type type;
 	uint64_t key;
+	/*
+	 * Code frames: IVM_PC_EXACT when key is an interrupted pc, not a
+	 * return address (sample.h); part of the node's identity.
+	 */
+	uint8_t pc_flags;
 	char comm[IVM_COMM_LEN];	/* process/thread nodes */
 	uint32_t title;		/* process nodes: string id, 0: unknown */
 	uint64_t self[IVM_SAMPLE_NR_KINDS];

@@ -67,7 +67,9 @@ size_t ivm_report_stack(const struct ivm_calltree *tree,
 		       (unsigned int)(max - n) : IVM_REPORT_MAX_INLINE;
 		if (opts->sym.frames)
 			got = opts->sym.frames(opts->sym.ctx, node->type,
-					       node->key, out + n, room);
+					       node->key,
+					       node->pc_flags & IVM_PC_EXACT,
+					       out + n, room);
 		if (got > room)
 			got = room;
 		if (!got) {
@@ -77,6 +79,7 @@ size_t ivm_report_stack(const struct ivm_calltree *tree,
 		for (i = 0; i < got; i++) {
 			out[n + i].type = node->type;
 			out[n + i].pc = node->key;
+			out[n + i].exact = node->pc_flags & IVM_PC_EXACT;
 		}
 		n += got;
 	}

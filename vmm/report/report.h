@@ -26,7 +26,19 @@ struct ivm_report_frame {
 	const char *file;	/* NULL: unknown */
 	unsigned int line;	/* 0: unknown */
 	bool inlined;		/* inlined into the next outer frame */
+	/*
+	 * The out-of-line frame (not inlined): the pc's offset into its
+	 * function, when has_offset.  For `idlevm stack`.
+	 */
+	bool has_offset;
+	uint64_t offset;
 	enum ivm_node_type type;	/* IVM_NODE_USER or IVM_NODE_KERNEL */
+	bool exact;		/* pc is an interrupted pc, not a return address */
+	/*
+	 * function is only "FILE+0xADDR": no symbol names the frame (a pprof
+	 * location then has no lines, for a later symbolizer).
+	 */
+	bool raw;
 	uint64_t pc;
 };
 
@@ -45,10 +57,13 @@ struct ivm_symbolizer {
 	/*
 	 * Fill at most max frames for pc (a user or kernel frame, per type),
 	 * innermost first, and return how many; 0 prints the raw address.
-	 * Strings must stay valid until the writer returns.
+	 * exact: pc is an interrupted instruction (name pc itself), not a
+	 * return address (name the call, pc - 1).  Strings must stay valid
+	 * until the writer returns.
 	 */
 	unsigned int (*frames)(void *ctx, enum ivm_node_type type, uint64_t pc,
-			       struct ivm_report_frame *out, unsigned int max);
+			       bool exact, struct ivm_report_frame *out,
+			       unsigned int max);
 	void *ctx;
 };
 

@@ -128,10 +128,11 @@ static uint64_t hash_str(const char *s)
 	return h;
 }
 
-/* A location's identity: the frame's type and pc as the tree keys it. */
+/* A location's identity: the frame's type, pc and exactness, as the tree keys it. */
 struct loc_key {
 	enum ivm_node_type type;
 	uint64_t pc;
+	bool exact;
 };
 
 /* What a mapping's locations had, for its has_* flags. */
@@ -286,19 +287,21 @@ static bool location_eq(struct pprof *pp, uint32_t id, const void *arg)
 {
 	const struct loc_key *a = &pp->locations[id - 1], *b = arg;
 
-	return a->type == b->type && a->pc == b->pc;
+	return a->type == b->type && a->pc == b->pc && a->exact == b->exact;
 }
 
 /*
  * The address a location names: the call instruction for a return address
  * (pc - 1, what the report symbolized and what a symbolizer must be
- * given, as Go's own profiles do), in the mapping's address space.
+ * given, as Go's own profiles do), an interrupted pc itself, in the
+ * mapping's address space.
  */
-static uint64_t location_address(enum ivm_node_type type, uint64_t pc)
+static uint64_t location_address(enum ivm_node_type type, uint64_t pc,
+				 bool exact)
 {
 	if (type == IVM_NODE_USER)
 		pc = IVM_REPORT_USER_PC(pc);
-	return pc ? pc - 1 : 0;
+	return pc && !exact ? pc - 1 : pc;
 }
 
 /*
@@ -310,9 +313,10 @@ static uint64_t location_address(enum ivm_node_type type, uint64_t pc)
 static uint32_t location_id(struct pprof *pp,
 			    const struct ivm_report_frame *frames, size_t n)
 {
-	struct loc_key key = { frames[0].type, frames[0].pc };
+	struct loc_key key = { frames[0].type, frames[0].pc, frames[0].exact };
 	uint64_t hash = key.pc ^ (key.type == IVM_NODE_KERNEL ?
-				  0x8000000000000001ull : 0);
+				  0x8000000000000001ull : 0) ^
+			(key.exact ? 0x4000000000000000ull : 0);
 	const struct ivm_mapping *map;
 	uint32_t id, fids[IVM_REPORT_MAX_INLINE];
 	size_t slot, i, named = 0;
@@ -338,8 +342,8 @@ static uint32_t location_id(struct pprof *pp,
 		pp->locations = nl;
 		pp->cap_locations = ncap;
 	}
-	for (i = 0; i < n && i < IVM_REPORT_MAX_INLINE && frames[i].function;
-	     i++) {
+	for (i = 0; i < n && i < IVM_REPORT_MAX_INLINE && frames[i].function &&
+		    !frames[i].raw; i++) {
 		fids[i] = function_id(pp, frames[i].function, frames[i].file);
 		files = files || frames[i].file;
 		lines = lines || frames[i].line;
@@ -359,7 +363,8 @@ static uint32_t location_id(struct pprof *pp,
 		u->filenames += files;
 		u->lines += lines;
 	}
-	pb_uint(&pp->sub, LOCATION_ADDRESS, location_address(key.type, key.pc));
+	pb_uint(&pp->sub, LOCATION_ADDRESS,
+		location_address(key.type, key.pc, key.exact));
 	for (i = 0; i < named; i++) {
 		pb_uint(&pp->sub2, LINE_FUNCTION_ID, fids[i]);
 		pb_uint(&pp->sub2, LINE_LINE, frames[i].line);
