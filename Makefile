@@ -62,7 +62,7 @@ SYM_LIB := $(if $(SYM_SRCS),$(BUILD)/libivmsym.a)
 GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/lockstorm-nofp $(BUILD)/guest/lockstorm-pie \
 	$(BUILD)/guest/lockstorm-dyn \
-	$(BUILD)/guest/spin $(BUILD)/guest/mapfiles
+	$(BUILD)/guest/spin $(BUILD)/guest/mapfiles $(BUILD)/guest/threadpark
 
 .PHONY: all deps check unit fuzz-replay e2e e2e-demo e2e-web01 web01 fuzz bench \
 	asan demo image clean \
@@ -132,6 +132,10 @@ $(BUILD)/guest/mapfiles: tests/workloads/mapfiles.c
 $(BUILD)/guest/lockstorm-dyn: tests/workloads/lockstorm.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -static,$(GUEST_CFLAGS)) -fomit-frame-pointer -o $@ $<
+
+$(BUILD)/guest/threadpark: tests/workloads/threadpark.c
+	@mkdir -p $(dir $@)
+	$(CC) $(GUEST_CFLAGS) -o $@ $<
 
 $(BUILD)/guest/spin: tests/workloads/spin.c
 	@mkdir -p $(dir $@)

@@ -51,6 +51,9 @@ const char *ivm_capture_mode_name(enum ivm_capture_mode mode)
 
 #define NR_FOLLOW 6	/* looks after a wakeup: follow_ns below */
 
+/* Room for every running total fill_stats() writes. */
+#define MAX_STATS 96
+
 struct vcpu_poll {
 	int stat_fd;		/* /proc/PID/task/TID/stat of its thread */
 	bool halted;
@@ -117,12 +120,15 @@ struct profiler {
 	struct ivm_last_ran *last_ran;
 	/* Continuous windows: when the current one ends, its first stats. */
 	uint64_t window_end_ns;
-	struct ivm_stat window_base[64];
+	struct ivm_stat window_base[MAX_STATS];
 	size_t nr_window_base;
 	struct ivm_proc_table *procs;	/* processes said in the file */
+	struct ivm_switch_sampler *switches;	/* --switch-every, or NULL */
 };
 
 static struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu);
+static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
+			      size_t *nr);
 static struct ivm_error *period_capture(struct profiler *p, uint32_t vcpu,
 					enum ivm_sample_kind kind,
 					uint64_t task, uint64_t time_ns);
@@ -304,6 +310,28 @@ static bool passes_filters(const struct profiler *p,
 	return true;
 }
 
+/*
+ * A kept capture into the file: its process said first (when it has one),
+ * then the sample; counted, and its kernel symbols noted.
+ */
+static struct ivm_error *write_kept(struct profiler *p,
+				    const struct ivm_capture *cap)
+{
+	struct ivm_error *err = NULL;
+
+	if (cap->task.mm)
+		err = ivm_proc_table_announce(p->procs, p->writer,
+					      cap->sample.pid, &cap->process);
+	if (!err)
+		err = ivm_profile_write_sample(p->writer, &cap->sample);
+	if (!err)
+		p->res->kept[cap->sample.kind]++;
+	if (!err && p->ksym_hits)
+		err = ivm_ksym_hits_add(p->ksym_hits, cap->sample.kernel_pcs,
+					cap->sample.nr_kernel);
+	return err;
+}
+
 static struct ivm_error *capture(struct profiler *p,
 				 const struct ivm_capture_req *req)
 {
@@ -384,17 +412,7 @@ static struct ivm_error *capture(struct profiler *p,
 		p->res->filtered++;
 		goto out;
 	}
-	if (p->cap.task.mm)
-		err = ivm_proc_table_announce(p->procs, p->writer,
-					      p->cap.sample.pid,
-					      &p->cap.process);
-	if (!err)
-		err = ivm_profile_write_sample(p->writer, &p->cap.sample);
-	if (!err)
-		p->res->kept[req->kind]++;
-	if (!err && p->ksym_hits)
-		err = ivm_ksym_hits_add(p->ksym_hits, p->cap.sample.kernel_pcs,
-					p->cap.sample.nr_kernel);
+	err = write_kept(p, &p->cap);
 out:
 	if (stopped) {
 		cerr = ivm_qmp_cont(g->qmp);
@@ -1137,12 +1155,102 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
 	}
 	fill_idle_stats(p, st, &n);
+	fill_switch_stats(p, st, &n);
 	st[n++] = (struct ivm_stat){ "polls", r->polls };
 	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
 	/* Of this window only (next_window() took the counts at its start). */
 	for (i = 0; i < n && i < p->nr_window_base; i++)
 		if (st[i].value >= p->window_base[i].value)
 			st[i].value -= p->window_base[i].value;
+	*nr = n;
+}
+
+/* ---- context-switch sampling (switch_sampler.h) ----------------------- */
+
+/* A switch sample the sampler kept: into the file, like a capture's. */
+static struct ivm_error *switch_emit(void *ctx, const struct ivm_capture *cap)
+{
+	return write_kept(ctx, cap);
+}
+
+/* Last in setup: the sampler's first read starts every thread's totals. */
+static struct ivm_error *switch_setup(struct profiler *p)
+{
+	const struct ivm_profiler_config *c = p->cfg;
+	struct ivm_switch_sampler_config sc = {
+		.every = c->switch_every, .batch = c->switch_batch,
+		.interval_ns = (uint64_t)(c->switch_interval_ms * 1e6),
+		.walk_budget = c->switch_walk_budget,
+		.filter_pid = c->filter_pid, .filter_comm = c->filter_comm,
+		.skip_tgid = helper_tgid(p),
+		.emit = switch_emit, .emit_ctx = p,
+	};
+	struct ivm_error *err;
+
+	if (!c->switch_every)
+		return NULL;
+	err = ivm_switch_sampler_create(p->guest, p->engine, p->writer, &sc,
+					&p->switches);
+	return err ? ivm_error_wrap(err, "switch sampling") : NULL;
+}
+
+/* A look of the switch sampler when due; an error ends the run. */
+static void switch_look(struct profiler *p, uint64_t now)
+{
+	struct ivm_error *err;
+
+	if (!p->switches)
+		return;
+	err = ivm_switch_sampler_look(p->switches, now);
+	if (err) {
+		p->gone = true;
+		end_with(p, ivm_error_string(err));
+		ivm_error_destroy(err);
+	}
+}
+
+/* The earlier of next and the sampler's next look. */
+static uint64_t switch_due(const struct profiler *p, uint64_t next)
+{
+	uint64_t due;
+
+	if (!p->switches)
+		return next;
+	due = ivm_switch_sampler_due(p->switches);
+	return due < next ? due : next;
+}
+
+static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
+			      size_t *nr)
+{
+	const struct ivm_switch_sampler_stats *ss = &p->res->switches;
+	size_t n = *nr;
+
+	if (!p->switches)
+		return;
+	ivm_switch_sampler_stats(p->switches, &p->res->switches);
+	st[n++] = (struct ivm_stat){ "switch", p->res->kept[IVM_SAMPLE_SWITCH] };
+	st[n++] = (struct ivm_stat){ "switch_crossings", ss->crossings };
+	st[n++] = (struct ivm_stat){ "switch_coalesced", ss->coalesced };
+	st[n++] = (struct ivm_stat){ "switch_discarded", ss->discarded };
+	st[n++] = (struct ivm_stat){ "switch_capture_failed",
+				     ss->capture_failed };
+	st[n++] = (struct ivm_stat){ "switch_deferred", ss->deferred };
+	st[n++] = (struct ivm_stat){ "switch_waited_on_cpu",
+				     ss->waited_on_cpu };
+	st[n++] = (struct ivm_stat){ "switch_looks", ss->looks };
+	st[n++] = (struct ivm_stat){ "switch_look_ns", ss->look_ns };
+	st[n++] = (struct ivm_stat){ "switch_look_max_ns", ss->look_max_ns };
+	st[n++] = (struct ivm_stat){ "switch_reads", ss->reads };
+	st[n++] = (struct ivm_stat){ "switch_read_failed", ss->read_failed };
+	st[n++] = (struct ivm_stat){ "switch_threads", ss->watched };
+	st[n++] = (struct ivm_stat){ "switch_threads_met", ss->threads_met };
+	st[n++] = (struct ivm_stat){ "switch_threads_gone", ss->gone };
+	st[n++] = (struct ivm_stat){ "switch_unwatched", ss->unwatched };
+	st[n++] = (struct ivm_stat){ "switch_sweeps", ss->sweeps };
+	st[n++] = (struct ivm_stat){ "switch_sweeps_truncated",
+				     ss->sweeps_truncated };
+	st[n++] = (struct ivm_stat){ "switch_walk_reads", ss->walk_reads };
 	*nr = n;
 }
 
@@ -1246,6 +1354,10 @@ static struct ivm_error *write_meta(struct profiler *p)
 	META("idle_every", buf);
 	snprintf(buf, sizeof(buf), "%g", c->poll_interval_ms);
 	META("poll_interval_ms", buf);
+	if (c->switch_every) {
+		snprintf(buf, sizeof(buf), "%u", c->switch_every);
+		META("switch_every", buf);
+	}
 	gmtime_r(&now, &tm);
 	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	META("start", buf);
@@ -1498,6 +1610,8 @@ static struct ivm_error *setup(struct profiler *p)
 					   &p->ksym_hits);
 	if (!err)
 		err = write_meta(p);
+	if (!err)
+		err = switch_setup(p);
 	/* Setup is over: the file takes its name now (see profile_file.h). */
 	if (!err)
 		err = ivm_profile_writer_flush(p->writer);
@@ -1516,6 +1630,7 @@ static void teardown(struct profiler *p)
 	free(p->views);
 	free(p->views2);
 	free(p->last_views);
+	ivm_switch_sampler_destroy(p->switches);
 	ivm_vcpu_watch_destroy(p->watch);
 	ivm_last_ran_destroy(p->last_ran);
 	ivm_ksym_hits_destroy(p->ksym_hits);
@@ -1535,7 +1650,8 @@ static void teardown(struct profiler *p)
  */
 static struct ivm_error *wait_for_events(struct profiler *p, uint64_t now)
 {
-	uint64_t timeout = p->next_look_ns > now ? p->next_look_ns - now : 0;
+	uint64_t next = switch_due(p, p->next_look_ns);
+	uint64_t timeout = next > now ? next - now : 0;
 	bool ready;
 
 	return ivm_trace_session_wait(p->trace, timeout, &ready);
@@ -1569,10 +1685,14 @@ static void set_realtime(struct profiler *p, bool on)
  */
 static struct ivm_error *next_window(struct profiler *p, uint64_t now)
 {
-	struct ivm_stat stats[64];
+	struct ivm_stat stats[MAX_STATS];
 	struct ivm_error *err;
 	size_t nr;
 
+	/* Each thread's totals of this window, into its file. */
+	err = p->switches ? ivm_switch_sampler_end_window(p->switches) : NULL;
+	if (err)
+		return err;
 	fill_stats(p, stats, &nr);
 	ivm_error_destroy(write_new_ksyms(p));	/* the samples matter more */
 	err = ivm_profile_writer_finish(p->writer, now, stats, nr);
@@ -1590,6 +1710,8 @@ static struct ivm_error *next_window(struct profiler *p, uint64_t now)
 	err = p->cfg->next_window(p->cfg->window_ctx, &p->writer);
 	if (!err)
 		err = write_meta(p);
+	if (!err && p->switches)
+		ivm_switch_sampler_begin_window(p->switches, p->writer);
 	if (!err)
 		err = ivm_profile_writer_flush(p->writer);
 	return err;
@@ -1604,7 +1726,7 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	struct profiler p = { .guest = guest, .cfg = config, .writer = writer,
 			      .res = result, .source = config->idle_source };
 	uint64_t interval, next, last_flush, now, end_ns = 0;
-	struct ivm_stat stats[64];
+	struct ivm_stat stats[MAX_STATS];
 	struct ivm_error *err, *ferr;
 	size_t nr_stats;
 
@@ -1646,6 +1768,7 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 				p.window_end_ns = now + (uint64_t)(config->window_s * 1e9);
 		}
 		poll_once(&p, now);
+		switch_look(&p, ivm_mono_ns());
 		now = ivm_mono_ns();
 		if (now - last_flush >= 1000000000ull) {
 			enum ivm_qmp_lifecycle state = ivm_qmp_lifecycle(guest->qmp);
@@ -1656,6 +1779,8 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 			}
 			fill_stats(&p, stats, &nr_stats);
 			err = write_new_ksyms(&p);
+			if (!err && p.switches)
+				err = ivm_switch_sampler_flush(p.switches);
 			if (!err)
 				err = ivm_profile_write_stats(p.writer, stats,
 							      nr_stats);
@@ -1677,6 +1802,7 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 		next += interval;
 		if (next <= now)
 			next = now + interval;	/* overrun: don't burst */
+		next = switch_due(&p, next);
 		ts.tv_sec = (time_t)(next / 1000000000ull);
 		ts.tv_nsec = (long)(next % 1000000000ull);
 		/* EINTR (Ctrl-C) just ends the sleep early. */
@@ -1694,6 +1820,15 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 		result->pin = *ivm_pin_capture_stats(config->pin);
 	if (config->status_line)
 		status_line(&p, ivm_mono_ns(), true);
+	if (p.switches) {
+		/* The totals end here: every thread read once more. */
+		ferr = p.writer ? ivm_switch_sampler_end_window(p.switches) :
+				  NULL;
+		if (ferr && !err)
+			err = ferr;
+		else
+			ivm_error_destroy(ferr);
+	}
 	fill_stats(&p, stats, &nr_stats);
 	ferr = write_new_ksyms(&p);
 	if (ferr) {

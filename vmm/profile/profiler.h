@@ -43,6 +43,7 @@
 #include "profile/idle_periods.h"
 #include "kernel/guest.h"
 #include "profile/profile_file.h"
+#include "profile/switch_sampler.h"
 #include "access/tcg_env.h"
 
 enum ivm_idle_source {
@@ -108,6 +109,16 @@ struct ivm_profiler_config {
 	struct ivm_error *(*next_window)(void *ctx,
 					 struct ivm_profile_writer **ret);
 	void *window_ctx;
+	/*
+	 * Context-switch sampling (switch_sampler.h): every thread's switch
+	 * counts, run delay and CPU time, and a stack every switch_every
+	 * switches of a thread; 0 off.  Its batch, look interval (ms) and
+	 * walk budget: 0 for the defaults.
+	 */
+	uint32_t switch_every;
+	uint32_t switch_batch;
+	double switch_interval_ms;
+	uint32_t switch_walk_budget;
 };
 
 struct ivm_profiler_result {
@@ -142,6 +153,7 @@ struct ivm_profiler_result {
 	bool realtime;			/* ran at SCHED_FIFO priority */
 	/* User objects met, and their CFI rows (profile/uobjects.h). */
 	struct ivm_uobjects_stats objects;
+	struct ivm_switch_sampler_stats switches;	/* switch_every */
 	char end_reason[128];		/* "duration", "interrupted", ... */
 };
 
