@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ivm_error_destroy(ivm_timeline_json(&idle, sink));
 		ivm_error_destroy(ivm_timeline_html(&idle, sink));
 		ivm_threads_print(threads, (enum ivm_threads_sort)(size % 9),
-				  sink);
+				  size % 5, sink);
 		fclose(sink);
 	}
 	ivm_idle_summary_deinit(&idle);

@@ -46,22 +46,20 @@ static void offsets_6_1(struct ivm_thread_walk_offsets *o, bool thread_group)
 static void sched_layout_6_1(struct ivm_task_sched_layout *l)
 {
 	memset(l, 0, sizeof(*l));
-	l->pieces[0] = (struct ivm_task_sched_piece){ 0x18, 0xb8 };
-	l->pieces[1] = (struct ivm_task_sched_piece){ 0x878, 0x100 };
-	l->pieces[2] = (struct ivm_task_sched_piece){ 0xac8, 0x18 };
-	l->nr_pieces = 3;
-	l->bytes = 0xb8 + 0x100 + 0x18;
+	l->pieces[0] = (struct ivm_task_sched_piece){ 0x18, 0xae0 - 0x18 };
+	l->nr_pieces = 1;
+	l->bytes = 0xae0 - 0x18;
 	l->end = 0xae0;
 	l->state = 0;
 	l->state_size = 4;
 	l->on_cpu = 0x34 - 0x18;
 	l->sum_exec_runtime = 0xc8 - 0x18;
-	l->run_delay = 0xb8;
-	l->pid = 0xb8 + 0xf8;
-	l->tgid = 0xb8 + 0xfc;
-	l->nvcsw = 0xb8 + 0x100;
-	l->nivcsw = l->nvcsw + 8;
-	l->start_time = l->nvcsw + 16;
+	l->run_delay = 0x878 - 0x18;
+	l->pid = 0x970 - 0x18;
+	l->tgid = 0x974 - 0x18;
+	l->nvcsw = 0xac8 - 0x18;
+	l->nivcsw = 0xad0 - 0x18;
+	l->start_time = 0xad8 - 0x18;
 }
 
 /* A thread's counters from the image, as the sampler reads them. */

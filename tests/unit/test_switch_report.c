@@ -97,7 +97,7 @@ static char *threads_report(enum ivm_threads_sort sort, size_t *nr)
 	*nr = ivm_threads_nr(t);
 	out = open_memstream(&text, &len);
 	cr_assert(out);
-	ivm_threads_print(t, sort, out);
+	ivm_threads_print(t, sort, 0, out);
 	fclose(out);
 	ivm_threads_destroy(t);
 	ivm_profile_reader_destroy(r);

@@ -333,7 +333,7 @@ Test(switch_table, full_table_counts_the_rest)
 /* ---- task_sched: the pieces a read takes ------------------------------ */
 
 /* task_struct with the members task_sched looks up, at 6.1's offsets. */
-static struct ivm_btf *sched_btf(bool sched_info)
+static struct ivm_btf *sched_btf(bool sched_info, uint32_t start_time)
 {
 	struct btf *b = btf__new_empty();
 	int t_ulong, t_se, t_si;
@@ -352,7 +352,7 @@ static struct ivm_btf *sched_btf(bool sched_info)
 	btf__add_field(b, "se", t_se, 0x80 * 8, 0);
 	if (sched_info)
 		btf__add_field(b, "sched_info", t_si, 0x870 * 8, 0);
-	btf__add_field(b, "start_time", t_ulong, 0xad8 * 8, 0);
+	btf__add_field(b, "start_time", t_ulong, start_time * 8, 0);
 	raw = btf__raw_data(b, &size);
 	cr_assert_null(ivm_btf_load_blob(raw, size, &btf));
 	btf__free(b);
@@ -395,24 +395,18 @@ static void put(const struct ivm_task_sched_layout *l, uint8_t *buf,
 Test(task_sched, few_pieces_and_every_field_decoded)
 {
 	struct ivm_kernel_offsets o = sched_koff();
-	struct ivm_btf *btf = sched_btf(true);
+	struct ivm_btf *btf = sched_btf(true, 0xad8);
 	struct ivm_task_sched_layout l;
 	struct ivm_task_sched s;
 	uint8_t buf[IVM_TASK_SCHED_MAX_BYTES] = { 0 };
 
 	cr_assert_null(ivm_task_sched_layout_init(btf, &o, &l));
-	/*
-	 * state..se.sum_exec_runtime; run_delay..tgid (240 bytes apart:
-	 * cheaper read together than as two pieces); nvcsw..start_time.
-	 */
-	cr_expect_eq(l.nr_pieces, 3);
+	/* __state to start_time, 2.7 KiB: cheaper as one piece than three. */
+	cr_expect_eq(l.nr_pieces, 1);
 	cr_expect_eq(l.pieces[0].off, 0x18);
-	cr_expect_eq(l.pieces[0].len, 0xd0 - 0x18);
-	cr_expect_eq(l.pieces[1].off, 0x878);
-	cr_expect_eq(l.pieces[1].len, 0x978 - 0x878);
-	cr_expect_eq(l.pieces[2].off, 0xac8);
-	cr_expect_eq(l.pieces[2].len, 0x18);
-	cr_expect_eq(l.bytes, 0xb8 + 0x100 + 0x18);
+	cr_expect_eq(l.pieces[0].len, 0xae0 - 0x18);
+	cr_expect_eq(l.bytes, 0xae0 - 0x18);
+	cr_expect_eq(l.end, 0xae0);
 	put(&l, buf, 0x18, 1, 4);
 	put(&l, buf, 0x34, 1, 4);
 	put(&l, buf, 0xc8, 123456789, 8);
@@ -440,7 +434,7 @@ Test(task_sched, few_pieces_and_every_field_decoded)
 Test(task_sched, without_sched_info_and_on_cpu)
 {
 	struct ivm_kernel_offsets o = sched_koff();
-	struct ivm_btf *btf = sched_btf(false);
+	struct ivm_btf *btf = sched_btf(false, 0xad8);
 	struct ivm_task_sched_layout l;
 	struct ivm_task_sched s;
 	uint8_t buf[IVM_TASK_SCHED_MAX_BYTES] = { 0 };
@@ -451,6 +445,30 @@ Test(task_sched, without_sched_info_and_on_cpu)
 	cr_expect_eq(l.run_delay, IVM_KOFF_NONE);
 	ivm_task_sched_decode(&l, buf, &s);
 	cr_expect(!s.run_delay_known && !s.on_cpu_known);
+	ivm_btf_destroy(btf);
+}
+
+Test(task_sched, far_fields_are_pieces_of_their_own)
+{
+	struct ivm_kernel_offsets o = sched_koff();
+	struct ivm_btf *btf = sched_btf(true, 0x2000);
+	struct ivm_task_sched_layout l;
+	struct ivm_task_sched s;
+	uint8_t buf[IVM_TASK_SCHED_MAX_BYTES] = { 0 };
+
+	cr_assert_null(ivm_task_sched_layout_init(btf, &o, &l));
+	cr_assert_eq(l.nr_pieces, 2);
+	cr_expect_eq(l.pieces[0].off, 0x18);
+	cr_expect_eq(l.pieces[0].len, 0xad8 - 0x18);
+	cr_expect_eq(l.pieces[1].off, 0x2000);
+	cr_expect_eq(l.pieces[1].len, 8);
+	cr_expect_eq(l.bytes, 0xad8 - 0x18 + 8);
+	cr_expect_eq(l.end, 0x2008);
+	put(&l, buf, 0x2000, 4242, 8);
+	put(&l, buf, 0xad0, 3, 8);
+	ivm_task_sched_decode(&l, buf, &s);
+	cr_expect_eq(s.start_time, 4242);
+	cr_expect_eq(s.nivcsw, 3);
 	ivm_btf_destroy(btf);
 }
 
@@ -475,19 +493,18 @@ Test(task_sched, guest_vmlinux_6_1, .timeout = 60)
 	cr_assert_null(err, "%s", err ? ivm_error_string(err) : "");
 	cr_assert_null(ivm_kernel_offsets_from_btf(btf, &o));
 	cr_assert_null(ivm_task_sched_layout_init(btf, &o, &l));
-	cr_expect_eq(l.nr_pieces, 3);
+	cr_expect_eq(l.nr_pieces, 1);
 	cr_expect_eq(l.pieces[0].off, 0x18);
-	cr_expect_eq(l.pieces[0].len, 0xb8);
-	cr_expect_eq(l.pieces[1].off, 0x878);
-	cr_expect_eq(l.pieces[1].len, 0x100);
-	cr_expect_eq(l.pieces[2].off, 0xac8);
-	cr_expect_eq(l.pieces[2].len, 0x18);
+	cr_expect_eq(l.pieces[0].len, 0xae0 - 0x18);
+	cr_expect_eq(l.state, 0);
 	cr_expect_eq(l.on_cpu, 0x34 - 0x18);
 	cr_expect_eq(l.sum_exec_runtime, 0xc8 - 0x18);
-	cr_expect_eq(l.run_delay, 0xb8);
-	cr_expect_eq(l.pid, 0xb8 + 0xf8);
-	cr_expect_eq(l.nvcsw, 0xb8 + 0x100);
-	cr_expect_eq(l.start_time, 0xb8 + 0x110);
+	cr_expect_eq(l.run_delay, 0x878 - 0x18);
+	cr_expect_eq(l.pid, 0x970 - 0x18);
+	cr_expect_eq(l.tgid, 0x974 - 0x18);
+	cr_expect_eq(l.nvcsw, 0xac8 - 0x18);
+	cr_expect_eq(l.nivcsw, 0xad0 - 0x18);
+	cr_expect_eq(l.start_time, 0xad8 - 0x18);
 	cr_assert_null(ivm_thread_walk_offsets_init(btf, &o, &wo));
 	cr_expect_eq(wo.tasks, 0x890);
 	cr_expect_eq(wo.thread_node, 0xa30);

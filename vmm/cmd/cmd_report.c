@@ -642,6 +642,13 @@ int ivm_report_file(const char *path, bool folded,
 				ivm_meta_lines_value(&meta, "switch_every") :
 				"?");
 		ivm_idle_summary_print(&idle, opts->out);
+		if (ivm_threads_nr(threads)) {
+			fprintf(opts->out,
+				"== threads: the %u that switched most (-f threads: all) ==\n",
+				opts->top);
+			ivm_threads_print(threads, IVM_THREADS_BY_SWITCHES,
+					  opts->top, opts->out);
+		}
 		ivm_report_text(tree, opts);
 		break;
 	case IVM_REPORT_TIMELINE:
@@ -658,7 +665,7 @@ int ivm_report_file(const char *path, bool folded,
 				"idlevm report: %s has no per-thread records (a profile taken without --switch-every)\n",
 				path);
 		ivm_threads_print(threads, (enum ivm_threads_sort)opts->sort,
-				  opts->out);
+				  0, opts->out);
 		break;
 	case IVM_REPORT_FOLDED:
 		ivm_report_folded(tree, opts);

@@ -1220,6 +1220,7 @@ static uint64_t switch_due(const struct profiler *p, uint64_t next)
 	return due < next ? due : next;
 }
 
+/* Running totals only: a window's stats are differences (next_window). */
 static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
 			      size_t *nr)
 {
@@ -1240,10 +1241,8 @@ static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
 				     ss->waited_on_cpu };
 	st[n++] = (struct ivm_stat){ "switch_looks", ss->looks };
 	st[n++] = (struct ivm_stat){ "switch_look_ns", ss->look_ns };
-	st[n++] = (struct ivm_stat){ "switch_look_max_ns", ss->look_max_ns };
 	st[n++] = (struct ivm_stat){ "switch_reads", ss->reads };
 	st[n++] = (struct ivm_stat){ "switch_read_failed", ss->read_failed };
-	st[n++] = (struct ivm_stat){ "switch_threads", ss->watched };
 	st[n++] = (struct ivm_stat){ "switch_threads_met", ss->threads_met };
 	st[n++] = (struct ivm_stat){ "switch_threads_gone", ss->gone };
 	st[n++] = (struct ivm_stat){ "switch_unwatched", ss->unwatched };

@@ -259,7 +259,7 @@ static const char *state_of(uint32_t flags)
 }
 
 void ivm_threads_print(const struct ivm_threads *t, enum ivm_threads_sort sort,
-		       FILE *out)
+		       size_t max, FILE *out)
 {
 	struct thread_line *lines, total = { 0 };
 	char comm[IVM_COMM_LEN], delay[32];
@@ -280,6 +280,13 @@ void ivm_threads_print(const struct ivm_threads *t, enum ivm_threads_sort sort,
 	for (i = 0; i < t->nr; i++) {
 		const struct thread_line *l = &lines[i];
 
+		total.voluntary += l->voluntary;
+		total.involuntary += l->involuntary;
+		total.run_delay_ns += l->run_delay_ns;
+		total.cpu_ns += l->cpu_ns;
+		total.samples += l->samples;
+		if (max && i >= max)
+			continue;
 		clean_comm(l->comm, comm);
 		if (l->run_delay_known)
 			snprintf(delay, sizeof(delay), "%.3f",
@@ -291,12 +298,9 @@ void ivm_threads_print(const struct ivm_threads *t, enum ivm_threads_sort sort,
 			l->tid, l->pid, comm, l->voluntary, l->involuntary,
 			delay, (double)l->cpu_ns / 1e6, l->samples,
 			state_of(l->flags));
-		total.voluntary += l->voluntary;
-		total.involuntary += l->involuntary;
-		total.run_delay_ns += l->run_delay_ns;
-		total.cpu_ns += l->cpu_ns;
-		total.samples += l->samples;
 	}
+	if (max && t->nr > max)
+		fprintf(out, "%8s %zu more threads\n", "...", t->nr - max);
 	fprintf(out, "%8s %8s %-16s %11" PRIu64 " %11" PRIu64 " %14.3f %14.3f %8"
 		PRIu64 "  %zu threads\n", "all", "-", "-", total.voluntary,
 		total.involuntary, (double)total.run_delay_ns / 1e6,

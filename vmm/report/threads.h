@@ -56,11 +56,12 @@ struct ivm_error *ivm_threads_add(struct ivm_threads *t,
 size_t ivm_threads_nr(const struct ivm_threads *t);
 
 /*
- * The table, a header line then one line per thread: numeric columns
- * sorted biggest first, tid and pid smallest first, comm alphabetically;
- * ties by tid.  Times in milliseconds.  A last line sums the columns.
+ * The table, a header line then one line per thread (the first max; 0:
+ * all): numeric columns sorted biggest first, tid and pid smallest first,
+ * comm alphabetically; ties by tid.  Times in milliseconds.  A last line
+ * sums the columns over every thread.
  */
 void ivm_threads_print(const struct ivm_threads *t, enum ivm_threads_sort sort,
-		       FILE *out);
+		       size_t max, FILE *out);
 
 #endif /* IVM_REPORT_THREADS_H */
