@@ -14,7 +14,8 @@
 # run delay (schedstat) within 5%; the workers' switch samples split
 # between wait_for_lock, read_request and throttle like the workload's own
 # counts of blocking calls over the window, within 5 points; the threads
-# report sorts by each column; --kind switch selects the switch samples.
+# report sorts by each column; --kind switch selects the switch samples; a
+# thread born and gone during the window is in the report as such.
 #
 # --no-realtime: at real-time priority (the default, for the sched idle
 # source) idlevm slowed this 2-vCPU TCG guest to a third of its blocking
@@ -55,6 +56,8 @@ for i in $(seq 1 600); do
 done
 [ -f "$prof" ] || fail "idlevm profile did not start: $(cat "$log")"
 workload_thaw "$pid" || fail "cannot thaw the workload"
+# A process born in the window that exits in it: met by a sweep, then gone.
+brief=$(guest_sh 'sleep 3 >/dev/null 2>&1 & echo $!') || fail "cannot start sleep"
 sleep "$duration"
 counts1=$(lockstorm_counts "$pid") || fail "no lockstorm report"
 workload_freeze "$pid" || fail "cannot freeze the workload"
@@ -98,7 +101,11 @@ awk '
 		exit bad
 	}' || fail "per-thread switch counts, CPU time or run delay disagree with the guest"
 
-# 2. Where the workers blocked: the switch samples against the workload's
+# 2. Born and gone in the window.
+echo "$threads" | awk -v t="$brief" '$1 == t' | grep -q 'born,gone' ||
+	fail "the brief process $brief is not in the threads report as born,gone"
+
+# 3. Where the workers blocked: the switch samples against the workload's
 # own counts of blocking calls over the window.
 folded=$("$idlevm" report -f folded -K switch "$prof") || fail "report -K switch failed"
 paths=$(switch_paths "$folded")
@@ -115,14 +122,14 @@ echo "$counts0 $counts1 $paths" | awk '{
 	d = st * 100 / s - wt * 100 / w; if (d < -5 || d > 5) { print "FAIL: throttle share"; bad = 1 }
 	exit bad }' || fail "switch samples do not split like the workload's blocking calls"
 
-# 3. Only switch samples with --kind switch, and every one of a worker
+# 4. Only switch samples with --kind switch, and every one of a worker
 # in the threads report's sample counts.
 "$idlevm" report -f folded -K to_idle "$prof" | grep -q . || fail "no to-idle samples beside the switch samples"
 all=$(echo "$folded" | awk '{ n += $NF } END { print n + 0 }')
 listed=$(echo "$threads" | awk '$1 == "all" { print $8 }')
 assert_eq "$all" "$listed" "switch samples in the folded report and in the threads report"
 
-# 4. --sort by each column: the column is ordered.
+# 5. --sort by each column: the column is ordered.
 for c in tid:1:n pid:2:n comm:3:s voluntary:4:r involuntary:5:r run_delay:6:r cpu:7:r samples:8:r; do
 	name=${c%%:*}; rest=${c#*:}; col=${rest%%:*}; how=${rest#*:}
 	out=$("$idlevm" report -f threads --sort "$name" "$prof" 2>/dev/null) ||
