@@ -9,7 +9,15 @@
 #   IVM_VCPUS        its vCPU count
 #   IVM_BUILD        absolute build directory ($IVM_BUILD/idlevm)
 #   IVM_KVER IVM_KERNEL IVM_INITRD IVM_VMLINUX IVM_SYSTEM_MAP  (image.env)
+#   IVM_GUEST_SH_RTT_MS  slowest of a few guest_sh round trips, measured
+#                        by the runner after boot (see rtt_guest_sh_ms)
+#   IVM_HELPER_RTT_MS    slowest of a few helper pings, likewise
 # A test fails by exiting non-zero; `fail` says why.
+#
+# Tests assert outcomes, not timings: the machine may be loaded.  A wait
+# waits for the outcome (wait_for_output), and any time a test needs is
+# derived from round trips measured on this run (the two above, or
+# measured again by the test), never a constant tuned on a quiet machine.
 
 idlevm=${IVM_BUILD:?}/idlevm
 
@@ -42,7 +50,7 @@ assert_eq() {
 # sends an empty line every 0.2 s: a no-op for the shell, and it pushes
 # the command through.
 guest_sh() {
-	local cmd=$1 timeout=${2:-${GUEST_SH_TIMEOUT:-30}}
+	local cmd=$1 timeout=${2:-${GUEST_SH_TIMEOUT:-$(guest_sh_timeout)}}
 	local tok="$RANDOM$RANDOM$RANDOM" line partial="" out="" status=""
 	local begun=0 script end=$((SECONDS + timeout)) rc
 
@@ -101,6 +109,88 @@ printf '\\n%s %s\\n' '@@IVM-'END-$tok \$?
 	# The end marker starts with a newline of its own: drop it.
 	printf '%s' "${out%$'\n'}"
 	return "$status"
+}
+
+# guest_sh_timeout: guest_sh's default timeout in seconds: 30, or 30
+# round trips of the guest shell as measured after boot if that is longer
+# (a loaded host slows the guest's serial line and its shell alike).
+guest_sh_timeout() {
+	local rtt=${IVM_GUEST_SH_RTT_MS:-0} t
+	t=$(( (rtt * 30 + 999) / 1000 ))
+	echo $(( t > 30 ? t : 30 ))
+}
+
+# ms_now: wall clock in milliseconds.
+ms_now() { date +%s%3N; }
+
+# rtt_guest_sh_ms [N]: the slowest of N (default 3) round trips of the
+# guest shell (guest_sh true), in ms.
+rtt_guest_sh_ms() {
+	local i t0 t1 max=0
+	for ((i = 0; i < ${1:-3}; i++)); do
+		t0=$(ms_now)
+		guest_sh true >/dev/null || return 1
+		t1=$(ms_now)
+		[ $((t1 - t0)) -gt "$max" ] && max=$((t1 - t0))
+	done
+	echo "$max"
+}
+
+# rtt_helper_ms [N]: the slowest of N (default 10) pings of the in-guest
+# helper through the domain's channel, in ms (rounded up).
+rtt_helper_ms() {
+	"$idlevm" helper --domain "$IVM_DOMAIN" ping --count "${1:-10}" 2>/dev/null |
+		awk '/ pings: / { sub(/.*max /, ""); printf "%d\n", $1 + 0.999; ok = 1 }
+		     END { exit !ok }'
+}
+
+# wait_for_output FILE REGEX PID: wait until FILE has a line matching the
+# extended REGEX; fails (status 1) as soon as PID, the process writing
+# FILE, is gone without it.  No time limit of its own: the runner's
+# per-test timeout is the hang guard.
+wait_for_output() {
+	while ! grep -qE -- "$2" "$1" 2>/dev/null; do
+		kill -0 "$3" 2>/dev/null || grep -qE -- "$2" "$1" 2>/dev/null ||
+			return 1
+		sleep 0.1
+	done
+}
+
+# wait_for_samples PROF PID: wait until the profile PROF, which idlevm
+# profile (PID) is writing, holds a to-idle sample (it flushes every
+# second); fails as soon as PID is gone without one.
+wait_for_samples() {
+	until "$idlevm" report -f folded -K to_idle "$1" 2>/dev/null | grep -q .; do
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.5
+	done
+}
+
+# wait_for_guest_threads PID COMM_PREFIX N: wait until guest process PID
+# has N threads whose comm starts with COMM_PREFIX; print their tids.
+wait_for_guest_threads() {
+	local tids
+	for ((;;)); do
+		tids=$(guest_sh "for t in /proc/$1/task/*; do c=\$(cat \$t/comm 2>/dev/null); case \$c in $2*) echo \${t##*/} ;; esac; done") ||
+			return 1
+		[ "$(echo "$tids" | grep -c .)" -ge "$3" ] && break
+		guest_sh "test -d /proc/$1" || return 1
+	done
+	echo "$tids"
+}
+
+# lockstorm_blocks LO HI SECONDS CALLS: "BLOCK_MS RUN_S" for a lockstorm
+# started in the guest whose workers a check must find blocked in the same
+# place CALLS guest shell round trips apart (around idlevm stack): the
+# blocks are LO:HI ms, stretched so that they last at least 4 times those
+# round trips as measured now, and its run time SECONDS stretched alike.
+lockstorm_blocks() {
+	local rtt lo
+	rtt=$(rtt_guest_sh_ms 3) || return 1
+	lo=$((4 * $4 * rtt))
+	[ "$lo" -gt "$1" ] || lo=$1
+	echo "$lo:$((lo + $2 - $1)) $(($3 * lo / $1))"
+	echo "lockstorm blocks $lo:$((lo + $2 - $1)) ms: guest shell round trip ${rtt} ms now" >&2
 }
 
 # idlevm_has_command NAME: whether this build's `idlevm --help` lists NAME.

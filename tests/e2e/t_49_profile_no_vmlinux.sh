@@ -10,9 +10,11 @@ esac
 . tests/e2e/lib_profile.sh
 
 prof=$IVM_RUNDIR/t49.prof
+guest_paths_start || fail "cannot count the guest's switches to idle"
 out=$(IDLEVM_DEBUG_DIRS=/nonexistent "$idlevm" profile --domain "$IVM_DOMAIN" \
 	-D "${IVM_PROFILE_SECONDS:-8}" -o "$prof" --no-report 2>&1) ||
 	fail "idlevm profile without a vmlinux failed: $out"
+paths=$(guest_paths_stop) || fail "cannot read the guest's switches to idle"
 echo "$out"
 echo "$out" | grep -q "using the guest's kallsyms, BTF and ORC" ||
 	fail "no word that the guest's own symbols are used"
@@ -28,4 +30,4 @@ echo "$text" | grep -q "^  modules: [1-9]" || fail "no module list recorded"
 
 folded=$(IDLEVM_DEBUG_DIRS=/nonexistent "$idlevm" report -f folded -K to_idle "$prof" 2>/dev/null) ||
 	fail "idlevm report -f folded failed"
-check_lockstorm_paths "$folded" "no vmlinux" || fail "lockstorm paths without a vmlinux"
+check_lockstorm_paths "$folded" "no vmlinux" "$paths" || fail "lockstorm paths without a vmlinux"

@@ -22,8 +22,10 @@ attempt() {
 	echo 'next_pid == 0' > $T/events/sched/sched_switch/filter
 	echo 1 > $T/events/sched/sched_switch/enable
 	echo 1 > $T/tracing_on" || fail "cannot start tracing in the guest"
+	guest_paths_start || fail "cannot count the guest's switches to idle"
 	out=$("$idlevm" profile --domain "$IVM_DOMAIN" -D "$duration" -o "$prof" 2>&1)
 	rc=$?
+	paths=$(guest_paths_stop) || fail "cannot read the guest's switches to idle"
 	truth=$(guest_sh "echo 0 > $T/tracing_on
 	awk '/sched_switch:/ { for (i = 1; i <= NF; i++) if (\$i ~ /^prev_comm=/) n[substr(\$i, 11)]++ }
 	     END { for (c in n) print n[c], c }' $T/trace
@@ -34,8 +36,9 @@ attempt() {
 
 	folded=$("$idlevm" report -f folded -K to_idle "$prof") || fail "idlevm report failed"
 
-	# 1. Blocking paths of the workload's threads (ls-*), from kernel frames.
-	check_lockstorm_paths "$folded" || fail "blocking paths or ratio off"
+	# 1. Blocking paths of the workload's threads (ls-*), from kernel
+	# frames, split as the guest itself saw its workers go idle.
+	check_lockstorm_paths "$folded" "" "$paths" || fail "blocking paths or ratio off"
 
 	# 2. Per-thread share of "ran last before the CPU went idle": idlevm's
 	# to-idle samples against the guest's sched_switch trace, over the

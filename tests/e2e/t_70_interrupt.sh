@@ -2,7 +2,9 @@
 prof=$IVM_RUNDIR/t70.prof
 "$idlevm" profile --domain "$IVM_DOMAIN" -o "$prof" >"$IVM_RUNDIR/t70.out" 2>&1 &
 pid=$!
-sleep 4
+# Once it has samples to report (however long attaching takes here).
+wait_for_samples "$prof" "$pid" ||
+	fail "idlevm ended before any sample: $(cat "$IVM_RUNDIR/t70.out")"
 kill -INT "$pid"
 wait "$pid"
 rc=$?

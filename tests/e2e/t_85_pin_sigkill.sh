@@ -1,6 +1,9 @@
 # SIGKILL idlevm in the middle of pinned captures, again and again: every
-# thread's affinity in the guest is back to its original mask within
-# 100 ms each time.
+# thread's affinity in the guest is back to its original mask, and the
+# helper ended the pins by itself within 100 ms each time (or, on a host so
+# loaded that the helper's own round trips are slow, within the pin lease
+# plus two of its slowest measured round trips: the helper cannot see the
+# host go faster than it can answer it).
 #
 # How the time is measured: the guest's own shell is far too slow under
 # TCG to poll affinities at millisecond resolution (one grep of the masks
@@ -35,6 +38,10 @@ restored_log() {
 	tr -d '\r' <"$IVM_CONSOLE_LOG" |
 		grep -E 'idlevm-helper: (host disconnected|lease ran out): ended [1-9][0-9]* pin'
 }
+disconnects() {
+	tr -d '\r' <"$IVM_CONSOLE_LOG" | grep -c 'idlevm-helper: host disconnected$'
+}
+rtt_before=$(rtt_helper_ms 10) || fail "the helper does not answer pings"
 base=$(restored_log | wc -l)
 killed_pinned=0
 i=0
@@ -44,17 +51,25 @@ while [ "$i" -lt "$max_rounds" ] && [ "$killed_pinned" -lt "$want" ]; do
 		--pin-policy always -D 60 -o "$prof" --no-report \
 		>"$IVM_RUNDIR/t85.out" 2>&1 &
 	pid=$!
-	# Random moment after the first pins (start-up takes about 0.5 s).
-	sleep "1.$((RANDOM % 10))$((RANDOM % 10))"
+	disc=$(disconnects)
+	# Random moment once it samples (however long attaching took).
+	wait_for_output "$IVM_RUNDIR/t85.out" '^idlevm: profiling ' "$pid" ||
+		fail "idlevm ended early: $(cat "$IVM_RUNDIR/t85.out")"
+	sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
 	kill -0 "$pid" 2>/dev/null ||
 		fail "idlevm ended early: $(cat "$IVM_RUNDIR/t85.out")"
 	kill -KILL "$pid"
 	wait "$pid" 2>/dev/null
 	grep -q "capture pin," "$IVM_RUNDIR/t85.out" ||
 		fail "not in pin mode: $(cat "$IVM_RUNDIR/t85.out")"
-	# The restore itself is measured by the helper; this only waits for
-	# its log line to reach the console (the serial line is slow).
-	sleep 0.3
+	# The restore itself is measured by the helper; wait for its log
+	# (the serial console is slow) until it says it saw the host go.
+	end=$((SECONDS + $(guest_sh_timeout)))
+	while [ "$(disconnects)" -le "$disc" ]; do
+		[ "$SECONDS" -lt "$end" ] ||
+			fail "round $i: the helper never logged the host's disconnect"
+		sleep 0.1
+	done
 	now=$(guest_sh "$masks") || fail "cannot read the masks after the kill"
 	[ "$now" = "$orig" ] || {
 		echo "after kill $i:"; echo "$now"
@@ -75,8 +90,14 @@ rm -f "$prof" "$IVM_RUNDIR/t85.out"
 # Every restore the helper logged while this test ran: its bound in ms.
 times=$(restored_log | tail -n "$killed_pinned" |
 	sed -n 's/.*, \([0-9.]*\) ms after the last request.*/\1/p')
+rtt_after=$(rtt_helper_ms 10) || fail "the helper does not answer pings after the kills"
+rtt=$((rtt_before > rtt_after ? rtt_before : rtt_after))
+# The pin lease idlevm profile asks for by default (capture_pin.h).
+lease=80
+limit=$((lease + 2 * rtt > 100 ? lease + 2 * rtt : 100))
 echo "rounds $i, killed with pins in place $killed_pinned;" \
-	"restore bounds (ms): $(echo $times)"
+	"restore bounds (ms): $(echo $times);" \
+	"helper round trips (slowest of 10) ${rtt_before} ms before, ${rtt_after} ms after: limit $limit ms"
 [ "$killed_pinned" -ge 2 ] || fail "only $killed_pinned kill(s) landed while a pin was in place"
-echo "$times" | awk '$1 > 100 { print "restore bound " $1 " ms over 100 ms"; bad = 1 } END { exit bad }' ||
-	fail "an affinity stayed pinned over 100 ms after the kill"
+echo "$times" | awk -v limit="$limit" '$1 > limit { print "restore bound " $1 " ms over " limit " ms"; bad = 1 } END { exit bad }' ||
+	fail "an affinity stayed pinned over $limit ms after the kill"
