@@ -34,9 +34,10 @@ assert_eq() {
 
 # guest_sh 'COMMAND' [TIMEOUT_S]: run COMMAND with /bin/sh in the guest,
 # through the root shell on its second serial port, and print what it
-# wrote (stdout and stderr, which share the serial line).  Returns the
-# command's exit status, or 124 when no answer came within TIMEOUT_S
-# (default $GUEST_SH_TIMEOUT or 30).
+# wrote (stdout and stderr together).  Returns the command's exit status,
+# 124 when no answer came within TIMEOUT_S (default $GUEST_SH_TIMEOUT, else
+# guest_sh_timeout), or 125 when the serial line garbled the output every
+# time it was read (the reason is said on stderr).
 #
 # The guest shell runs without echo; the command's output is framed by
 # begin/end lines carrying a random token, so anything left on the line
@@ -48,23 +49,32 @@ assert_eq() {
 # to the guest until more input arrives (measured: a line stuck for
 # seconds, the last one forever).  So while waiting for the answer this
 # sends an empty line every 0.2 s: a no-op for the shell, and it pushes
-# the command through.
+# the command through.  It also loses output bytes now and then on a
+# loaded host (seen: a newline between two lines of a listing), so the
+# guest keeps the output in a file and sends its md5 with the end line;
+# output that does not match is read again from the file (the command
+# does not run twice), up to 3 times.
 guest_sh() {
 	local cmd=$1 timeout=${2:-${GUEST_SH_TIMEOUT:-$(guest_sh_timeout)}}
-	local tok="$RANDOM$RANDOM$RANDOM" line partial="" out="" status=""
-	local begun=0 script end=$((SECONDS + timeout)) rc
+	local tok="$RANDOM$RANDOM$RANDOM" line partial out status sum
+	local begun script end=$((SECONDS + timeout)) rc attempt mark got
+	local file=/run/ivm-sh.$tok
 
 	# The markers are split by quotes in what is sent, so only the
 	# guest's printf output matches them, should the text come back.
 	# The guest runs the command under its own timeout, one second
 	# shorter than ours, so that a hung command does not leave the one
-	# guest shell busy for the tests after it.
-	script="printf '%s\\n' '@@IVM-'BEGIN-$tok
+	# guest shell busy for the tests after it.  The files of earlier
+	# calls go first (calls are one at a time).
+	script="rm -f /run/ivm-sh.*
+printf '%s\\n' '@@IVM-'BEGIN-$tok
 timeout -s KILL $((timeout > 1 ? timeout - 1 : 1)) sh -c \"\$(cat <<'IVM_CMD_$tok'
 $cmd
 IVM_CMD_$tok
-)\" </dev/null 2>&1
-printf '\\n%s %s\\n' '@@IVM-'END-$tok \$?
+)\" </dev/null >$file 2>&1
+s=\$?
+cat $file
+printf '\\n%s %s %s\\n' '@@IVM-'END-$tok \$s \$(md5sum <$file | cut -d' ' -f1)
 "
 	coproc IVM_GUEST_SH {
 		exec socat - "UNIX-CONNECT:$IVM_SHELL_SOCK" 2>/dev/null
@@ -72,30 +82,47 @@ printf '\\n%s %s\\n' '@@IVM-'END-$tok \$?
 	local rfd=${IVM_GUEST_SH[0]} wfd=${IVM_GUEST_SH[1]}
 	local pid=$IVM_GUEST_SH_PID
 	printf '%s' "$script" >&"$wfd"
-	while [ "$SECONDS" -lt "$end" ]; do
-		IFS= read -r -t 0.2 -u "$rfd" line
-		rc=$?
-		if [ "$rc" -gt 128 ]; then
-			# Timed out: keep the partial line, nudge the UART.
-			partial+=$line
-			printf '\n' >&"$wfd" 2>/dev/null
-			continue
-		fi
-		[ "$rc" = 0 ] || break	# EOF: socat gone
-		line=$partial$line
-		partial=""
-		line=${line%$'\r'}
-		if [ "$begun" = 0 ]; then
-			[ "$line" = "@@IVM-BEGIN-$tok" ] && begun=1
-			continue
-		fi
-		case $line in
-		"@@IVM-END-$tok "*)
-			status=${line##* }
-			break
-			;;
-		esac
-		out+="$line"$'\n'
+	mark=$tok
+	for attempt in 1 2 3; do
+		partial="" out="" status="" sum="" begun=0
+		while [ "$SECONDS" -lt "$end" ]; do
+			IFS= read -r -t 0.2 -u "$rfd" line
+			rc=$?
+			if [ "$rc" -gt 128 ]; then
+				# Timed out: keep the partial line, nudge the UART.
+				partial+=$line
+				printf '\n' >&"$wfd" 2>/dev/null
+				continue
+			fi
+			[ "$rc" = 0 ] || break	# EOF: socat gone
+			line=$partial$line
+			partial=""
+			line=${line%$'\r'}
+			if [ "$begun" = 0 ]; then
+				[ "$line" = "@@IVM-BEGIN-$mark" ] && begun=1
+				continue
+			fi
+			case $line in
+			"@@IVM-END-$mark "*)
+				line=${line#"@@IVM-END-$mark "}
+				status=${line%% *}
+				sum=${line#* }
+				break
+				;;
+			esac
+			out+="$line"$'\n'
+		done
+		[ -n "$status" ] || break
+		# The end marker starts with a newline of its own: drop it.
+		got=$(printf '%s' "${out%$'\n'}" | md5sum | cut -d' ' -f1)
+		[ "$got" = "$sum" ] && break
+		echo "guest_sh: the serial line garbled the output (read $attempt): $cmd" >&2
+		[ "$attempt" = 3 ] && { status=125; break; }
+		mark=$tok-$attempt
+		printf '%s' "printf '%s\\n' '@@IVM-'BEGIN-$mark
+cat $file
+printf '\\n%s %s %s\\n' '@@IVM-'END-$mark $status \$(md5sum <$file | cut -d' ' -f1)
+" >&"$wfd"
 	done
 	# Braces: a bare `exec ... 2>/dev/null` would send the rest of the
 	# calling test's stderr (its `fail` messages) to /dev/null.
@@ -106,7 +133,7 @@ printf '\\n%s %s\\n' '@@IVM-'END-$tok \$?
 		echo "guest_sh: no answer from the guest shell within ${timeout} s: $cmd" >&2
 		return 124
 	fi
-	# The end marker starts with a newline of its own: drop it.
+	[ "$status" = 125 ] && [ "$got" != "$sum" ] && return 125
 	printf '%s' "${out%$'\n'}"
 	return "$status"
 }
