@@ -63,7 +63,7 @@ GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/lockstorm-nofp $(BUILD)/guest/lockstorm-pie \
 	$(BUILD)/guest/spin $(BUILD)/guest/mapfiles
 
-.PHONY: all deps check unit fuzz-replay e2e e2e-demo e2e-web01 web01 fuzz bench \
+.PHONY: all deps check unit fuzz-replay e2e e2e-demo e2e-web01 web01 fuzz fuzz-long bench \
 	asan demo image clean \
 	guest workloads-check asan-check FORCE
 
@@ -159,6 +159,16 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(VMM_SRCS) $(PROTO_SRCS) $(SYM_SRCS)
 		$(SYM_SRCS) $(LIBS)
 
 fuzz: $(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES))
+
+# Fuzzing at length (tests/fuzz/fuzz-long): every target (or FUZZ_TARGETS)
+# for FUZZ_RUNS executions each, or FUZZ_TIME seconds each when set, with
+# its dictionary; new coverage is merged into tests/fuzz/corpus/.
+FUZZ_RUNS ?= 10000000
+FUZZ_TIME ?=
+FUZZ_TARGETS ?= $(FUZZ_NAMES)
+fuzz-long: $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
+	@BUILD=$(BUILD) FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_TIME=$(FUZZ_TIME) \
+		tests/fuzz/fuzz-long $(FUZZ_TARGETS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libivm.a $(SYM_LIB)
 	@mkdir -p $(dir $@)
