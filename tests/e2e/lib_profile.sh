@@ -33,15 +33,32 @@ guest_paths_stop() {
 		END { printf "%d %d %d %d %d\n", n["lock"], n["pipe"], n["sleep"], n["other"], dropped }'
 }
 
-# check_lockstorm_paths FOLDED [LABEL [TRUTH]]: FOLDED is `idlevm report -f
-# folded -K to_idle` output.  At least 90% of the workload's to-idle samples
-# (its ls-* threads) must end in its known blocking paths, read from kernel
-# frames, and the workers' split between wait_for_lock (futex),
-# read_request (pipe) and throttle (nanosleep) must be within 10 points of
-# TRUTH (guest_paths_stop's output for the profile's window) when given,
-# else of the designed 60/30/10.  LABEL prefixes what it prints.
+# share_tolerance P N M: how far (in points) two shares of P percent,
+# measured over N and M samples, may differ: 10 points, or three standard
+# deviations of their difference when the counts are that small (a loaded
+# host leaves idlevm and the guest fewer transitions to count).
+# In awk: tol(p, n, m).
+LS_AWK_TOL='function tol(p, n, m,  sd) {
+	sd = 100 * sqrt((p / 100) * (1 - p / 100) * (1 / (n > 0 ? n : 1) + 1 / (m > 0 ? m : 1)))
+	return 3 * sd > 10 ? 3 * sd : 10 }'
+
+# check_lockstorm_paths FOLDED [LABEL [TRUTH [OUT]]]: FOLDED is `idlevm
+# report -f folded -K to_idle` output.  At least 90% of the workload's
+# to-idle samples (its ls-* threads) must end in its known blocking paths,
+# read from kernel frames, and the workers' split between wait_for_lock
+# (futex), read_request (pipe) and throttle (nanosleep) must be within 10
+# points (or 3 standard deviations at small counts) of TRUTH
+# (guest_paths_stop's output for the profile's window) when given, else of
+# the designed 60/30/10.  When idlevm kept under a third of the workers'
+# switches to idle the guest counted, the split is printed, not judged:
+# what it lost is then not a random sample, and OUT (idlevm profile's
+# stderr) must say it lost idle periods.  LABEL prefixes what it prints.
 check_lockstorm_paths() {
-	echo "$1" | awk -v label="${2:+$2: }" -v truth="${3:-}" '
+	local losses=0
+	echo "${4:-}" | grep -qE '(^|[^0-9])[1-9][0-9]* (idle periods too short to see|came and went unseen)' &&
+		losses=1
+	echo "$1" | awk -v label="${2:+$2: }" -v truth="${3:-}" -v losses="$losses" \
+		"$LS_AWK_TOL"'
 	$0 !~ /;ls-/ { next }
 	{ n = $NF; all += n }
 	/ls-worker/ && /futex_wait/  { lock += n; w += n; next }
@@ -58,6 +75,7 @@ check_lockstorm_paths() {
 		bad = 0
 		if (k < 90) { print "FAIL: under 90% in known paths"; bad = 1 }
 		want_lock = 60; want_pipe = 30; want_sleep = 10; against = "the design"
+		tw = 1e9	# the design: no count of its own
 		if (split(truth, t, " ") >= 3) {
 			tw = t[1] + t[2] + t[3]
 			if (tw < 50) { printf "too few switches to idle in the guest: %d\n", tw; exit 1 }
@@ -65,10 +83,19 @@ check_lockstorm_paths() {
 			want_sleep = t[3] * 100 / tw; against = "the guest"
 			printf "%sthe guest: workers switched to idle %d times: futex %.1f%% pipe %.1f%% nanosleep %.1f%% (elsewhere %d, dropped %d)\n",
 				label, tw, want_lock, want_pipe, want_sleep, t[4], t[5]
+			if (w * 3 < tw) {
+				printf "%sNOT COMPARED: idlevm kept %d of the %d worker switches to idle the guest counted (under a third)\n",
+					label, w, tw
+				if (!losses) { print "FAIL: and idlevm did not say it lost idle periods"; bad = 1 }
+				exit bad
+			}
 		}
-		d = lock * 100 / w - want_lock; if (d < -10 || d > 10) { print "FAIL: wait_for_lock share against " against; bad = 1 }
-		d = pipe * 100 / w - want_pipe; if (d < -10 || d > 10) { print "FAIL: read_request share against " against; bad = 1 }
-		d = sleep * 100 / w - want_sleep; if (d < -10 || d > 10) { print "FAIL: throttle share against " against; bad = 1 }
+		d = lock * 100 / w - want_lock; if (d < 0) d = -d
+		if (d > tol(want_lock, w, tw)) { printf "FAIL: wait_for_lock share against %s (allowed %.1f points)\n", against, tol(want_lock, w, tw); bad = 1 }
+		d = pipe * 100 / w - want_pipe; if (d < 0) d = -d
+		if (d > tol(want_pipe, w, tw)) { printf "FAIL: read_request share against %s (allowed %.1f points)\n", against, tol(want_pipe, w, tw); bad = 1 }
+		d = sleep * 100 / w - want_sleep; if (d < 0) d = -d
+		if (d > tol(want_sleep, w, tw)) { printf "FAIL: throttle share against %s (allowed %.1f points)\n", against, tol(want_sleep, w, tw); bad = 1 }
 		exit bad
 	}'
 }

@@ -30,4 +30,4 @@ echo "$text" | grep -q "^  modules: [1-9]" || fail "no module list recorded"
 
 folded=$(IDLEVM_DEBUG_DIRS=/nonexistent "$idlevm" report -f folded -K to_idle "$prof" 2>/dev/null) ||
 	fail "idlevm report -f folded failed"
-check_lockstorm_paths "$folded" "no vmlinux" "$paths" || fail "lockstorm paths without a vmlinux"
+check_lockstorm_paths "$folded" "no vmlinux" "$paths" "$out" || fail "lockstorm paths without a vmlinux"

@@ -38,7 +38,7 @@ attempt() {
 
 	# 1. Blocking paths of the workload's threads (ls-*), from kernel
 	# frames, split as the guest itself saw its workers go idle.
-	check_lockstorm_paths "$folded" "" "$paths" || fail "blocking paths or ratio off"
+	check_lockstorm_paths "$folded" "" "$paths" "$out" || fail "blocking paths or ratio off"
 
 	# 2. Per-thread share of "ran last before the CPU went idle": idlevm's
 	# to-idle samples against the guest's sched_switch trace, over the
@@ -48,7 +48,7 @@ attempt() {
 		END { for (t in n) print n[t], t }')
 	echo "guest trace (switches to idle by thread):"; echo "$truth" | sort -rn | head -n 12
 	echo "idlevm to-idle samples by thread:"; echo "$ours" | sort -rn | head -n 12
-	{ echo "$truth" | sed 's/^/T /'; echo "$ours" | sed 's/^/I /'; } | awk '
+	{ echo "$truth" | sed 's/^/T /'; echo "$ours" | sed 's/^/I /'; } | awk "$LS_AWK_TOL"'
 		$3 ~ /^ls-/ { if ($1 == "T") { t[$3] += $2; tt += $2 } else { i[$3] += $2; it += $2 } }
 		END {
 			if (tt < 50 || it < 50) { printf "too few: trace %d idlevm %d\n", tt, it; exit 1 }
@@ -56,7 +56,7 @@ attempt() {
 			for (c in t) {
 				a = t[c] * 100 / tt; b = i[c] * 100 / it
 				printf "%-14s trace %5.1f%%  idlevm %5.1f%%\n", c, a, b
-				if (a - b > 10 || b - a > 10) bad = 1
+				if (a - b > tol(a, tt, it) || b - a > tol(a, tt, it)) bad = 1
 			}
 			for (c in i) if (!(c in t)) { printf "%s only in idlevm\n", c; if (i[c] * 100 / it > 10) bad = 1 }
 			exit bad

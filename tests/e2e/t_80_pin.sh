@@ -104,10 +104,11 @@ else
 		p = (od + pd) / (oc + pc)
 		se = sqrt(p * (1 - p) * (1 / oc + 1 / pc))
 		z = se > 0 ? (pd / pc - od / oc) / se : 0
-		printf "pin against optimistic: z = %.2f (%s)\n", z,
-			z < -3 ? "pin discards significantly fewer" :
-			z > 3 ? "pin discards significantly more" : "not distinguishable at this count"
-		exit z > 3 }' ||
+		verdict = "not distinguishable at this count"
+		if (z < -3) verdict = "pin discards significantly fewer"
+		if (z > 3) verdict = "pin discards significantly more"
+		printf "pin against optimistic: z = %.2f (%s)\n", z, verdict
+		exit (z > 3) }' ||
 		fail "pin discards $pbf of its blocked targets, optimistic $obf: significantly more"
 fi
 
@@ -115,5 +116,5 @@ fi
 # split as the guest saw its workers go idle during that run.
 folded=$("$idlevm" report -f folded -K to_idle "$pin") ||
 	fail "idlevm report failed"
-check_lockstorm_paths "$folded" pin "$paths" || fail "pin mode: blocking paths or ratio off"
+check_lockstorm_paths "$folded" pin "$paths" "$out" || fail "pin mode: blocking paths or ratio off"
 rm -f "$opt" "$pin"
