@@ -58,7 +58,8 @@ guest_sh() {
 	local cmd=$1 timeout=${2:-${GUEST_SH_TIMEOUT:-$(guest_sh_timeout)}}
 	local tok="$RANDOM$RANDOM$RANDOM" line partial out status sum
 	local begun script end=$((SECONDS + timeout)) rc attempt mark got
-	local file=/run/ivm-sh.$tok
+	local file=/run/ivm-sh.$tok t0 ms slowest
+	t0=$(ms_now)
 
 	# The markers are split by quotes in what is sent, so only the
 	# guest's printf output matches them, should the text come back.
@@ -129,6 +130,12 @@ printf '\\n%s %s %s\\n' '@@IVM-'END-$mark $status \$(md5sum <$file | cut -d' ' -
 	{ exec {wfd}>&- {rfd}<&-; } 2>/dev/null
 	kill "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
+	# The slowest answer of this run, for the timeouts after it.
+	if [ -n "$status" ] && [ -n "${IVM_RUNDIR:-}" ]; then
+		ms=$(( $(ms_now) - t0 ))
+		slowest=$(cat "$IVM_RUNDIR/guest_sh.slowest" 2>/dev/null)
+		[ "$ms" -gt "${slowest:-0}" ] && echo "$ms" >"$IVM_RUNDIR/guest_sh.slowest"
+	fi
 	if [ -z "$status" ]; then
 		echo "guest_sh: no answer from the guest shell within ${timeout} s: $cmd" >&2
 		return 124
@@ -138,12 +145,20 @@ printf '\\n%s %s %s\\n' '@@IVM-'END-$mark $status \$(md5sum <$file | cut -d' ' -
 	return "$status"
 }
 
-# guest_sh_timeout: guest_sh's default timeout in seconds: 30, or 30
-# round trips of the guest shell as measured after boot if that is longer
-# (a loaded host slows the guest's serial line and its shell alike).
+# guest_sh_timeout: guest_sh's default timeout in seconds: 30, or 100
+# round trips of the guest shell (`true`) as measured after boot, or 10
+# times the slowest guest_sh of this run so far, whichever is longest.  A
+# loaded host slows the guest's serial line and its shell alike, a command
+# that starts a few processes takes many such round trips, and the load
+# may grow after boot (seen: 35 s were not enough for a listing of 8
+# threads when `true` took 1.2 s at boot and 3 s later).
 guest_sh_timeout() {
-	local rtt=${IVM_GUEST_SH_RTT_MS:-0} t
-	t=$(( (rtt * 30 + 999) / 1000 ))
+	local rtt=${IVM_GUEST_SH_RTT_MS:-0} slowest=0 t
+	[ -n "${IVM_RUNDIR:-}" ] && [ -f "$IVM_RUNDIR/guest_sh.slowest" ] &&
+		slowest=$(cat "$IVM_RUNDIR/guest_sh.slowest" 2>/dev/null)
+	t=$(( (rtt * 100 + 999) / 1000 ))
+	[ $(( (${slowest:-0} * 10 + 999) / 1000 )) -gt "$t" ] &&
+		t=$(( (${slowest:-0} * 10 + 999) / 1000 ))
 	echo $(( t > 30 ? t : 30 ))
 }
 
