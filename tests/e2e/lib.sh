@@ -225,12 +225,15 @@ wait_for_guest_threads() {
 # started in the guest whose workers a check must find blocked in the same
 # place CALLS guest shell round trips apart (around idlevm stack): the
 # blocks are LO:HI ms, stretched so that they last at least 4 times those
-# round trips as measured now, and its run time SECONDS stretched alike.
+# round trips as measured now (up to lockstorm's cap of 60 s), and its
+# run time SECONDS stretched alike.
 lockstorm_blocks() {
 	local rtt lo
 	rtt=$(rtt_guest_sh_ms 3) || return 1
 	lo=$((4 * $4 * rtt))
 	[ "$lo" -gt "$1" ] || lo=$1
+	# lockstorm takes blocks of at most 60 s.
+	[ $((lo + $2 - $1)) -le 60000 ] || lo=$((60000 - $2 + $1))
 	echo "$lo:$((lo + $2 - $1)) $(($3 * lo / $1))"
 	echo "lockstorm blocks $lo:$((lo + $2 - $1)) ms: guest shell round trip ${rtt} ms now" >&2
 }
