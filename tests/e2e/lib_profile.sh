@@ -53,6 +53,8 @@ LS_AWK_TOL='function tol(p, n, m,  sd) {
 # switches to idle the guest counted, the split is printed, not judged:
 # what it lost is then not a random sample, and OUT (idlevm profile's
 # stderr) must say it lost idle periods.  LABEL prefixes what it prints.
+# Status 2 (not 1) when there were too few samples or switches to judge:
+# the caller may profile longer.
 check_lockstorm_paths() {
 	local losses=0
 	echo "${4:-}" | grep -qE '(^|[^0-9])[1-9][0-9]* (idle periods too short to see|came and went unseen)' &&
@@ -67,7 +69,7 @@ check_lockstorm_paths() {
 	/ls-(holder|dispatch)/ && /(do_sys_poll|nanosleep|futex_wait|pipe_read)/ { known += n; next }
 	{ other += n }
 	END {
-		if (all < 50 || w == 0) { printf "too few samples: %d\n", all; exit 1 }
+		if (all < 50 || w == 0) { printf "too few samples: %d\n", all; exit 2 }
 		k = (lock + pipe + sleep + known) * 100 / all
 		printf "%sworkload to-idle samples %d: %.1f%% in known blocking paths\n", label, all, k
 		printf "%sworkers %d: wait_for_lock %.1f%% read_request %.1f%% throttle %.1f%% (designed 60/30/10)\n",
@@ -78,7 +80,7 @@ check_lockstorm_paths() {
 		tw = 1e9	# the design: no count of its own
 		if (split(truth, t, " ") >= 3) {
 			tw = t[1] + t[2] + t[3]
-			if (tw < 50) { printf "too few switches to idle in the guest: %d\n", tw; exit 1 }
+			if (tw < 50) { printf "too few switches to idle in the guest: %d\n", tw; exit 2 }
 			want_lock = t[1] * 100 / tw; want_pipe = t[2] * 100 / tw
 			want_sleep = t[3] * 100 / tw; against = "the guest"
 			printf "%sthe guest: workers switched to idle %d times: futex %.1f%% pipe %.1f%% nanosleep %.1f%% (elsewhere %d, dropped %d)\n",

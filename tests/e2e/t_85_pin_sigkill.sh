@@ -49,6 +49,9 @@ killed_pinned=0
 i=0
 while [ "$i" -lt "$max_rounds" ] && [ "$killed_pinned" -lt "$want" ]; do
 	i=$((i + 1))
+	# Not the last round's output: the redirection below happens in the
+	# background job, after wait_for_output may have looked.
+	rm -f "$IVM_RUNDIR/t85.out"
 	"$idlevm" profile --domain "$IVM_DOMAIN" --capture pin \
 		--pin-policy always -D 60 -o "$prof" --no-report \
 		>"$IVM_RUNDIR/t85.out" 2>&1 &
