@@ -50,10 +50,11 @@ assert_eq() {
 # seconds, the last one forever).  So while waiting for the answer this
 # sends an empty line every 0.2 s: a no-op for the shell, and it pushes
 # the command through.  It also loses output bytes now and then on a
-# loaded host (seen: a newline between two lines of a listing), so the
-# guest keeps the output in a file and sends its md5 with the end line;
-# output that does not match is read again from the file (the command
-# does not run twice), up to 3 times.
+# loaded host (seen: a newline between two lines of a listing, and one
+# before the end marker, which then went unseen for 175 s), so markers are
+# found anywhere in a line, and the guest keeps the output in a file and
+# sends its md5 with the end line; output that does not match is read
+# again from the file (the command does not run twice), up to 3 times.
 guest_sh() {
 	local cmd=$1 timeout=${2:-${GUEST_SH_TIMEOUT:-$(guest_sh_timeout)}}
 	local tok="$RANDOM$RANDOM$RANDOM" line partial out status sum
@@ -99,13 +100,22 @@ printf '\\n%s %s %s\\n' '@@IVM-'END-$tok \$s \$(md5sum <$file | cut -d' ' -f1)
 			line=$partial$line
 			partial=""
 			line=${line%$'\r'}
+			# A marker may come glued to a neighbouring line when
+			# the line lost a newline: look for it anywhere in it.
 			if [ "$begun" = 0 ]; then
-				[ "$line" = "@@IVM-BEGIN-$mark" ] && begun=1
-				continue
+				case $line in
+				*"@@IVM-BEGIN-$mark"*)
+					begun=1
+					line=${line#*"@@IVM-BEGIN-$mark"}
+					[ -n "$line" ] || continue
+					;;
+				*) continue ;;
+				esac
 			fi
 			case $line in
-			"@@IVM-END-$mark "*)
-				line=${line#"@@IVM-END-$mark "}
+			*"@@IVM-END-$mark "*)
+				out+=${line%%"@@IVM-END-$mark "*}
+				line=${line#*"@@IVM-END-$mark "}
 				status=${line%% *}
 				sum=${line#* }
 				break
