@@ -44,6 +44,7 @@ disconnects() {
 }
 rtt_before=$(rtt_helper_ms 10) || fail "the helper does not answer pings"
 rtt_during=0
+unpinned_rounds=0
 base=$(restored_log | wc -l)
 killed_pinned=0
 i=0
@@ -65,12 +66,21 @@ while [ "$i" -lt "$max_rounds" ] && [ "$killed_pinned" -lt "$want" ]; do
 		fail "idlevm ended early: $(cat "$IVM_RUNDIR/t85.out")"
 	kill -KILL "$pid"
 	wait "$pid" 2>/dev/null
-	grep -q "capture pin," "$IVM_RUNDIR/t85.out" ||
-		fail "not in pin mode: $(cat "$IVM_RUNDIR/t85.out")"
+	# Pin capture starts only when the helper answers a hello in time;
+	# otherwise idlevm says so and captures optimistic (by design): such
+	# a round pins nothing, and only the masks are checked.
+	pinround=1
+	if ! grep -q "capture pin," "$IVM_RUNDIR/t85.out"; then
+		pinround=0
+		grep -q "warning: no pin capture" "$IVM_RUNDIR/t85.out" ||
+			fail "not in pin mode, and not said why: $(cat "$IVM_RUNDIR/t85.out")"
+		echo "round $i: no pin capture (reported): $(grep "warning: no pin capture" "$IVM_RUNDIR/t85.out")"
+		unpinned_rounds=$((unpinned_rounds + 1))
+	fi
 	# The restore itself is measured by the helper; wait for its log
 	# (the serial console is slow) until it says it saw the host go.
 	end=$((SECONDS + $(guest_sh_timeout)))
-	while [ "$(disconnects)" -le "$disc" ]; do
+	while [ "$pinround" = 1 ] && [ "$(disconnects)" -le "$disc" ]; do
 		[ "$SECONDS" -lt "$end" ] ||
 			fail "round $i: the helper never logged the host's disconnect"
 		sleep 0.1
@@ -104,7 +114,7 @@ rtt=$((rtt > rtt_during ? rtt : rtt_during))
 # The pin lease idlevm profile asks for by default (capture_pin.h).
 lease=80
 limit=$((lease + 4 * rtt > 100 ? lease + 4 * rtt : 100))
-echo "rounds $i, killed with pins in place $killed_pinned;" \
+echo "rounds $i ($unpinned_rounds without pin capture), killed with pins in place $killed_pinned;" \
 	"restore bounds (ms): $(echo $times);" \
 	"slowest helper round trips: ${rtt_before} ms before (10 pings)," \
 	"${rtt_during} ms between kills (3 after each), ${rtt_after} ms after (10): limit $limit ms"
