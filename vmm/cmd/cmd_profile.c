@@ -53,6 +53,7 @@ IVM_GUEST_USAGE
 "                         sched source waits for events at real-time\n"
 "                         priority (SCHED_FIFO 1), so that it looks at a\n"
 "                         halted vCPU before it wakes on a loaded host\n"
+"      --realtime         the default, said explicitly\n"
 "      --registers SRC    where on-CPU and from-idle samples take the vCPU's\n"
 "                         registers: auto (default: QEMU's memory under TCG,\n"
 "                         else the monitor), memory, or monitor (HMP `info\n"
