@@ -577,11 +577,12 @@ int ivm_cmd_profile(int argc, char **argv)
 		" rebuilt from the guest scheduler's stamps); %" PRIu64
 		" vCPU-thread sleeps (%" PRIu64
 		" idle, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
-		" trace events lost%s\n",
+		" trace records read, %" PRIu64 " trace events lost%s\n",
 		ivm_idle_source_name(res.idle_source), res.idle.periods_seen,
 		res.periods_written, res.idle.unseen_periods,
 		res.idle.recovered_periods, res.idle.host_sleeps, res.idle.host_sleeps_idle,
-		res.idle.host_sleeps_busy, res.idle.lost_events,
+		res.idle.host_sleeps_busy, res.trace_records,
+		res.idle.lost_events,
 		res.realtime ? "; waited at real-time priority" : "");
 	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN)
 		fprintf(stderr,

@@ -205,6 +205,7 @@ static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
 	int v;
 
 	(void)cpu;
+	p->res->trace_records++;
 	err = ivm_sched_events_decode(p->sched_events, data, size, &ev);
 	if (err && err->code == IVM_ERROR_NOT_FOUND && p->kvm_events) {
 		struct ivm_kvm_event kev;
@@ -1083,6 +1084,7 @@ static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	st[n++] = (struct ivm_stat){ "idle_periods_replayed",
 				     is->recovered_periods };
 	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
+	st[n++] = (struct ivm_stat){ "trace_records", p->res->trace_records };
 	*nr = n;
 }
 
@@ -1459,17 +1461,20 @@ static struct ivm_error *setup_watch(struct profiler *p)
 
 static struct ivm_error *setup_sched_source(struct profiler *p)
 {
-	const char *events[5] = { "sched:sched_switch", "sched:sched_waking",
-				  "sched:sched_wakeup" };
+	const char *events[5] = { "sched:sched_switch" };
 	struct ivm_guest *g = p->guest;
 	struct ivm_error *err;
-	size_t i, n = 0, nr_events = 3;
+	size_t i, n = 0, nr_events = 1;
 	pid_t tids[256];
 	bool kvm = false;
+	char *filter;
 
 	err = ivm_sched_events_load(NULL, &p->sched_events);
 	if (err)
 		return err;
+	/* One record per wakeup: sched_waking, or sched_wakeup without it. */
+	events[nr_events++] = ivm_sched_events_has_waking(p->sched_events) ?
+			      "sched:sched_waking" : "sched:sched_wakeup";
 	/* Hardware KVM: the HLT exit reasons too (never fire under TCG). */
 	ivm_error_destroy(ivm_guest_uses_kvm(g, &kvm));
 	if (kvm) {
@@ -1484,12 +1489,30 @@ static struct ivm_error *setup_sched_source(struct profiler *p)
 	if (err)
 		return err;
 	/*
-	 * Only sleeps (S, D, I): a busy host preempts the vCPU threads
-	 * thousands of times a second, and each switch would wake us for
-	 * nothing.  An older kernel without the filter just wakes us more.
+	 * Every record traced wakes the loop, at real-time priority: only
+	 * the vCPU threads' sleeps (sched_events.h says why the pid list is
+	 * not enough) and their HLT exits.  A kernel that refuses the
+	 * filter gets the coarser one, and just wakes us more.
 	 */
-	ivm_error_destroy(ivm_trace_session_filter(p->trace, "sched:sched_switch",
-						   "prev_state & 131"));
+	filter = ivm_sched_switch_filter(tids, n);
+	if (!filter)
+		return &ivm_enomem;
+	err = ivm_trace_session_filter(p->trace, "sched:sched_switch", filter);
+	free(filter);
+	if (err) {
+		ivm_error_destroy(err);
+		ivm_error_destroy(ivm_trace_session_filter(
+			p->trace, "sched:sched_switch", "prev_state & 131"));
+	}
+	filter = ivm_sched_wake_filter(tids, n);
+	if (!filter)
+		return &ivm_enomem;
+	ivm_error_destroy(ivm_trace_session_filter(p->trace, events[1],
+						   filter));
+	free(filter);
+	if (kvm)
+		ivm_error_destroy(ivm_trace_session_filter(
+			p->trace, "kvm:kvm_exit", ivm_kvm_exit_hlt_filter()));
 	p->res->tracefs_mounted = ivm_trace_session_mounted(p->trace);
 	return NULL;
 }

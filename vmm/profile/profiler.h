@@ -149,6 +149,7 @@ struct ivm_profiler_result {
 	struct ivm_idle_stats idle;	/* idle periods and host events */
 	uint64_t periods_written;	/* IDLE_PERIOD records */
 	bool tracefs_mounted;		/* sched source: we mounted tracefs */
+	uint64_t trace_records;		/* sched source: host records read */
 	enum ivm_idle_source idle_source;	/* the one that ran */
 	bool realtime;			/* ran at SCHED_FIFO priority */
 	/* User objects met, and their CFI rows (profile/uobjects.h). */
