@@ -196,7 +196,9 @@ ivm_wait_ready() {
 	local log=$1 timeout=$2 pid=${3:-} start now line
 	start=$(date +%s)
 	while :; do
-		line=$(grep -a -m 1 '^IDLEVM-READY ' "$log" 2>/dev/null | tr -d '\r')
+		# The marker may share its line with a getty prompt
+		# ("web01 login: IDLEVM-READY ..."): take it from anywhere.
+		line=$(grep -a -m 1 -o 'IDLEVM-READY .*' "$log" 2>/dev/null | tr -d '\r')
 		if [ -n "$line" ]; then
 			echo "$line"
 			return 0

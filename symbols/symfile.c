@@ -1069,6 +1069,32 @@ void ivm_symfile_text_range(const struct ivm_symfile *f, uint64_t *lo,
 	*hi = f->text_hi;
 }
 
+bool ivm_symfile_exec_segment(const struct ivm_symfile *f, uint64_t *vaddr,
+			      uint64_t *memsz, uint64_t *offset)
+{
+	size_t i, n;
+
+	if (!f->elf || elf_getphdrnum(f->elf, &n))
+		return false;
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		/*
+		 * A separate .debug file keeps the program headers but not
+		 * the code, and its offsets are its own: only a segment
+		 * whose bytes are in the file says where the code is.
+		 */
+		if (!gelf_getphdr(f->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    !(ph.p_flags & PF_X) || !ph.p_filesz || !ph.p_memsz)
+			continue;
+		*vaddr = ph.p_vaddr;
+		*memsz = ph.p_memsz;
+		*offset = ph.p_offset;
+		return true;
+	}
+	return false;
+}
+
 bool ivm_symfile_in_text(const struct ivm_symfile *f, uint64_t addr)
 {
 	if (f->nr_texts)

@@ -151,6 +151,15 @@ void ivm_symfile_text_range(const struct ivm_symfile *f, uint64_t *lo,
 			    uint64_t *hi);
 
 /*
+ * The first executable PT_LOAD whose bytes are in the file: its link-time
+ * address, size in memory and file offset.  False for a System.map, a
+ * relocatable file and a separate .debug file (which keeps the program
+ * headers, with offsets of its own, but not the code).
+ */
+bool ivm_symfile_exec_segment(const struct ivm_symfile *f, uint64_t *vaddr,
+			      uint64_t *memsz, uint64_t *offset);
+
+/*
  * Whether addr is in an executable section (a System.map: between its first
  * text symbol and _etext).
  */

@@ -698,6 +698,20 @@ const struct ivm_sym_location *ivm_syms_user_in(struct ivm_syms *s,
 	return NULL;
 }
 
+const struct ivm_symfile *ivm_syms_user_file(const struct ivm_syms *s,
+					     const char *build_id)
+{
+	size_t i;
+
+	for (i = 0; s && i < s->nr_binaries; i++) {
+		const char *hex = ivm_symfile_build_id_hex(s->binaries[i]);
+
+		if (hex && *hex && !strcasecmp(hex, build_id))
+			return s->binaries[i];
+	}
+	return NULL;
+}
+
 const struct ivm_sym_location *ivm_syms_user(struct ivm_syms *s,
 					     uint64_t addr)
 {

@@ -21,7 +21,7 @@
 #include "sym_error.h"
 #include "symfile.h"
 
-#define IVM_SYMS_MAX_BINARIES	16
+#define IVM_SYMS_MAX_BINARIES	1024
 #define IVM_SYMS_MAX_MODULES	4096
 #define IVM_SYMS_MODULE_DIR	"/usr/lib/debug"
 
@@ -101,6 +101,14 @@ const struct ivm_sym_location *ivm_syms_user(struct ivm_syms *s,
 const struct ivm_sym_location *ivm_syms_user_in(struct ivm_syms *s,
 						const char *build_id,
 						uint64_t addr);
+
+/*
+ * The user binary whose build-id is build_id (hex), as given or found in
+ * the symbol directory (possibly only its .debug file), or NULL.  Owned
+ * by s.
+ */
+const struct ivm_symfile *ivm_syms_user_file(const struct ivm_syms *s,
+					     const char *build_id);
 
 /* The kernel symbol source in use (NULL: none), for the report header. */
 const char *ivm_syms_kernel_source(const struct ivm_syms *s);

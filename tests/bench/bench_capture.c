@@ -15,8 +15,12 @@
  * (ivm_gmem_backend_calls: live, the process_vm_readv() system calls),
  * median and mean.  --pid keeps the tasks of one guest process.  The
  * warm-up round's captures are the first of each process: they identify
- * its executable and open its host copy (--binary, --symdir); their
- * median is printed apart.
+ * its executable and open its host copy (--binary, --symdir), read its
+ * mappings and the headers of every ELF object it maps (no host copy:
+ * their CFI and names come from guest memory); their median is printed
+ * apart.  Then the user objects met, the memory their per-build-id caches
+ * hold, and the CFI rows looked up (from the cache, and those whose bytes
+ * the guest did not hold).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -148,6 +152,19 @@ int main(int argc, char **argv)
 	if (kept)
 		printf("  guest memory reads per kept stack: median %" PRIu64 ", mean %.1f\n",
 		       calls[kept / 2], (double)calls_sum / (double)kept);
+	{
+		struct ivm_uobjects *objs = ivm_capture_engine_objects(engine);
+		struct ivm_uobjects_stats us;
+
+		ivm_uobjects_stats(objs, &us);
+		printf("  user objects: %zu (%zu with guest CFI), their caches %.1f KiB; CFI rows: %" PRIu64
+		       " lookups, %" PRIu64 " from the cache, %" PRIu64
+		       " not in guest memory, %" PRIu64 " malformed\n",
+		       us.objects, us.with_image,
+		       (double)ivm_uobjects_memory(objs) / 1024,
+		       us.row_lookups, us.row_hits, us.row_faults,
+		       us.row_bad);
+	}
 	if (nr_first) {
 		printf("  first capture of each task (warm-up): %.2f us",
 		       (double)first[0] / 1e3);

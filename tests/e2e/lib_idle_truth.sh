@@ -12,6 +12,11 @@ guest_idle_trace_start() {
 	echo 8192 > $T/buffer_size_kb
 	echo 'prev_pid == 0 || next_pid == 0' > $T/events/sched/sched_switch/filter
 	echo 1 > $T/events/sched/sched_switch/enable
+	for e in irq_vectors/local_timer_entry irq_vectors/call_function_entry \
+		irq_vectors/call_function_single_entry irq_vectors/reschedule_entry \
+		irq/irq_handler_entry; do
+		[ -e $T/events/\$e/enable ] && echo 1 > $T/events/\$e/enable
+	done
 	cat /proc/interrupts > /tmp/ivm-irq0
 	echo 1 > $T/tracing_on"
 }
@@ -40,6 +45,8 @@ profile_windows() {
 #   T COMM       a switch to idle, COMM the task that went to idle
 #   F COMM       a switch from idle, COMM the task dispatched
 #   C CPU T F    the counts per CPU, the idlevm helper included
+#   W KIND       per switch from idle, the last interrupt the CPU took
+#                while idle before it (timer, call, resched, device; none)
 #   L LOST       events the guest's trace lost (overruns)
 #   I NAME DELTA interrupts of line NAME over the trace, all CPUs
 # T and F leave out the helper's threads (idlevm-helper): they run there
@@ -48,6 +55,12 @@ guest_idle_trace_count() {
 	local w
 	w=$(echo "$1" | awk '{ printf "%s lo[%d] = %s; hi[%d] = %s;", "", $1, $2, $1, $3 }')
 	guest_sh "awk 'BEGIN { $w }
+	/(local_timer_entry|call_function_entry|call_function_single_entry|reschedule_entry|irq_handler_entry):/ {
+		cpu = \$2; gsub(/[^0-9]/, \"\", cpu); cpu += 0
+		k = /local_timer/ ? \"timer\" : /call_function/ ? \"call\" : /reschedule/ ? \"resched\" : \"device\"
+		if (idle[cpu]) last[cpu] = k
+		next
+	}
 	/sched_switch:/ {
 		cpu = \$2; gsub(/[^0-9]/, \"\", cpu); cpu += 0
 		for (i = 1; i <= NF; i++) {
@@ -58,7 +71,12 @@ guest_idle_trace_count() {
 			if (\$i ~ /^[0-9]+\\.[0-9]+:\$/) { ts = \$i; sub(/:/, \"\", ts); split(ts, p, \".\") }
 		}
 		ns = p[1] * 1000000000 + p[2] * 1000
-		if (!(cpu in lo) || ns <= lo[cpu] || ns > hi[cpu]) next
+		inwin = (cpu in lo) && ns > lo[cpu] && ns <= hi[cpu]
+		if (pp == 0 && inwin && nc !~ /^idlevm-helper/)
+			print \"W\", (last[cpu] ? last[cpu] : \"none\")
+		if (np == 0) { idle[cpu] = 1; last[cpu] = \"\" }
+		if (pp == 0) idle[cpu] = 0
+		if (!inwin) next
 		if (np == 0) { ct[cpu]++; if (pc !~ /^idlevm-helper/) print \"T\", pc }
 		if (pp == 0) { cf[cpu]++; if (nc !~ /^idlevm-helper/) print \"F\", nc }
 	}
@@ -71,6 +89,8 @@ guest_idle_trace_count() {
 	     { s = 0; for (i = 2; i <= ncpu + 1; i++) s += \$i; if (\$1 in a) print \"I\", \$1, s - a[\$1] }' \
 		ncpu=\$(head -1 /tmp/ivm-irq0 | wc -w) /tmp/ivm-irq0 /tmp/ivm-irq1
 	echo 0 > $T/events/sched/sched_switch/enable
+	echo 0 > $T/events/irq_vectors/enable 2>/dev/null
+	echo 0 > $T/events/irq/irq_handler_entry/enable 2>/dev/null
 	echo 0 > $T/events/sched/sched_switch/filter; echo > $T/trace" 90
 }
 
@@ -112,4 +132,125 @@ render_timeline() {
 		awk '{ print "timeline screenshot: " $0 }
 		     $1 == "d9d2c5" { run = $2 } $1 ~ /^(4e79a7|f28e2b|59a14f|e15759|9c9c9c)$/ { idle += $2 }
 		     END { exit !(run > 1000 && idle > 100) }'
+}
+
+# idle_events_check NAME: profile the guest for $IVM_PROFILE_SECONDS (15)
+# with the default idle source while it traces itself, then check idlevm's
+# account of its idle transitions against the guest's (t_62 of each suite).
+# $IVM_T62_ARGS adds idlevm profile options.
+idle_events_check() {
+	local prof=$IVM_RUNDIR/$1.prof
+	local duration=${IVM_PROFILE_SECONDS:-15} out rc windows truth report to from periods
+
+	guest_idle_trace_start || fail "cannot start tracing in the guest"
+	out=$("$idlevm" profile --domain "$IVM_DOMAIN" -D "$duration" -o "$prof" \
+		--no-report ${IVM_T62_ARGS:-} 2>&1)
+	rc=$?
+	guest_idle_trace_stop || fail "cannot stop tracing in the guest"
+	[ "$rc" = 0 ] || fail "idlevm profile failed ($rc): $out"
+	echo "$out"
+	echo "$out" | grep -q 'idle source sched' || fail "the sched idle source did not run"
+	# 0. The loop is woken by the vCPU threads' own sleeps and wakeups,
+	# not by every switch into them (thousands more a second on a busy
+	# host, each a real-time wakeup of idlevm: sched_events.h).
+	echo "$out" | sed -n 's/.* \([0-9]*\) vCPU-thread sleeps .* \([0-9]*\) trace records read.*/\1 \2/p' |
+		awk '{ printf "trace records %d for %d vCPU-thread sleeps\n", $2, $1
+		       exit !($2 <= 3 * $1 + 200) }' ||
+		fail "idlevm read far more trace records than the vCPU threads' sleeps and wakeups"
+
+	windows=$(profile_windows "$prof")
+	[ -n "$windows" ] || fail "no idle period with guest clocks in the profile"
+	truth=$(guest_idle_trace_count "$windows") || fail "cannot read the guest trace"
+	echo "$truth" | grep -v '^[TFW] '
+
+	# 1. The guest's idle-task switch counts as idlevm read them, per vCPU and
+	# over the window, are the number of switches out of idle in its trace.
+	"$idlevm" report -f periods "$prof" 2>/dev/null | awk -F '\t' '
+		$12 > 0 && $13 > 0 {
+			if (!($1 in lo) || $12 < lo[$1]) { lo[$1] = $12; first[$1] = $14 }
+			if ($13 > hi[$1]) { hi[$1] = $13; last[$1] = $15 } }
+		END { for (c in lo) print "K", c, last[c] - first[c] }' > "$IVM_RUNDIR/$1.counts"
+	{ cat "$IVM_RUNDIR/$1.counts"; echo "$truth" | grep '^C '; } | awk '
+		$1 == "K" { k[$2] = $3 } $1 == "C" { f[$2] = $4 }
+		END {
+			bad = 0
+			for (c in k) {
+				printf "vCPU %s: idle-task switches read by idlevm %d, in the guest trace %d\n", c, k[c], f[c]
+				d = k[c] - f[c]; if (d < -2 || d > 2 || f[c] == 0) bad = 1
+			}
+			exit bad }' || fail "idlevm's idle switch counts disagree with the guest trace"
+
+	# 2. Captured against the guest's transitions, and per-thread splits.
+	report=$("$idlevm" report "$prof" 2>/dev/null) || fail "idlevm report failed"
+	echo "$report" | sed -n '/^== run ==/,/^== top/p' | head -n 40
+	to=$("$idlevm" report -f folded -K to_idle "$prof" 2>/dev/null)
+	from=$("$idlevm" report -f folded -K from_idle "$prof" 2>/dev/null)
+	by_thread() {
+		echo "$1" | awk '{ split($1, f, ";"); t = f[2]; sub(/\/[0-9]+$/, "", t); n[t] += $NF }
+			END { for (t in n) print n[t], t }'
+	}
+	# compare KIND LETTER OURS: idlevm's samples of KIND against the trace's
+	# LETTER lines; prints both splits and the capture ratio, fails when a
+	# thread with 5% or more of either side is off by more than 10 points
+	# or 3 standard deviations (LS_AWK_TOL), with at
+	# least 100 transitions in the trace).  The helper's
+	# threads are left out on both sides (idlevm's own footprint).
+	compare() {
+		{ echo "$truth" | awk -v l="$2" '$1 == l { n[$2]++ } END { for (c in n) print "T", n[c], c }'
+		  by_thread "$3" | sed 's/^/I /'; } | awk -v kind="$1" "$LS_AWK_TOL"'
+			$1 == "T" { t[$3] += $2; tt += $2; next }
+			$1 == "I" && $3 !~ /^idlevm-helper/ { i[$3] += $2; it += $2 }
+			END {
+				if (tt < 100) {
+				# A starved guest (a loaded host under TCG):
+				# a handful of switches decides nothing.
+				printf "%s: only %d in the guest trace, idlevm %d: too few to compare splits\n", kind, tt, it
+				exit 0
+			}
+				printf "%s: guest trace %d, idlevm captured %d (%.1f%%)\n", kind, tt, it, it * 100 / tt
+				bad = 0; worst = 0
+				for (c in t) seen[c] = 1
+				for (c in i) seen[c] = 1
+				for (c in seen) {
+					a = t[c] * 100 / tt; b = it ? i[c] * 100 / it : 0
+					d = a - b; if (d < 0) d = -d
+					if (d > worst) worst = d
+					if (a >= 2 || b >= 2)
+						printf "  %-16s trace %5.1f%%  idlevm %5.1f%%\n", c, a, b
+					if ((a >= 5 || b >= 5) && d > tol(a, tt, it)) bad = 1
+				}
+				printf "%s: largest per-thread difference %.1f points\n", kind, worst
+				exit bad
+			}'
+	}
+	compare to-idle T "$to" || fail "to-idle split differs from the guest trace by more than 10 points"
+	compare from-idle F "$from" || fail "from-idle split differs from the guest trace by more than 10 points"
+	# The same from the idle-period records, which name both tasks of every
+	# period, whether or not its stacks were kept.
+	periods=$("$idlevm" report -f periods "$prof" 2>/dev/null)
+	as_folded() { echo "$periods" | awk -F '\t' -v col="$1" '$col != "?" { print "x;" $col "/0 1" }'; }
+	compare "to-idle (period records)" T "$(as_folded 8)" ||
+		fail "to-idle split of the period records differs from the guest trace by more than 10 points"
+	compare "from-idle (period records)" F "$(as_folded 11)" ||
+		fail "from-idle split of the period records differs from the guest trace by more than 10 points"
+
+	# 3. Wake causes against the guest's interrupt counters.
+	echo "$truth" | awk '$1 == "I" { n = $2; sub(/:$/, "", n); v = $3
+			if (n == "LOC") loc = v; else if (n == "RES") res = v; else if (n == "CAL") cal = v
+			else if (n ~ /^[0-9]+$/) dev += v }
+		END { t = loc + res + cal + dev
+			if (t) printf "guest interrupts: LOC %d RES %d CAL %d devices %d: timer share %.1f%%\n", loc, res, cal, dev, loc * 100 / t }'
+	echo "$report" | grep 'timer share'
+	echo "$truth" | awk '$1 == "W" { n[$2]++; if ($2 != "none") k++ }
+		END { for (c in n) printf "guest trace: %d switches from idle after %s\n", n[c], c
+		      if (k) printf "guest trace: timer share of the interrupts that ended idle periods %.1f%% of %d\n", n["timer"] * 100 / k, k }'
+
+	# 4. The timeline: Chrome trace JSON with one track per vCPU, and the HTML
+	# page rendered by headless Chromium.
+	local json=$IVM_RUNDIR/$1-timeline.json
+	local html=$IVM_RUNDIR/$1-timeline.html
+	local png=$IVM_RUNDIR/$1-timeline.png
+	"$idlevm" report -f timeline -o "$json" "$prof" 2>/dev/null || fail "timeline report failed"
+	check_timeline_json "$json" "$IVM_VCPUS" || fail "timeline JSON is not well formed"
+	render_timeline "$html" "$png" || fail "timeline page did not render"
 }

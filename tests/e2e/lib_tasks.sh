@@ -19,8 +19,48 @@ idlevm_tasks() {
 		return 1
 	}
 	echo "$out" | awk 'NR > 1 && $1 != 0 {
-		c = $3; for (i = 4; i <= NF - 2; i++) c = c " " $i
+		c = substr($0, 17, 16); sub(/ +$/, "", c)
 		print $1, $2, c }' | sort -n -k2,2
+}
+
+# idlevm_args ARGS...: "PID ARGS" of every process (its main thread's row)
+# from `idlevm ps ARGS`: the fixed columns "%7d %7d %-16s %c %4u ARGS".
+idlevm_args() {
+	local out
+	out=$("$idlevm" ps "$@" 2>&1) || {
+		echo "$out" >&2
+		return 1
+	}
+	echo "$out" | awk 'NR > 1 && $1 != 0 && $1 == $2 { print $1, substr($0, 41) }' |
+		sort -n -k1,1
+}
+
+# compare_args OURS BEFORE AFTER: "PID ARGS" lines; every process with the
+# same ARGS in both guest snapshots (so it neither came, went nor retitled
+# itself meanwhile) must have them in ours.  A workqueue worker's name
+# ends in what it last worked for ("[kworker/0:1-events]"), which changes
+# by the millisecond: there the part before it must agree.  Prints what
+# differs and how many agreed; fails on any difference or when none agreed.
+compare_args() {
+	local ours=$1 before=$2 after=$3
+	awk -v ours="$ours" -v after="$after" '
+	function kw(s) { match(s, /^\[kworker\/[^]+-]*/); return substr(s, 1, RLENGTH) }
+	BEGIN {
+		n = split(ours, l, "\n")
+		for (i = 1; i <= n; i++) { p = l[i]; sub(/ .*/, "", p); a = l[i]; sub(/^[0-9]+ ?/, "", a); o[p] = a; has[p] = 1 }
+		n = split(after, l, "\n")
+		for (i = 1; i <= n; i++) { p = l[i]; sub(/ .*/, "", p); a = l[i]; sub(/^[0-9]+ ?/, "", a); af[p] = a; hasaf[p] = 1 }
+	}
+	{
+		p = $1; a = $0; sub(/^[0-9]+ ?/, "", a)
+		if (!(p in hasaf) || af[p] != a) next
+		if (!(p in has)) { printf "pid %s (%s) missing from idlevm ps\n", p, a; bad++; next }
+		if (o[p] != a && a ~ /^\[kworker\// && o[p] ~ /^\[kworker\// &&
+		    kw(o[p]) == kw(a)) { ok++; next }
+		if (o[p] != a) { printf "pid %s: idlevm ps says \"%s\", the guest \"%s\"\n", p, o[p], a; bad++; next }
+		ok++
+	}
+	END { printf "ARGS agree for %d processes, differ for %d\n", ok, bad; exit (bad || !ok) }' <<<"$before"
 }
 
 # compare_tasks OURS BEFORE AFTER: every thread in both guest snapshots

@@ -7,10 +7,12 @@
 # cache, which its own page tables lack; and the bytes it reads of files
 # through the page cache are the guest's own (dd | md5sum in the guest).
 
+. tests/e2e/lib_maps.sh
+
 core=$IVM_RUNDIR/t43.core
 dir=/tmp/ivm-maps
 cleanup() {
-	rm -f "$core"
+	rm -rf "$core" "$IVM_RUNDIR/t43-nodebug"
 	guest_sh "kill $mf_pid $mf_child 2>/dev/null; rm -rf $dir /dev/shm/ivm-shared.bin" >/dev/null 2>&1
 }
 mf_pid="" mf_child=""
@@ -28,36 +30,9 @@ helper=$(guest_sh 'cat /run/idlevm-helper.pid')
 shell=$(guest_sh 'echo $PPID')
 work=$(guest_sh "pidof $IVM_WORKLOAD" | awk '{ print $1 }')
 
-# ours PID [ARGS...]: idlevm's lines without the build-id column.
-ours() {
-	local pid=$1 out
-	shift
-	out=$("$idlevm" maps "$@" --pid "$pid") || return 1
-	echo "$out" | cut -f1
-}
-
-# The guest's maps of pid, without the gate page (no VMA of any mm).
-theirs() {
-	guest_sh "cat /proc/$1/maps" | grep -v ' \[vsyscall\]$'
-}
-
-# Compare with the guest's maps read just before and just after ours: a
-# live process may change its mappings in between.
+# The processes compared must stay: a missing one is a failure here.
 compare_live() {
-	local pid=$1 name=$2 tries before mine after
-	for tries in 1 2 3; do
-		before=$(theirs "$pid")
-		mine=$(ours "$pid" --domain "$IVM_DOMAIN") ||
-			fail "idlevm maps --pid $pid ($name) failed"
-		after=$(theirs "$pid")
-		[ -n "$before" ] || fail "the guest shows no maps for $name ($pid)"
-		if [ "$mine" = "$before" ] || [ "$mine" = "$after" ]; then
-			echo "$name (pid $pid): $(echo "$mine" | wc -l) mappings agree"
-			return 0
-		fi
-	done
-	diff <(echo "$before") <(echo "$mine") >&2
-	fail "maps of $name (pid $pid) differ from the guest's"
+	maps_compare "$1" "$2" || fail "$2 (pid $1) went away"
 }
 
 compare_live 1 init
@@ -68,7 +43,7 @@ compare_live "$mf_pid" mapfiles
 compare_live "$mf_child" "mapfiles' fork child"
 
 # mapfiles' special cases are there, as the guest names them.
-mine=$(ours "$mf_pid" --domain "$IVM_DOMAIN")
+mine=$(maps_ours "$mf_pid" --domain "$IVM_DOMAIN")
 for want in "$dir/sub/dir/data.bin" "/dev/shm/ivm-shared.bin" \
 	"$dir/gone.bin (deleted)" "/memfd:ivm-memfd (deleted)" \
 	"$dir/new\\012line" "[heap]" "[stack]" "[vdso]"; do
@@ -158,10 +133,17 @@ for tries in 1 2 3; do
 done
 echo "--all: the same $(echo "$mine" | wc -l) processes as the guest"
 
+# With no vmlinux anywhere: the kernel's own BTF and kallsyms from memory.
+mkdir -p "$IVM_RUNDIR/t43-nodebug"
+mine=$(IDLEVM_DEBUG_DIRS=$IVM_RUNDIR/t43-nodebug maps_ours "$mf_pid" --domain "$IVM_DOMAIN" 2>/dev/null) ||
+	fail "idlevm maps without a vmlinux failed"
+assert_eq "$mine" "$(maps_ours "$mf_pid" --domain "$IVM_DOMAIN")" "maps without a vmlinux"
+echo "without a vmlinux: the same maps"
+
 virsh -q -c qemu:///system dump --memory-only --format elf "$IVM_DOMAIN" "$core" >/dev/null ||
 	fail "virsh dump failed"
-live=$(ours "$mf_pid" --domain "$IVM_DOMAIN")
-dumped=$(ours "$mf_pid" --core "$core" --vmlinux "$IVM_VMLINUX") ||
+live=$(maps_ours "$mf_pid" --domain "$IVM_DOMAIN")
+dumped=$(maps_ours "$mf_pid" --core "$core" --vmlinux "$IVM_VMLINUX") ||
 	fail "idlevm maps --core failed"
 assert_eq "$dumped" "$live" "mapfiles' maps from the dump"
 echo "the dump shows the same maps"

@@ -2,6 +2,18 @@
 # pointers: the user part is the workload's known call chain, the kernel
 # part agrees with the guest's own /proc/TID/stack.
 
+# to_addresses LINES: each "NAME+0xOFF" as "ADDRESS NAME+0xOFF", its
+# link-time address (hex) by the guest's System.map (a name it lacks is
+# its own address).
+to_addresses() {
+	echo "$1" | awk -v map="$IVM_SYSTEM_MAP" '
+		BEGIN { while ((getline l < map) > 0) { split(l, f, " "); a[f[3]] = f[1] } }
+		{ n = $0; off = 0
+		  if (match(n, /\+0x[0-9a-f]+$/)) { off = strtonum(substr(n, RSTART + 1)); n = substr(n, 1, RSTART - 1) }
+		  if (n in a) printf "%x %s\n", strtonum("0x" a[n]) + off, $0
+		  else print $0, $0 }'
+}
+
 # check_worker BUILD TID: compare one worker; returns 2 if it moved.
 check_worker() {
 	local build=$1 tid=$2 before after ours kproc kours path
@@ -18,14 +30,19 @@ check_worker() {
 	# /proc: "[<0>] pipe_read+0x3df/0x4a0"; ours: "#2 0x... pipe_read+0x3df [k]"
 	kproc=$(echo "$before" | sed -n 's/^\[<[0-9a-f]*>\] \([^/ ]*\)\/.*/\1/p')
 	kours=$(echo "$ours" | awk '$NF == "[k]" { print $3 }')
+	# The same byte may be named after two symbols (kallsyms takes
+	# entry_SYSCALL_64_after_hwframe, a label inside entry_SYSCALL_64,
+	# which the debuginfo names): compare link-time addresses.
+	kproc=$(to_addresses "$kproc")
+	kours=$(to_addresses "$kours")
 	# Every /proc frame, in order and to the byte; ours may also show the
 	# scheduler functions that /proc/PID/stack leaves out.
 	echo "$kproc" | awk -v ours="$kours" '
 		BEGIN { n = split(ours, o, "\n"); j = 1 }
-		{ while (j <= n && o[j] != $0) {
+		{ while (j <= n && substr(o[j], 1, index(o[j], " ") - 1) != $1) {
 			if (o[j] !~ /schedule|nanosleep|futex_wait_queue/) { print "extra frame " o[j]; bad = 1 }
 			j++ }
-		  if (j > n) { print "missing " $0; exit 1 }
+		  if (j > n) { print "missing " $2; exit 1 }
 		  j++ }
 		END { exit bad }' || fail "kernel part of tid $tid differs from /proc/$tid/stack:
 $before
@@ -49,15 +66,16 @@ $ours"
 # The image installs build/guest/lockstorm-fp as /bin/lockstorm.
 for build in lockstorm-fp lockstorm-nofp; do
 	exe=/bin/${build%-fp}
-	# Long blocks: under a loaded host a check (two guest shell round
-	# trips around idlevm) can take seconds, and a worker that moves in
-	# between is only retried once.
-	pid=$(guest_sh "setsid $exe --threads 4 --seconds 90 --block-ms 7000:9000 --report-interval 0 >/dev/null 2>&1 & echo \$!")
+	# Long blocks: a check is two guest shell round trips around idlevm,
+	# seconds on a loaded host, and a worker that moves in between is
+	# only retried once: blocks last several of those round trips.
+	read -r blocks secs <<<"$(lockstorm_blocks 7000 9000 90 2)" ||
+		fail "the guest shell does not answer"
+	pid=$(guest_sh "setsid $exe --threads 4 --seconds $secs --block-ms $blocks --report-interval 0 >/dev/null 2>&1 & echo \$!")
 	case $pid in ''|*[!0-9]*) fail "cannot start $build in the guest: $pid" ;; esac
-	sleep 2
 	checked=0 moved=0
-	tids=$(guest_sh "for t in /proc/$pid/task/*; do c=\$(cat \$t/comm 2>/dev/null); case \$c in ls-worker*) echo \${t##*/} ;; esac; done")
-	[ -n "$tids" ] || fail "$build: no workers found in the guest"
+	tids=$(wait_for_guest_threads "$pid" ls-worker 4) ||
+		fail "$build: no workers found in the guest"
 	for tid in $tids; do
 		for try in 1 2; do
 			check_worker "$build" "$tid"

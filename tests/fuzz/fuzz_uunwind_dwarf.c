@@ -15,13 +15,20 @@
  * real CFI rows); bit 2 words with bit 62 set become stack addresses
  * (STACK + low 12 bits: frame pointers and saved-rsp slots); bit 3 no
  * mappings (frame pointers only); bit 4 start pc in the second mapping;
- * bit 5 row cache off; bit 6 rbp is a stack address (STACK + rbp mod 4K).
+ * bit 5 row cache off; bit 6 rbp is a stack address (STACK + rbp mod 4K);
+ * bit 7 the CFI from "guest bytes" of the same file (uimage.h) whose
+ * .eh_frame the guest does not hold: every row is absent, so callers are
+ * found by the return-address scan, which reads the code before each
+ * candidate (served from the file at its link-time addresses).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/bytes.h"
+#include "unwind/uelf.h"
+#include "unwind/uimage.h"
 #include "unwind/uunwind_dwarf.h"
 
 #define STACK 0x7ffd00000000ull
@@ -46,10 +53,70 @@ static struct ivm_error *image_read(void *ctx, uint64_t va, void *buf,
 	return ivm_error_fault(va, "fuzz image fault");
 }
 
+/* The fuzz binary's own file, for mode bit 7. */
+static uint8_t *file_bytes;
+static size_t file_size;
+static struct ivm_uelf file_elf;
+static uint64_t eh_lo, eh_hi;	/* .eh_frame's file offsets: not held */
+static struct ivm_uimage *file_image;
+static struct ivm_umapping image_maps[1];
+
+static struct ivm_error *file_read(void *ctx, uint64_t off, void *buf,
+				   size_t len)
+{
+	(void)ctx;
+	if (off > file_size || len > file_size - off)
+		return ivm_error_fault(off, "past the end");
+	if (eh_hi && off < eh_hi && off + len > eh_lo)
+		return ivm_error_fault(off, "not held");
+	memcpy(buf, file_bytes + off, len);
+	return NULL;
+}
+
+static const struct ivm_kmem_reader file_reader = { file_read, NULL };
+
+/* The stack, then the file's code at its link-time addresses (bias 0). */
+static struct ivm_error *image_or_code_read(void *ctx, uint64_t va,
+					    void *buf, size_t len)
+{
+	struct ivm_error *err = image_read(ctx, va, buf, len);
+	uint64_t off;
+
+	if (!err || !ivm_uelf_offset(&file_elf, va, len, &off))
+		return err;
+	ivm_error_destroy(err);
+	return file_read(NULL, off, buf, len);
+}
+
 static struct ivm_ubinary *binary;
 static struct ivm_umapping maps[2];
 static uint64_t text, text_size;
 static bool cache_off;
+
+static void setup_image(void)
+{
+	struct ivm_uelf_section sec;
+	FILE *f = fopen("/proc/self/exe", "rb");
+
+	if (!f || fseek(f, 0, SEEK_END))
+		abort();
+	file_size = (size_t)ftell(f);
+	file_bytes = malloc(file_size);
+	rewind(f);
+	if (!file_bytes || fread(file_bytes, 1, file_size, f) != file_size)
+		abort();
+	fclose(f);
+	if (ivm_uelf_parse(&file_reader, &file_elf) ||
+	    ivm_uelf_find_section(&file_reader, &file_elf, ".eh_frame", &sec) ||
+	    ivm_uimage_create(&file_reader, &file_image))
+		abort();
+	eh_lo = sec.offset;
+	eh_hi = sec.offset + sec.size;
+	image_maps[0] = maps[0];
+	image_maps[0].binary = NULL;
+	image_maps[0].image = file_image;
+	image_maps[0].file = &file_reader;
+}
 
 static void setup(void)
 {
@@ -65,6 +132,7 @@ static void setup(void)
 	if (ivm_ubinary_mappings(binary, 0, &maps[0], 1) < 1 ||
 	    ivm_ubinary_mappings(binary, BIAS2, &maps[1], 1) < 1)
 		abort();
+	setup_image();
 }
 
 static void check(const struct ivm_stack *st, uint32_t cap, uint64_t max)
@@ -149,9 +217,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	max = (mode & 1) ? IVM_USER_ADDR_MAX_LA57 : IVM_USER_ADDR_MAX;
 	ivm_stack_init(&st, frames, cap);
-	if (ivm_uunwind_dwarf(&reader, &regs, mode & 1, maps,
-			      (mode & 8) ? 0 : 2, &st))
+	if (mode & 0x80) {
+		struct ivm_kmem_reader code = { image_or_code_read, &im };
+
+		regs.rip = text + pc_off % text_size;
+		if (ivm_uunwind_dwarf(&code, &regs, mode & 1, image_maps, 1,
+				      &st))
+			abort();
+	} else if (ivm_uunwind_dwarf(&reader, &regs, mode & 1, maps,
+				     (mode & 8) ? 0 : 2, &st)) {
 		abort();
+	}
 	check(&st, cap, max);
 	return 0;
 }

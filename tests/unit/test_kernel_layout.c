@@ -119,7 +119,7 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 	};
 	struct btf *b = btf__new_empty();
 	int t_int, t_uint, t_ulong, t_char, t_ptr, t_list, t_ti, t_thread;
-	int t_comm, t_se;
+	int t_comm, t_se, t_si;
 	struct ivm_btf *btf;
 	struct ivm_error *err;
 	const void *raw;
@@ -145,6 +145,9 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 	t_se = btf__add_struct(b, "sched_entity", 16);
 	btf__add_field(b, "load", t_ulong, 0, 0);
 	btf__add_field(b, "exec_start", t_ulong, 64, 0);
+	t_si = btf__add_struct(b, "sched_info", 24);
+	btf__add_field(b, "pcount", t_ulong, 0, 0);
+	btf__add_field(b, "last_arrival", t_ulong, 128, 0);
 	btf__add_struct(b, "task_struct", 0x300);
 	btf__add_field(b, "thread_info", t_ti, 0, 0);
 	btf__add_field(b, "__state", t_uint, 24 * 8, 0);
@@ -166,8 +169,11 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 	btf__add_field(b, "comm", t_comm, 0xe0 * 8, 0);
 	btf__add_field(b, "signal", t_ptr, 0xf0 * 8, 0);
 	/* ... and no se.exec_start, so no last_ran. */
-	if (!thread_group_only)
+	if (!thread_group_only) {
 		btf__add_field(b, "se", t_se, 0x100 * 8, 0);
+		/* last_arrival at 0x120 */
+		btf__add_field(b, "sched_info", t_si, 0x110 * 8, 0);
+	}
 	btf__add_field(b, "thread", t_thread, 0x200 * 8, 0);
 	btf__add_struct(b, "signal_struct", 0x40);
 	if (!thread_group_only)
@@ -988,6 +994,68 @@ Test(kernel_layout, last_ran_on_a_cpu)
 	err = ivm_last_ran_create(l, f.gmem, &lr);
 	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
 	ivm_error_destroy(err);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
+/*
+ * The same tasks with their switch-in stamps (sched_info.last_arrival at
+ * 0x120): the exact to-idle task by the idle CPU's clock, the first task
+ * switched in since a clock, and the runs of a window.
+ */
+Test(kernel_layout, last_ran_by_stamps)
+{
+	struct ivm_last_ran_run runs[8];
+	struct ivm_kernel_layout *l;
+	struct ivm_last_ran *lr;
+	struct fixture f;
+	uint64_t task, t = 0;
+	struct ivm_error *err;
+	size_t nr;
+
+	fixture_init(&f);
+	cr_assert_eq(f.off.task_sched_info_last_arrival, 0x120);
+	/* CPU 1: init ran 400..500, sleeper-t2 600..900. */
+	w64(&f, task_va(P1) + 0x120, 400);
+	w64(&f, task_va(P1) + 0x108, 500);
+	w64(&f, task_va(T52) + 0x120, 600);
+	w64(&f, task_va(T52) + 0x108, 900);
+	/* CPU 0: sleeper 1000..2000. */
+	w64(&f, task_va(P2) + 0x120, 1000);
+	w64(&f, task_va(P2) + 0x108, 2000);
+	l = create_ok(&f);
+	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
+
+	/* Clock 900 on CPU 1: sleeper-t2 switched out at it. */
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 900, t, &task));
+	cr_expect_eq(task, task_va(T52));
+	/* It was woken onto CPU 0 since: still the one, by its stamp... */
+	w32(&f, task_va(T52) + f.off.task_cpu, 0);
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 900, t, &task));
+	cr_expect_eq(task, task_va(T52));
+	/* ... where the plain lookup names an earlier task. */
+	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
+	cr_expect_eq(task, task_va(P1));
+	/* A clock nobody stamped: the plain lookup's answer. */
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 950, t, &task));
+	cr_expect_eq(task, task_va(P1));
+	w32(&f, task_va(T52) + f.off.task_cpu, 1);
+
+	/* The first task switched in on CPU 1 after 450: sleeper-t2. */
+	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 450, t, &task));
+	cr_expect_eq(task, task_va(T52));
+	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 300, t, &task));
+	cr_expect_eq(task, task_va(P1));
+	err = ivm_last_ran_first_since(lr, 1, 0, 900, t, &task);
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
+
+	/* The runs of CPU 1 after 450: init's (ended 500) and sleeper-t2's. */
+	cr_assert_null(ivm_last_ran_window(lr, 1, 0, 450, t, runs, 8, &nr));
+	cr_expect_eq(nr, 2);
+	cr_assert_null(ivm_last_ran_window(lr, 1, 0, 450, t, runs, 1, &nr));
+	cr_expect_eq(nr, 1);
+	ivm_last_ran_destroy(lr);
 	ivm_kernel_layout_destroy(l);
 	fixture_fini(&f);
 }

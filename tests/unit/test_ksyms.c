@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "kernel/ksyms.h"
+#include "profile/ksym_hits.h"
 
 #define GUEST_DIR "/var/cache/idlevm/6.1.0-56-cloud-amd64"
 
@@ -188,4 +189,40 @@ Test(ksyms_real, not_elf)
 	cr_assert_not_null(err);
 	cr_expect_null(ksyms);
 	ivm_error_destroy(err);
+}
+
+/* The symbols a profile hit: each said once, again after a forget. */
+Test(ksym_hits, once_each_and_again_after_forget)
+{
+	static const char map[] =
+		"ffffffff81000000 T _stext\n"
+		"ffffffff81000100 T schedule\n"
+		"ffffffff81000200 T do_idle\n";
+	const uint64_t slide = 0x1000000, pcs[] = {
+		0xffffffff81000150ull + slide, 0xffffffff81000160ull + slide,
+		0xffffffff81000210ull + slide,
+	};
+	const struct ivm_ksym *const *syms;
+	struct ivm_ksym_hits *h;
+	struct ivm_ksyms *ks;
+	size_t nr;
+
+	cr_assert_null(ivm_ksyms_parse_system_map(map, sizeof(map) - 1, &ks));
+	cr_assert_null(ivm_ksym_hits_create(ks, slide, &h));
+	cr_assert_null(ivm_ksym_hits_add(h, pcs, 3));
+	syms = ivm_ksym_hits_take_new(h, &nr);
+	cr_assert_eq(nr, 2);
+	cr_assert_str_eq(syms[0]->name, "schedule");
+	cr_assert_str_eq(syms[1]->name, "do_idle");
+	cr_assert_null(ivm_ksym_hits_add(h, pcs, 3));
+	ivm_ksym_hits_take_new(h, &nr);
+	cr_assert_eq(nr, 0, "said once");
+	/* A new file of a continuous run gets them again. */
+	ivm_ksym_hits_forget(h);
+	cr_assert_null(ivm_ksym_hits_add(h, pcs + 2, 1));
+	syms = ivm_ksym_hits_take_new(h, &nr);
+	cr_assert_eq(nr, 1);
+	cr_assert_str_eq(syms[0]->name, "do_idle");
+	ivm_ksym_hits_destroy(h);
+	ivm_ksyms_destroy(ks);
 }

@@ -6,6 +6,7 @@
  * addresses are the real vmlinux's, slid.
  */
 #include <criterion/criterion.h>
+#include <link.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +16,11 @@
 #include "report/calltree.h"
 #include "cmd/commands.h"
 #include "profile/profile_file.h"
+#include "report/mappings.h"
 #include "report/report.h"
 #include "report/report_pprof.h"
 #include "report/report_svg.h"
+#include "symfile.h"
 
 /*
  * A symbolizer that knows three pcs: 0x1000 is "inner" inlined into
@@ -25,7 +28,7 @@
  * 0xffffffff81000010 is "schedule"; anything else is unknown.
  */
 static unsigned int fake_frames(void *ctx, enum ivm_node_type type,
-				uint64_t pc, struct ivm_report_frame *out,
+				uint64_t pc, bool exact, struct ivm_report_frame *out,
 				unsigned int max)
 {
 	if (max < 2)
@@ -213,6 +216,111 @@ Test(report_writers, pprof_decodes_with_protoc_and_totals_match)
 	ivm_calltree_destroy(tree);
 }
 
+/*
+ * `go tool pprof` (Debian's golang-go), the reader every pprof backend
+ * agrees with, on a pprof file: its -raw dump with the file's own frames
+ * (-symbolize=none: nothing looked up on this host).  NULL when go is not
+ * installed.
+ */
+static char *pprof_raw(const char *pb_gz)
+{
+	char cmd[512], *buf = NULL;
+	size_t len = 0, n;
+	char chunk[4096];
+	FILE *p, *out;
+
+	if (access("/usr/bin/go", X_OK))
+		return NULL;
+	snprintf(cmd, sizeof(cmd), "go tool pprof -symbolize=none -raw %s 2>&1",
+		 pb_gz);
+	p = popen(cmd, "r");
+	cr_assert(p);
+	out = open_memstream(&buf, &len);
+	cr_assert(out);
+	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
+		fwrite(chunk, 1, n, out);
+	fclose(out);
+	cr_assert_eq(pclose(p), 0, "go tool pprof failed: %s", buf);
+	return buf;
+}
+
+Test(report_writers, pprof_mappings_time_and_raw_frames_in_go_pprof)
+{
+	struct ivm_calltree *tree = make_tree();
+	struct ivm_mappings *maps = ivm_mappings_create();
+	char path[] = "/tmp/ivm-test-pprof-XXXXXX";
+	struct ivm_report_options opts = {
+		.kind = -1, .sym = { .frames = fake_frames },
+		.run = { .start_ns = 1700000000123456789ull,
+			 .duration_ns = 5000000000ull, .idle_every = 2,
+			 .guest = "web01", .kernel = "6.1.0-56-cloud-amd64" },
+	};
+	char *raw;
+	int fd;
+
+	cr_assert(maps);
+	cr_assert_null(ivm_mappings_add(maps, &(struct ivm_mapping){
+		.kind = IVM_MAPPING_KERNEL, .start = 0xffffffff81000000ull,
+		.limit = 0xffffffff82000000ull, .file = "[kernel.kallsyms]",
+		.build_id = "aaaa", .lo = 0xffffffff81000000ull,
+		.hi = 0xffffffff82000000ull }));
+	/* A module inside the kernel's range wins over it. */
+	cr_assert_null(ivm_mappings_add(maps, &(struct ivm_mapping){
+		.kind = IVM_MAPPING_MODULE, .start = 0xffffffff81999000ull,
+		.limit = 0xffffffff8199a000ull, .file = "virtio.ko",
+		.build_id = "cccc", .lo = 0xffffffff81999000ull,
+		.hi = 0xffffffff8199a000ull }));
+	cr_assert_null(ivm_mappings_add(maps, &(struct ivm_mapping){
+		.kind = IVM_MAPPING_USER, .start = 0x1000, .limit = 0x3000,
+		.offset = 0x1000, .file = "/usr/bin/worker", .build_id = "bbbb",
+		.lo = 0x1000, .hi = 0x3000 }));
+	/* Another object's frames at the same addresses: by its tag only. */
+	cr_assert_null(ivm_mappings_add(maps, &(struct ivm_mapping){
+		.kind = IVM_MAPPING_USER, .tag = 7, .limit = UINT64_MAX,
+		.build_id = "dddd", .lo = 0, .hi = 1ull << 30 }));
+	cr_assert_eq(ivm_mappings_find(maps, IVM_NODE_USER, 0x1000)->tag, 0);
+	cr_assert_eq(ivm_mappings_find(maps, IVM_NODE_USER,
+				       7ull << IVM_REPORT_USER_TAG_SHIFT |
+				       0x1000)->tag, 7);
+	cr_assert_null(ivm_mappings_find(maps, IVM_NODE_USER, 0x4000));
+	opts.mappings = maps;
+
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	opts.out = fdopen(fd, "w");
+	cr_assert_null(ivm_report_pprof(tree, &opts));
+	fclose(opts.out);
+	raw = pprof_raw(path);
+	unlink(path);
+	if (!raw)
+		cr_skip_test("go (golang-go) not installed");
+	cr_assert(strstr(raw, "Time: 2023-11-14 22:13:20.123456789 +0000 UTC"),
+		  "%s", raw);
+	cr_assert(strstr(raw, "Duration: 5s"), "%s", raw);
+	cr_assert(strstr(raw, "PeriodType: idle_transitions count\nPeriod: 2"),
+		  "%s", raw);
+	cr_assert(strstr(raw, "Comment: guest: web01"), "%s", raw);
+	/* One mapping per file a location is in, the executable first. */
+	cr_assert(strstr(raw, "Mappings\n"
+		  "1: 0x1000/0x3000/0x1000 /usr/bin/worker bbbb [FN][FL][LN][IN]\n"
+		  "2: 0xffffffff81000000/0xffffffff82000000/0x0 [kernel.kallsyms] aaaa [FN]\n"
+		  "3: 0xffffffff81999000/0xffffffff8199a000/0x0 virtio.ko cccc \n"),
+		  "%s", raw);
+	/*
+	 * Addresses are the calls (return address - 1); an inlined call is
+	 * one location, innermost first; a pc nothing names has no lines.
+	 */
+	cr_assert(strstr(raw, ": 0xfff M=1 inner a.c:10 s=0\n"
+			      "             outer a.c:20 s=0\n"), "%s", raw);
+	cr_assert(strstr(raw, ": 0x1fff M=1 main a.c:30 s=0\n"), "%s", raw);
+	cr_assert(strstr(raw, ": 0xffffffff8100000f M=2 schedule :0 s=0\n"),
+		  "%s", raw);
+	cr_assert(strstr(raw, ": 0xffffffff81999998 M=3 \n"), "%s", raw);
+	free(raw);
+	ivm_mappings_destroy(maps);
+	ivm_calltree_destroy(tree);
+}
+
 /* ---- idlevm report over a profile with real kernel addresses ---------- */
 
 #define VMLINUX "/var/cache/idlevm/6.1.0-56-cloud-amd64/vmlinux"
@@ -296,6 +404,180 @@ Test(report_file, real_vmlinux_inline_and_mismatch, .timeout = 60)
 	out = report_of(path, IVM_REPORT_FOLDED);
 	cr_assert(!strstr(out, "schedule"), "%s", out);
 	cr_assert(strstr(out, "0xffffffff"), "%s", out);
+	free(out);
+	unlink(path);
+}
+
+/* ---- pprof of a recorded profile: mappings from what the file says ----- */
+
+/* A function of this very binary: a user frame a real ELF file names. */
+static __attribute__((noinline)) int fleet_user_frame(volatile int x)
+{
+	return x * 3 + 1;
+}
+
+static int main_program_bias(struct dl_phdr_info *info, size_t size,
+			     void *data)
+{
+	*(uint64_t *)data = info->dlpi_addr;
+	return 1;	/* the first object is the program itself */
+}
+
+static void elf_build_id(const char *path, char *hex, size_t len)
+{
+	struct ivm_symfile *f;
+
+	cr_assert_null(ivm_symfile_open_elf(path, &f), "opening %s", path);
+	snprintf(hex, len, "%s", ivm_symfile_build_id_hex(f));
+	ivm_symfile_destroy(f);
+	cr_assert(hex[0], "%s has no build-id", path);
+}
+
+Test(report_file, pprof_mappings_time_and_names_from_the_profile,
+     .timeout = 60)
+{
+	char path[] = "/tmp/ivm-test-prof-XXXXXX";
+	char pb[] = "/tmp/ivm-test-pb-XXXXXX";
+	char exe[1024], exe_id[160], k_id[160], buf[256], want[2048];
+	struct ivm_report_options opts = { .kind = -1, .top = 10,
+					   .format = IVM_REPORT_PPROF };
+	uint64_t k[2], u[1], bias = 0, stext, etext;
+	struct ivm_label labels[2];
+	struct ivm_sample s = {
+		.kind = IVM_SAMPLE_TO_IDLE, .pid = 100, .tid = 101,
+		.comm = "ls-worker-0", .nr_kernel = 2, .kernel_pcs = k,
+		.nr_user = 1, .user_pcs = u, .nr_labels = 2, .labels = labels,
+	};
+	struct ivm_profile_writer *w;
+	char *raw;
+	int fd, i;
+	ssize_t n;
+
+	if (access(VMLINUX, R_OK))
+		cr_skip_test("%s not present (make image)", VMLINUX);
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	cr_assert_gt(n, 0);
+	exe[n] = '\0';
+	elf_build_id(exe, exe_id, sizeof(exe_id));
+	elf_build_id(VMLINUX, k_id, sizeof(k_id));
+	dl_iterate_phdr(main_program_bias, &bias);
+	stext = map_addr("_stext") + SLIDE;
+	etext = map_addr("_etext") + SLIDE;
+
+	/* As the profiler records: slid kernel pcs, run-time user pcs. */
+	k[0] = map_addr("__schedule") + 0x300 + SLIDE;
+	k[1] = map_addr("schedule") + 0x40 + SLIDE;
+	cr_assert_eq(fleet_user_frame(1), 4);
+	u[0] = (uint64_t)(uintptr_t)fleet_user_frame + 4;
+	labels[0] = (struct ivm_label){ "user_build_id", exe_id };
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, bias);
+	labels[1] = (struct ivm_label){ "user_bias", buf };
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_null(ivm_profile_writer_create(path, &w));
+	cr_assert_null(ivm_profile_write_meta(w, "guest", "demo"));
+	cr_assert_null(ivm_profile_write_meta(w, "kernel", "6.1.0-56-cloud-amd64"));
+	cr_assert_null(ivm_profile_write_meta(w, "vmlinux", VMLINUX));
+	snprintf(want, sizeof(want), "0x%llx", SLIDE);
+	cr_assert_null(ivm_profile_write_meta(w, "kaslr_offset", want));
+	cr_assert_null(ivm_profile_write_meta(w, "start_ns", "1700000000000000000"));
+	cr_assert_null(ivm_profile_write_meta(w, "start_mono_ns", "1000"));
+	cr_assert_null(ivm_profile_write_meta(w, "kernel_build_id", k_id));
+	snprintf(want, sizeof(want), "0x%" PRIx64 " 0x%" PRIx64, stext, etext);
+	cr_assert_null(ivm_profile_write_meta(w, "kernel_text", want));
+	cr_assert_null(ivm_profile_write_meta(w, "binary", exe));
+	cr_assert_null(ivm_profile_write_meta(w, "module",
+		"virtio_console 0xffffffffc03da000 0xa000 "
+		"2a4768ab9c201b9aa409616706c4aafd0defc4be"));
+	cr_assert_null(ivm_profile_write_meta(w, "module_sections",
+		"virtio_console .text=0xffffffffc03da000,.data=0xffffffffc03e0000"));
+	for (i = 0; i < 4; i++) {
+		s.time_ns = 1000 + 500000000ull * (uint64_t)i;
+		cr_assert_null(ivm_profile_write_sample(w, &s));
+	}
+	/* A frame in the module: its own mapping, even unnamed. */
+	k[0] = 0xffffffffc03da123ull;
+	cr_assert_null(ivm_profile_write_sample(w, &s));
+	cr_assert_null(ivm_profile_writer_finish(w, 1000 + 3000000000ull,
+						 NULL, 0));
+
+	fd = mkstemp(pb);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	opts.output = pb;
+	cr_assert_eq(ivm_report_file(path, false, &opts,
+				     IVM_CALLTREE_BY_PROCESS |
+				     IVM_CALLTREE_BY_THREAD), 0);
+	raw = pprof_raw(pb);
+	unlink(path);
+	unlink(pb);
+	if (!raw)
+		cr_skip_test("go (golang-go) not installed");
+	cr_assert(strstr(raw, "Time: 2023-11-14 22:13:20 +0000 UTC"), "%s", raw);
+	cr_assert(strstr(raw, "Duration: 3s"), "%s", raw);
+	/* This binary, by build-id, placed by its code segment; names. */
+	snprintf(want, sizeof(want), " %s %s [FN][FL][LN][IN]\n", exe, exe_id);
+	cr_assert(strstr(raw, want), "no %s in %s", want, raw);
+	cr_assert(strstr(raw, "fleet_user_frame tests/unit/test_report.c:"),
+		  "%s", raw);
+	snprintf(want, sizeof(want),
+		 "0x%" PRIx64 "/0x%" PRIx64 "/0x0 [kernel.kallsyms] %s [FN][FL][LN][IN]\n",
+		 stext, etext, k_id);
+	cr_assert(strstr(raw, want), "no %s in %s", want, raw);
+	cr_assert(strstr(raw, " schedule kernel/sched/core.c:"), "%s", raw);
+	cr_assert(strstr(raw, "0xffffffffc03da000/0xffffffffc03e4000/0x0 "
+			      "virtio_console.ko "
+			      "2a4768ab9c201b9aa409616706c4aafd0defc4be "),
+		  "%s", raw);
+	free(raw);
+}
+
+/*
+ * An interrupted pc at a function's first instruction (the leaf of a task
+ * caught running, the frame after an interrupt entry) is named by that
+ * function: looked up at pc, not pc - 1, which is the function before.
+ * Return addresses at pc - 1 as before.
+ */
+Test(report_file, exact_pcs_are_looked_up_at_pc, .timeout = 60)
+{
+	char path[] = "/tmp/ivm-test-prof-XXXXXX";
+	struct ivm_profile_writer *w;
+	uint64_t k[2];
+	uint8_t kf[2] = { IVM_PC_EXACT, 0 };
+	struct ivm_sample s = {
+		.kind = IVM_SAMPLE_ON_CPU, .pid = 100, .tid = 101,
+		.comm = "spin", .nr_kernel = 2, .kernel_pcs = k,
+		.kernel_flags = kf,
+	};
+	char slide[32];
+	char *out;
+	int fd;
+
+	if (access(VMLINUX, R_OK))
+		cr_skip_test("%s not present (make image)", VMLINUX);
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	/* The leaf at schedule's first byte; its caller a return address. */
+	k[0] = map_addr("schedule") + SLIDE;
+	k[1] = map_addr("schedule_timeout") + 0x20 + SLIDE;
+	snprintf(slide, sizeof(slide), "0x%llx", SLIDE);
+	cr_assert_null(ivm_profile_writer_create(path, &w));
+	cr_assert_null(ivm_profile_write_meta(w, "kernel",
+					      "6.1.0-56-cloud-amd64"));
+	cr_assert_null(ivm_profile_write_meta(w, "vmlinux", VMLINUX));
+	cr_assert_null(ivm_profile_write_meta(w, "kaslr_offset", slide));
+	cr_assert_null(ivm_profile_write_sample(w, &s));
+	/* The same pc as a return address names the function before it. */
+	kf[0] = 0;
+	cr_assert_null(ivm_profile_write_sample(w, &s));
+	cr_assert_null(ivm_profile_writer_finish(w, 1, NULL, 0));
+	out = report_of(path, IVM_REPORT_FOLDED);
+	cr_assert(strstr(out, "schedule_timeout_[k];schedule_[k] 1"), "%s",
+		  out);
+	cr_assert(!strstr(out, "schedule_timeout_[k];schedule_[k] 2"), "%s",
+		  out);
 	free(out);
 	unlink(path);
 }

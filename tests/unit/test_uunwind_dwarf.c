@@ -32,6 +32,10 @@
 #include <unistd.h>
 
 #include "kernel/ksyms.h"
+#include "base/bytes.h"
+#include "unwind/ucfi.h"
+#include "unwind/uelf.h"
+#include "unwind/uimage.h"
 #include "unwind/uunwind.h"
 #include "unwind/uunwind_dwarf.h"
 
@@ -59,9 +63,26 @@ static const struct ivm_kmem_reader self_reader = { read_self, NULL };
 
 #define MAX_MAPS 8
 
+/*
+ * One file as "the guest" holds it: read by file offset through our own
+ * mappings of it, for the unwinder's images (no host file opened).
+ */
+struct self_file {
+	char path[4096];
+	struct { uint64_t start, end, off; } ranges[MAX_MAPS];
+	size_t nr;
+	struct ivm_kmem_reader reader;
+	struct ivm_uimage *image;
+	/* File offsets [hole_lo, hole_hi) the "guest" does not hold. */
+	uint64_t hole_lo, hole_hi;
+};
+
 struct self_maps {
 	struct ivm_ubinary *bins[MAX_MAPS];
 	size_t nr_bins;
+	bool images;		/* CFI from our memory, not from the files */
+	struct self_file files[MAX_MAPS];
+	size_t nr_files;
 	struct ivm_umapping maps[MAX_MAPS];
 	size_t nr;
 	uint64_t exe_bias;
@@ -84,19 +105,87 @@ static struct ivm_ubinary *bin_for(const char *path)
 	return b;
 }
 
+static struct ivm_error *read_self_file(void *ctx, uint64_t off, void *buf,
+				       size_t len)
+{
+	struct self_file *f = ctx;
+	uint8_t *out = buf;
+
+	if (f->hole_hi && off < f->hole_hi && off + len > f->hole_lo)
+		return ivm_error_fault(off < f->hole_lo ? f->hole_lo : off,
+				       "%s: not held", f->path);
+	while (len) {
+		size_t i, n;
+
+		for (i = 0; i < f->nr; i++)
+			if (off >= f->ranges[i].off &&
+			    off - f->ranges[i].off <
+			    f->ranges[i].end - f->ranges[i].start)
+				break;
+		if (i == f->nr)
+			return ivm_error_fault(off, "%s: offset not mapped",
+					       f->path);
+		n = f->ranges[i].end - f->ranges[i].start -
+		    (off - f->ranges[i].off);
+		if (n > len)
+			n = len;
+		cr_assert_null(read_self(NULL, f->ranges[i].start + off -
+					 f->ranges[i].off, out, n));
+		out += n;
+		off += n;
+		len -= n;
+	}
+	return NULL;
+}
+
+/* Every mapping of path, and the image read through them. */
+static struct self_file *file_for(const char *path)
+{
+	char line[4608];
+	struct self_file *f;
+	FILE *maps;
+
+	for (size_t i = 0; i < self.nr_files; i++)
+		if (!strcmp(self.files[i].path, path))
+			return &self.files[i];
+	cr_assert_lt(self.nr_files, MAX_MAPS);
+	f = &self.files[self.nr_files++];
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	maps = fopen("/proc/self/maps", "re");
+	cr_assert_not_null(maps);
+	while (fgets(line, sizeof(line), maps)) {
+		unsigned long long start, end, off;
+		char name[4096] = "";
+
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %4095s", &start,
+			   &end, &off, name) < 3 || strcmp(name, path))
+			continue;
+		cr_assert_lt(f->nr, MAX_MAPS);
+		f->ranges[f->nr].start = start;
+		f->ranges[f->nr].end = end;
+		f->ranges[f->nr].off = off;
+		f->nr++;
+	}
+	fclose(maps);
+	f->reader = (struct ivm_kmem_reader){ read_self_file, f };
+	cr_assert_null(ivm_uimage_create(&f->reader, &f->image), "%s", path);
+	return f;
+}
+
 /*
  * The executable mappings of the test binary and of libc, from
  * /proc/self/maps, each with the bias ivm_ubinary_bias() derives from its
  * start and file offset: the same computation the profiler makes from the
  * guest helper's MAPS answer.
  */
-static void load_self_maps(void)
+static void load_self_maps_as(bool images)
 {
 	char exe[4096], line[4608];
 	ssize_t n;
 	FILE *f;
 
 	memset(&self, 0, sizeof(self));
+	self.images = images;
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	cr_assert_gt(n, 0);
 	exe[n] = 0;
@@ -118,12 +207,22 @@ static void load_self_maps(void)
 		if (!is_exe && !is_libc)
 			continue;
 		cr_assert_lt(self.nr, MAX_MAPS);
-		b = bin_for(path);
 		m = &self.maps[self.nr++];
 		m->start = start;
 		m->end = end;
-		m->binary = b;
-		cr_assert_null(ivm_ubinary_bias(b, start, off, &m->bias));
+		if (self.images) {
+			struct self_file *sf = file_for(path);
+
+			m->image = sf->image;
+			m->file = &sf->reader;
+			cr_assert(ivm_uelf_bias(ivm_uimage_elf(sf->image),
+						start, off, &m->bias));
+		} else {
+			b = bin_for(path);
+			m->binary = b;
+			cr_assert_null(ivm_ubinary_bias(b, start, off,
+							&m->bias));
+		}
 		if (is_exe) {
 			self.exe = m;
 			self.exe_bias = m->bias;
@@ -137,10 +236,22 @@ static void load_self_maps(void)
 	cr_assert_null(ivm_ksyms_load_elf(exe, &self.syms));
 }
 
+static void load_self_maps(void)
+{
+	load_self_maps_as(false);
+}
+
+static void load_self_images(void)
+{
+	load_self_maps_as(true);
+}
+
 static void unload_self_maps(void)
 {
 	for (size_t i = 0; i < self.nr_bins; i++)
 		ivm_ubinary_destroy(self.bins[i]);
+	for (size_t i = 0; i < self.nr_files; i++)
+		ivm_uimage_destroy(self.files[i].image);
 	ivm_ksyms_destroy(self.syms);
 	memset(&self, 0, sizeof(self));
 }
@@ -360,7 +471,7 @@ static void assert_blocked_chain(const struct ivm_stack *st, uint32_t first)
 	cr_assert_eq(st->flags, 0, "stack flags %#x", st->flags);
 }
 
-Test(uunwind_dwarf, real_blocked_thread)
+static void real_blocked_thread(void)
 {
 	struct ivm_frame frames[64], fp_frames[64];
 	struct ivm_stack st, fp;
@@ -387,7 +498,12 @@ Test(uunwind_dwarf, real_blocked_thread)
 	release_blocked_thread();
 }
 
-Test(uunwind_dwarf, through_a_signal_frame)
+Test(uunwind_dwarf, real_blocked_thread)
+{
+	real_blocked_thread();
+}
+
+static void through_a_signal_frame(void)
 {
 	const struct ivm_stack *st = &handler_stack;
 	uint32_t i;
@@ -407,6 +523,79 @@ Test(uunwind_dwarf, through_a_signal_frame)
 	cr_assert_eq(st->frames[i].sp, interrupted.rsp);
 	cr_assert(st->frames[i].flags & IVM_FRAME_REGS);
 	assert_blocked_chain(st, i);
+	release_blocked_thread();
+}
+
+Test(uunwind_dwarf, through_a_signal_frame)
+{
+	through_a_signal_frame();
+}
+
+/*
+ * The same real stacks with every row from "guest bytes": the test
+ * binary's and libc's CFI read through our own mappings of them (uimage),
+ * no file opened.
+ */
+TestSuite(uunwind_image, .init = load_self_images, .fini = unload_self_maps);
+
+Test(uunwind_image, real_blocked_thread)
+{
+	cr_assert_null(self.maps[0].binary);
+	real_blocked_thread();
+}
+
+Test(uunwind_image, through_a_signal_frame)
+{
+	through_a_signal_frame();
+}
+
+/*
+ * The CFI of one function of the chain exists but the guest does not hold
+ * its bytes (its FDE lies on a page that was never read): its caller is
+ * found by scanning the stack for a return address after a direct call
+ * of it, marked inexact, and the chain goes on by CFI to libc.
+ */
+Test(uunwind_image, scan_where_the_cfi_is_not_held)
+{
+	struct self_file *f = NULL;
+	const struct ivm_uelf *elf;
+	struct ivm_uelf_vreader vr;
+	struct ivm_kmem_reader vmem;
+	struct ivm_frame frames[64];
+	struct ivm_stack st;
+	uint64_t fde, off;
+	uint8_t len[4];
+	uint32_t i;
+
+	for (size_t k = 0; k < self.nr_files; k++)
+		if (self.files[k].image == self.exe->image)
+			f = &self.files[k];
+	cr_assert_not_null(f);
+	elf = ivm_uimage_elf(f->image);
+	ivm_uelf_vreader_init(&vr, &f->reader, elf, &vmem);
+	cr_assert_null(ivm_ucfi_find(&vmem, &elf->eh,
+				     (uint64_t)(uintptr_t)uud_level2 -
+				     self.exe_bias, &fde));
+	cr_assert_null(vmem.read(vmem.ctx, fde, len, 4));
+	cr_assert(ivm_uelf_offset(elf, fde, 4, &off));
+	catch_blocked_thread(false);
+	f->hole_lo = off;
+	f->hole_hi = off + 4 + ivm_le32(len);
+	ivm_stack_init(&st, frames, 64);
+	cr_assert_null(ivm_uunwind_dwarf(&self_reader, &interrupted, 0,
+					 self.maps, self.nr, &st));
+	f->hole_lo = f->hole_hi = 0;
+	log_stack("uud_level2's CFI not held", &st);
+	cr_assert_geq(st.nr, CHAIN_LEN + 1);
+	for (i = 0; i < CHAIN_LEN; i++)
+		cr_assert_str_eq(self_name(&st.frames[i]), blocked_chain[i],
+				 "frame %u", i);
+	/* uud_level1 was found by the scan; the rest by CFI again. */
+	cr_assert(st.frames[3].flags & IVM_FRAME_INEXACT);
+	cr_assert_not(st.frames[2].flags & IVM_FRAME_INEXACT);
+	cr_assert_not(st.frames[4].flags & IVM_FRAME_INEXACT);
+	cr_assert(in_libc(st.frames[st.nr - 1].pc));
+	cr_assert_eq(st.flags, IVM_STACK_FP_FALLBACK, "flags %#x", st.flags);
 	release_blocked_thread();
 }
 
@@ -836,7 +1025,7 @@ static uint64_t plt_address(void)
  * CFA is an expression on rip: rsp + 8, plus 8 once the push ran (rip & 15
  * >= 11).
  */
-Test(uunwind_dwarf, plt_cfa_expression)
+static void plt_cfa_expression(void)
 {
 	uint64_t plt = plt_address();
 	struct ivm_frame frames[16];
@@ -860,6 +1049,16 @@ Test(uunwind_dwarf, plt_cfa_expression)
 		cr_assert_eq(st.frames[1].sp, word(pushed ? 12 : 11));
 		cr_assert_not(st.frames[1].flags & IVM_FRAME_INEXACT);
 	}
+}
+
+Test(uunwind_dwarf, plt_cfa_expression)
+{
+	plt_cfa_expression();
+}
+
+Test(uunwind_image, plt_cfa_expression)
+{
+	plt_cfa_expression();
 }
 
 Test(uunwind_dwarf, caller_mistakes_are_errors)

@@ -65,6 +65,12 @@
  * Reports every --report-interval seconds (0: off), on SIGUSR1 and at exit
  * (end of --seconds, SIGTERM or SIGINT); the last report is followed by
  * "lockstorm: exit".
+ *
+ * How it starts, for unwinders: --fork 1 runs everything in a fork child
+ * (no exec; the parent waits in waitpid), as a pre-forking server's
+ * workers run; --from-signal 1 runs it from a SIGUSR2 handler of the main
+ * thread (its stack then holds the kernel's signal frame and glibc's
+ * __restore_rt between the handler and main).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -77,6 +83,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -657,7 +664,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: lockstorm [--threads N] [--seconds S] [--ratio L:R:T]\n"
 		"                 [--report-interval S] [--compute-us US]\n"
-		"                 [--block-ms MIN:MAX]\n"
+		"                 [--block-ms MIN:MAX] [--fork 1] [--from-signal 1]\n"
 		"  --threads N          worker threads (1..%d, default 4)\n"
 		"  --seconds S          run time, 0 = until SIGTERM/SIGINT (default 0)\n"
 		"  --ratio L:R:T        blocking-time split between wait_for_lock,\n"
@@ -665,6 +672,8 @@ static void usage(FILE *f)
 		"  --report-interval S  seconds between reports, 0 = off (default 5)\n"
 		"  --compute-us US      CPU time of one compute_batch (default 1000)\n"
 		"  --block-ms MIN:MAX   duration of one block, uniform (default 2:10)\n"
+		"  --fork 1             run in a fork child; the parent waits for it\n"
+		"  --from-signal 1      run from a signal handler of the main thread\n"
 		"SIGUSR1 prints a report; SIGTERM/SIGINT print a final one and exit.\n",
 		MAX_WORKERS);
 }
@@ -717,6 +726,8 @@ static bool parse_tuple(const char *s, unsigned long max, unsigned long *out,
 	return i == n;
 }
 
+static bool start_forked, start_from_signal;
+
 static void parse_args(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
@@ -755,6 +766,12 @@ static void parse_args(int argc, char **argv)
 			     t[1] > 0;
 			cfg.block_min_ns = ok ? t[0] * NSEC_PER_MSEC : 0;
 			cfg.block_max_ns = ok ? t[1] * NSEC_PER_MSEC : 0;
+		} else if (!strcmp(opt, "--fork")) {
+			ok = parse_uint(val, 1, &v);
+			start_forked = v;
+		} else if (!strcmp(opt, "--from-signal")) {
+			ok = parse_uint(val, 1, &v);
+			start_from_signal = v;
 		} else {
 			fprintf(stderr, "lockstorm: unknown option %s\n", opt);
 			usage(stderr);
@@ -795,15 +812,13 @@ static void setup_workers(void)
 	}
 }
 
-int main(int argc, char **argv)
+/* Everything after the arguments: from main, a fork child or a handler. */
+STACK_FRAME static int run_lockstorm(void)
 {
 	pthread_t threads[MAX_WORKERS];
 	sigset_t sigs;
 	uint64_t next_report, interval_ns, end_ns = 0, checksum = 0;
 	int err;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	parse_args(argc, argv);
 
 	/* Signals are taken synchronously by the main thread (sigtimedwait),
 	 * so block them before any thread exists: every thread inherits it. */
@@ -898,4 +913,40 @@ int main(int argc, char **argv)
 	printf("lockstorm: exit checksum=%016llx\n",
 	       (unsigned long long)checksum);
 	return 0;
+}
+
+STACK_FRAME static void run_from_signal(int sig)
+{
+	(void)sig;
+	/* Not async-signal-safe, and meant so: the stack is what matters. */
+	exit(run_lockstorm());
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	parse_args(argc, argv);
+	if (start_forked) {
+		pid_t child = fork();
+		int status;
+
+		if (child < 0)
+			die("fork");
+		if (child > 0) {
+			while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+				;
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+		}
+	}
+	if (start_from_signal) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = run_from_signal;
+		if (sigaction(SIGUSR2, &sa, NULL) < 0)
+			die("sigaction");
+		raise(SIGUSR2);
+		return 1;	/* the handler exits */
+	}
+	return run_lockstorm();
 }

@@ -26,6 +26,7 @@
 #include <libvirt/virterror.h>
 
 #include "access/libvirt_domain.h"
+#include "access/pause_guard.h"
 #include "access/qmp.h"
 
 /* The greeting is small; a peer that sends more without a newline is not QEMU. */
@@ -68,7 +69,11 @@ struct ivm_qmp {
 	int major, minor, micro;
 	struct qmp_shared *shared;
 
+	/* Resumes the guest if we die while it is paused (pause_guard.h). */
+	struct ivm_pause_guard *guard;
+
 	/* socket transport */
+	char *socket_path;	/* NULL when connected through a given fd */
 	int fd;
 	pid_t peer_pid;
 	char *buf;		/* bytes received, not yet consumed */
@@ -760,6 +765,7 @@ struct ivm_error *ivm_qmp_connect_socket(const char *path,
 					 struct ivm_qmp **ret)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct ivm_error *err;
 	int fd;
 
 	if (strlen(path) >= sizeof(addr.sun_path))
@@ -775,7 +781,15 @@ struct ivm_error *ivm_qmp_connect_socket(const char *path,
 		close(fd);
 		return ivm_error_os(errnum, "%s: connect", path);
 	}
-	return ivm_qmp_connect_fd(fd, path, IVM_QMP_GREETING_TIMEOUT_MS, ret);
+	err = ivm_qmp_connect_fd(fd, path, IVM_QMP_GREETING_TIMEOUT_MS, ret);
+	if (err)
+		return err;
+	(*ret)->socket_path = strdup(path);
+	if (!(*ret)->socket_path) {
+		ivm_qmp_destroy(*ret);
+		return &ivm_enomem;
+	}
+	return NULL;
 }
 
 /* ---- libvirt transport -------------------------------------------------- */
@@ -1231,6 +1245,9 @@ void ivm_qmp_destroy(struct ivm_qmp *qmp)
 {
 	if (!qmp)
 		return;
+	/* Before the connection goes: the guardian may need the monitor. */
+	ivm_pause_guard_destroy(qmp->guard);
+	free(qmp->socket_path);
 	if (qmp->transport == QMP_LIBVIRT) {
 		libvirt_release(qmp);
 		free(qmp->uri);
@@ -1376,10 +1393,43 @@ static struct ivm_error *libvirt_run_state_change(struct ivm_qmp *qmp,
  * in use: libvirt must do it itself (passthrough of stop/cont would leave
  * its own idea of the domain state stale).
  */
+/*
+ * Before a pause: make sure someone resumes the guest should we die while
+ * it is paused.  The guardian starts at the first pause of a connection.
+ * A connection made over a bare fd (tests) names no way back to QEMU and
+ * has none.
+ */
+static struct ivm_error *guard_arm(struct ivm_qmp *qmp)
+{
+	struct ivm_pause_target target = { 0 };
+	char uuid[VIR_UUID_STRING_BUFLEN];
+	struct ivm_error *err;
+
+	if (!qmp->guard) {
+		if (qmp->transport == QMP_LIBVIRT) {
+			if (virDomainGetUUIDString(qmp->dom, uuid) < 0)
+				return ivm_libvirt_error("virDomainGetUUIDString");
+			target.libvirt_uri = qmp->uri;
+			target.domain_uuid = uuid;
+		} else if (qmp->socket_path) {
+			target.qmp_path = qmp->socket_path;
+		} else {
+			return NULL;
+		}
+		err = ivm_pause_guard_start(&target, NULL, &qmp->guard);
+		if (err)
+			return ivm_error_wrap(err, "%s: not pausing the guest",
+						qmp->name);
+	}
+	return ivm_pause_guard_arm(qmp->guard);
+}
+
 static struct ivm_error *set_running(struct ivm_qmp *qmp, bool run)
 {
 	struct ivm_error *err;
 
+	if (!run && (err = guard_arm(qmp)))
+		return err;
 	if (qmp->transport == QMP_LIBVIRT)
 		err = libvirt_run_state_change(qmp,
 					       run ? virDomainResume :
@@ -1388,8 +1438,14 @@ static struct ivm_error *set_running(struct ivm_qmp *qmp, bool run)
 						     "virDomainSuspend");
 	else
 		err = socket_execute(qmp, run ? "cont" : "stop", NULL, NULL);
-	if (err)
+	if (err) {
+		/* A failed stop paused nothing; a failed cont stays armed. */
+		if (!run && qmp->guard)
+			ivm_pause_guard_disarm(qmp->guard);
 		return err;
+	}
+	if (run && qmp->guard)
+		ivm_pause_guard_disarm(qmp->guard);
 	set_lifecycle(qmp->shared, run ? IVM_QMP_RUNNING : IVM_QMP_PAUSED);
 	return NULL;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cmd/commands.h"
+#include "cmd/window_run.h"
 #include "profile/capture_pin.h"
 #include "kernel/guest.h"
 #include "profile/profiler.h"
@@ -52,6 +53,7 @@ IVM_GUEST_USAGE
 "                         sched source waits for events at real-time\n"
 "                         priority (SCHED_FIFO 1), so that it looks at a\n"
 "                         halted vCPU before it wakes on a loaded host\n"
+"      --realtime         the default, said explicitly\n"
 "      --registers SRC    where on-CPU and from-idle samples take the vCPU's\n"
 "                         registers: auto (default: QEMU's memory under TCG,\n"
 "                         else the monitor), memory, or monitor (HMP `info\n"
@@ -71,6 +73,13 @@ IVM_GUEST_USAGE
 "      --pin-policy P     rescue (default: read unpinned first, pin only a\n"
 "                         target found woken) or always (pin every target\n"
 "                         not on a vCPU)\n"
+"      --switch-every N   context-switch sampling: every guest thread's\n"
+"                         voluntary and involuntary switches, run-queue wait\n"
+"                         and CPU time, read from guest memory, and its stack\n"
+"                         each time its switches cross a multiple of N\n"
+"                         (samples of kind switch; idlevm report -f threads)\n"
+"      --switch-batch N   threads whose counters one look reads (default %d)\n"
+"      --switch-interval MS  between two such looks (default %g)\n"
 "  -p, --pid PID          keep only samples of this guest process\n"
 "      --comm PATTERN     keep only samples whose thread name matches\n"
 "      --binary FILE      host copy of a guest executable (PIE or not): its\n"
@@ -80,8 +89,20 @@ IVM_GUEST_USAGE
 "                         in DIR/.build-id/xx/rest (or rest.debug, if it has\n"
 "                         CFI); the report then defaults to DIR too\n"
 "      --no-report        do not print the report at the end\n"
+"      --window SEC       continuous: one whole profile per SEC seconds in\n"
+"                         --output-dir, until Ctrl-C or -D; each window's\n"
+"                         pprof is made beside it (no report is printed)\n"
+"      --output-dir DIR   where windows go: DIR/NAME-YYYYmmddTHHMMSSZ.prof\n"
+"                         and .pb.gz (NAME: the guest's, START in UTC)\n"
+"      --keep N           keep the N newest windows of this guest in DIR\n"
+"                         (default 1440; 0: all), oldest removed first\n"
+"      --keep-bytes SIZE  and at most SIZE bytes of them (K, M, G; default\n"
+"                         no limit); the newest window is always kept\n"
+"      --no-pprof         windows: leave the pprof to whoever reads them\n"
 "  -h, --help             this help\n", IVM_PIN_LEASE_DEFAULT_US / 1000.0,
-		IVM_PIN_LEASE_V1_MIN_MS);
+		IVM_PIN_LEASE_V1_MIN_MS,
+		IVM_SWITCH_BATCH_DEFAULT,
+		(double)IVM_SWITCH_INTERVAL_DEFAULT_NS / 1e6);
 }
 
 static double mean_ms(uint64_t total_ns, uint64_t n)
@@ -130,6 +151,40 @@ static void print_footprint(const struct ivm_profiler_result *res)
 		hold_ns / 1e7 / el, pins + hp, pin_ns / 1e6, ends, late, rt);
 }
 
+/* "123", "64K", "10M", "2G" (powers of 1024). */
+static bool parse_size(const char *s, uint64_t *ret)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (end == s || errno || *s == '-')
+		return false;
+	switch (*end) {
+	case 'K': case 'k':
+		shift = 10;
+		break;
+	case 'M': case 'm':
+		shift = 20;
+		break;
+	case 'G': case 'g':
+		shift = 30;
+		break;
+	case '\0':
+		break;
+	default:
+		return false;
+	}
+	if (*end && end[1])
+		return false;
+	if (v > (UINT64_MAX >> shift))
+		return false;
+	*ret = (uint64_t)v << shift;
+	return true;
+}
+
 static bool parse_double(const char *s, double *ret)
 {
 	char *end;
@@ -143,7 +198,10 @@ int ivm_cmd_profile(int argc, char **argv)
 	enum { OPT_IDLE_EVERY = 256, OPT_POLL, OPT_SOURCE, OPT_CAPTURE,
 	       OPT_REALTIME, OPT_NO_REALTIME,
 	       OPT_COMM, OPT_NO_REPORT, OPT_BINARY, OPT_HELPER_SOCKET,
-	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_SYMDIR, OPT_REGISTERS };
+	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_SYMDIR, OPT_REGISTERS,
+	       OPT_WINDOW, OPT_OUTPUT_DIR, OPT_KEEP, OPT_KEEP_BYTES,
+	       OPT_NO_PPROF, OPT_SWITCH_EVERY, OPT_SWITCH_BATCH,
+	       OPT_SWITCH_INTERVAL };
 	static const struct option longopts[] = {
 		IVM_GUEST_LONGOPTS,
 		{ "output", required_argument, NULL, 'o' },
@@ -164,6 +222,15 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "helper-socket", required_argument, NULL, OPT_HELPER_SOCKET },
 		{ "pin-lease", required_argument, NULL, OPT_PIN_LEASE },
 		{ "pin-policy", required_argument, NULL, OPT_PIN_POLICY },
+		{ "window", required_argument, NULL, OPT_WINDOW },
+		{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+		{ "keep", required_argument, NULL, OPT_KEEP },
+		{ "keep-bytes", required_argument, NULL, OPT_KEEP_BYTES },
+		{ "no-pprof", no_argument, NULL, OPT_NO_PPROF },
+		{ "switch-every", required_argument, NULL, OPT_SWITCH_EVERY },
+		{ "switch-batch", required_argument, NULL, OPT_SWITCH_BATCH },
+		{ "switch-interval", required_argument, NULL,
+		  OPT_SWITCH_INTERVAL },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -193,6 +260,11 @@ int ivm_cmd_profile(int argc, char **argv)
 	enum { REGS_AUTO, REGS_MEMORY, REGS_MONITOR } regs_source = REGS_AUTO;
 	struct ivm_tcg_env *tcg_env = NULL;
 	bool report = true, auto_source = true, kvm = false;
+	/* Continuous windows (--window, --output-dir). */
+	struct ivm_window_dir_config wcfg = { .keep_windows = 1440 };
+	struct ivm_window_run windows = { 0 };
+	bool output_given = false, window_pprof = true;
+	uint64_t size;
 	double d;
 	int c;
 
@@ -204,6 +276,28 @@ int ivm_cmd_profile(int argc, char **argv)
 		switch (c) {
 		case 'o':
 			output = optarg;
+			output_given = true;
+			break;
+		case OPT_WINDOW:
+			if (!parse_double(optarg, &cfg.window_s) ||
+			    cfg.window_s < 1)
+				goto bad_value;
+			break;
+		case OPT_OUTPUT_DIR:
+			wcfg.dir = optarg;
+			break;
+		case OPT_KEEP:
+			if (!parse_size(optarg, &size) || strpbrk(optarg, "KkMmGg"))
+				goto bad_value;
+			wcfg.keep_windows = size;
+			break;
+		case OPT_KEEP_BYTES:
+			if (!parse_size(optarg, &size) || !size)
+				goto bad_value;
+			wcfg.keep_bytes = size;
+			break;
+		case OPT_NO_PPROF:
+			window_pprof = false;
 			break;
 		case 'D':
 			if (!parse_double(optarg, &cfg.duration_s))
@@ -289,6 +383,24 @@ int ivm_cmd_profile(int argc, char **argv)
 			else
 				goto bad_value;
 			break;
+		case OPT_SWITCH_EVERY:
+			if (!parse_double(optarg, &d) || d < 1 || d > 1e9 ||
+			    d != (uint32_t)d)
+				goto bad_value;
+			cfg.switch_every = (uint32_t)d;
+			break;
+		case OPT_SWITCH_BATCH:
+			if (!parse_double(optarg, &d) || d < 1 || d > 65536 ||
+			    d != (uint32_t)d)
+				goto bad_value;
+			cfg.switch_batch = (uint32_t)d;
+			break;
+		case OPT_SWITCH_INTERVAL:
+			if (!parse_double(optarg, &cfg.switch_interval_ms) ||
+			    cfg.switch_interval_ms < 0.1 ||
+			    cfg.switch_interval_ms > 10000)
+				goto bad_value;
+			break;
 		case 'p':
 			if (!parse_double(optarg, &d) || d > 4194304)
 				goto bad_value;
@@ -341,6 +453,14 @@ int ivm_cmd_profile(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "idlevm profile: %s\n", ivm_error_string(err));
 		ivm_error_destroy(err);
+		return 2;
+	}
+	if ((cfg.window_s > 0) != !!wcfg.dir) {
+		fprintf(stderr, "idlevm profile: --window and --output-dir go together\n");
+		return 2;
+	}
+	if (wcfg.dir && output_given) {
+		fprintf(stderr, "idlevm profile: -o or --output-dir, not both\n");
 		return 2;
 	}
 	cfg.status_line = isatty(STDERR_FILENO);
@@ -407,8 +527,23 @@ int ivm_cmd_profile(int argc, char **argv)
 		}
 		cfg.pin = pin;
 	}
-	err = ivm_profile_writer_create(output, &writer);
+	if (wcfg.dir) {
+		/* Windows: each a whole profile, the first one opened here. */
+		wcfg.name = g->name;
+		err = ivm_window_run_init(&windows, &wcfg, window_pprof);
+		if (!err)
+			err = ivm_window_run_open(&windows, &writer);
+		if (!err) {
+			output = windows.path;
+			cfg.next_window = ivm_window_run_next;
+			cfg.window_ctx = &windows;
+			report = false;
+		}
+	} else {
+		err = ivm_profile_writer_create(output, &writer);
+	}
 	if (err) {
+		ivm_window_run_deinit(&windows);
 		ivm_pin_capture_destroy(pin);
 		ivm_tcg_env_destroy(tcg_env);
 		ivm_guest_close(g);
@@ -430,11 +565,25 @@ int ivm_cmd_profile(int argc, char **argv)
 		ivm_capture_mode_name(cfg.capture_mode),
 		tcg_env ? "qemu memory" : "the monitor", cfg.frequency_hz,
 		output);
+	if (wcfg.dir)
+		fprintf(stderr, "idlevm: one window every %g s in %s, keeping %" PRIu64 " windows (0: all) and %" PRIu64 " bytes (0: any)\n",
+			cfg.window_s, wcfg.dir, wcfg.keep_windows,
+			wcfg.keep_bytes);
 	err = ivm_profile_guest(g, &cfg, writer, &stop_requested, &res);
 	/* Before the guest: closing the channel ends any lease left. */
 	ivm_pin_capture_destroy(pin);
 	ivm_tcg_env_destroy(tcg_env);
 	ivm_guest_close(g);
+	if (wcfg.dir) {
+		/* The last window is whole now (or cut short by an error). */
+		ivm_window_run_finished(&windows);
+		if (windows.report)
+			fprintf(stderr, "idlevm: making the last window's pprof\n");
+		ivm_window_run_deinit(&windows);
+		fprintf(stderr, "idlevm: %u windows in %s (%u pprof made, %u failed); %zu old windows removed by --keep\n",
+			windows.windows, wcfg.dir, windows.pprofs,
+			windows.pprof_failures, windows.pruned);
+	}
 	if (err)
 		return ivm_error_report(err);
 	fprintf(stderr,
@@ -456,7 +605,15 @@ int ivm_cmd_profile(int argc, char **argv)
 		res.blocked_outcomes[IVM_CAPTURE_KEPT],
 		res.blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
 		res.blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE]);
-	if (res.to_idle_resolved || res.to_idle_unresolved)
+	if (res.objects.objects)
+		fprintf(stderr,
+			"idlevm: user objects: %zu, unwound by the CFI the guest holds: %zu; CFI rows: %"
+			PRIu64 " looked up, %" PRIu64
+			" whose bytes the guest did not hold\n",
+			res.objects.objects, res.objects.with_image,
+			res.objects.row_lookups, res.objects.row_faults);
+	if ((res.to_idle_resolved || res.to_idle_unresolved) &&
+	    res.idle_source != IVM_IDLE_SOURCE_SCHED)
 		fprintf(stderr,
 			"idlevm: to-idle targets the poll could not be sure of: %" PRIu64
 			" found in guest memory (%" PRIu64
@@ -472,11 +629,12 @@ int ivm_cmd_profile(int argc, char **argv)
 		" rebuilt from the guest scheduler's stamps); %" PRIu64
 		" vCPU-thread sleeps (%" PRIu64
 		" idle, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
-		" trace events lost%s\n",
+		" trace records read, %" PRIu64 " trace events lost%s\n",
 		ivm_idle_source_name(res.idle_source), res.idle.periods_seen,
 		res.periods_written, res.idle.unseen_periods,
 		res.idle.recovered_periods, res.idle.host_sleeps, res.idle.host_sleeps_idle,
-		res.idle.host_sleeps_busy, res.idle.lost_events,
+		res.idle.host_sleeps_busy, res.trace_records,
+		res.idle.lost_events,
 		res.realtime ? "; waited at real-time priority" : "");
 	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN)
 		fprintf(stderr,
@@ -500,6 +658,26 @@ int ivm_cmd_profile(int argc, char **argv)
 						    res.pin.hold_only));
 	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN)
 		print_footprint(&res);
+	if (cfg.switch_every) {
+		const struct ivm_switch_sampler_stats *ss = &res.switches;
+
+		fprintf(stderr,
+			"idlevm: switch sampling every %u switches: %" PRIu64
+			" threads watched (%" PRIu64 " met, %" PRIu64
+			" gone, %" PRIu64 " past the cap); %" PRIu64
+			" crossings, %" PRIu64 " samples kept, %" PRIu64
+			" discarded (the thread ran during the read), %" PRIu64
+			" capture failed; %" PRIu64 " looks, %.1f us each (max %.1f us), %" PRIu64
+			" sweeps of the task lists (%" PRIu64 " cut short)\n",
+			cfg.switch_every, ss->watched, ss->threads_met,
+			ss->gone, ss->unwatched, ss->crossings,
+			res.kept[IVM_SAMPLE_SWITCH], ss->discarded,
+			ss->capture_failed, ss->looks,
+			ss->looks ? (double)ss->look_ns / 1e3 /
+				    (double)ss->looks : 0.0,
+			(double)ss->look_max_ns / 1e3, ss->sweeps,
+			ss->sweeps_truncated);
+	}
 	if (!report)
 		return 0;
 	return ivm_report_file(output, false, &ropts,

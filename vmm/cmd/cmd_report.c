@@ -4,22 +4,28 @@
  * print the idle report.  It always says what it could not read.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/outfile.h"
 #include "report/calltree.h"
-#include "kernel/kmodules.h"
 #include "cmd/commands.h"
 #include "profile/profile_file.h"
+#include "profile/proc_info.h"
+#include "report/frame_names.h"
 #include "report/report.h"
+#include "report/mappings.h"
 #include "report/report_pprof.h"
 #include "report/report_svg.h"
 #include "report/idle_summary.h"
+#include "report/threads.h"
 #include "report/timeline.h"
 #include "syms.h"
 
@@ -34,8 +40,13 @@ static void report_usage(FILE *out)
 "                     pprof (gzipped profile.proto), svg (flame graph),\n"
 "                     timeline (Chrome trace-event JSON for Perfetto or\n"
 "                     chrome://tracing, one track per vCPU; with -o F.json\n"
-"                     also F.html, a self-contained SVG timeline) or\n"
-"                     periods (one tab-separated line per idle period)\n"
+"                     also F.html, a self-contained SVG timeline),\n"
+"                     periods (one tab-separated line per idle period) or\n"
+"                     threads (one line per guest thread over the run:\n"
+"                     switches, run delay, CPU time, switch samples; a\n"
+"                     profile taken with --switch-every)\n"
+"      --sort COLUMN  threads: sort by " IVM_THREADS_SORT_NAMES "\n"
+"                     (default switches)\n"
 "  -o, --output FILE  write the report there (default: standard output)\n"
 "  -k, --vmlinux FILE guest kernel debuginfo (default: the one the profile names)\n"
 "  -m, --system-map FILE  kernel symbols when the vmlinux is missing or wrong\n"
@@ -47,9 +58,14 @@ static void report_usage(FILE *out)
 "                     (default: next to the vmlinux, else /usr/lib/debug)\n"
 "  -a, --address ADDR print what kernel address ADDR (as the guest ran it)\n"
 "                     was, instead of the report; repeatable\n"
-"  -K, --kind KIND    to_idle, from_idle, on_cpu or all (default all)\n"
+"  -K, --kind KIND    to_idle, from_idle, on_cpu, switch or all (default all)\n"
 "  -n, --top N        stacks per kind in the text report (default 10)\n"
 "      --no-threads   group by process only, not by thread\n"
+"  -g, --group-by G   the tree's top level: thread (process, then thread;\n"
+"                     the default), process, comm (all processes of one\n"
+"                     name), title (processes by command line, as ps shows\n"
+"                     it) or label:KEY (the value of label KEY, a --label\n"
+"                     of the profile)\n"
 "  -h, --help         this help\n");
 }
 
@@ -65,299 +81,16 @@ static int parse_kind(const char *s)
 	return -2;
 }
 
-/* The profile's metadata, kept as "key: value" lines for the header. */
-struct meta_lines {
-	char **lines;
-	size_t nr;
-};
-
 #define MAX_BINARIES	16
 #define MAX_ADDRESSES	256
 
-struct report_symbols {
-	struct ivm_syms *syms;
-	const char *binaries[MAX_BINARIES + 1];
-	size_t nr_binaries;
-	/* Executables the samples name by build-id (label user_build_id). */
-	char *build_ids[MAX_BINARIES];
-	size_t nr_build_ids;
-	char *exe_paths[MAX_BINARIES];
-	size_t nr_exe_paths;
-	/* The guest's modules as the profile recorded them. */
-	struct ivm_kmodule *kmods;
-	struct ivm_syms_module *modules;
-	size_t nr_modules;
-	char *module_dir;
-};
-
-/*
- * Remember the executable a sample names, and give the user pcs of a PIE
- * (label user_bias) as link-time addresses, what its symbols use.  A pc
- * further than IVM_REPORT_PIE_SPAN above the bias is not the executable's
- * (the vDSO, a library): it stays as it is.
- */
-#define IVM_REPORT_PIE_SPAN (1ull << 30)
-
-static const struct ivm_sample *user_exe(struct report_symbols *rs,
-					 const struct ivm_sample *s,
-					 struct ivm_sample *copy,
-					 uint64_t *pcs)
-{
-	const char *id = NULL, *bias_s = NULL;
-	unsigned long long bias;
-	char *end;
-	size_t i = 0, k;
-
-	for (i = 0; i < s->nr_labels; i++) {
-		if (!strcmp(s->labels[i].key, "user_build_id"))
-			id = s->labels[i].value;
-		else if (!strcmp(s->labels[i].key, "user_bias"))
-			bias_s = s->labels[i].value;
-	}
-	/* Which executable: i becomes its build-id's index, or none. */
-	if (id && (strspn(id, "0123456789abcdef") != strlen(id) ||
-		   strlen(id) < 4))
-		id = NULL;
-	for (i = 0; id && i < rs->nr_build_ids; i++)
-		if (!strcmp(rs->build_ids[i], id))
-			break;
-	if (id && i == rs->nr_build_ids && i < MAX_BINARIES &&
-	    (rs->build_ids[i] = strdup(id)))
-		rs->nr_build_ids++;
-	if (!id || i >= rs->nr_build_ids)
-		i = (size_t)-1;
-	bias = 0;
-	if (bias_s) {
-		bias = strtoull(bias_s, &end, 16);
-		if (*end)
-			bias = 0;
-	}
-	if (!bias && i == (size_t)-1)
-		return s;
-	*copy = *s;
-	for (k = 0; k < s->nr_user; k++) {
-		uint64_t pc = s->user_pcs[k];
-
-		if (bias && pc - bias < IVM_REPORT_PIE_SPAN)
-			pc -= bias;
-		if (i != (size_t)-1 && !IVM_REPORT_USER_TAG(pc))
-			pc |= (uint64_t)(i + 1) << IVM_REPORT_USER_TAG_SHIFT;
-		pcs[k] = pc;
-	}
-	copy->user_pcs = pcs;
-	return copy;
-}
-
-/*
- * Frames of a pc.  Frames are return addresses (but for the rare exact pc
- * from a register set): pc - 1 is inside the call instruction, so a call
- * that ends a function is not named after the next one.
- */
-static unsigned int symbolize(void *ctx, enum ivm_node_type type, uint64_t pc,
-			      struct ivm_report_frame *out, unsigned int max)
-{
-	struct report_symbols *rs = ctx;
-	const struct ivm_sym_location *loc;
-	unsigned int i;
-
-	if (!rs->syms || !pc)
-		return 0;
-	if (type == IVM_NODE_KERNEL) {
-		loc = ivm_syms_kernel(rs->syms, pc - 1);
-	} else if (IVM_REPORT_USER_TAG(pc) &&
-		   IVM_REPORT_USER_TAG(pc) <= rs->nr_build_ids) {
-		/*
-		 * Its executable is known by build-id: only that binary may
-		 * name it (another one at the same addresses would name it
-		 * wrong); without it the frame stays raw.
-		 */
-		loc = ivm_syms_user_in(rs->syms,
-				       rs->build_ids[IVM_REPORT_USER_TAG(pc) - 1],
-				       IVM_REPORT_USER_PC(pc) - 1);
-		if (!loc)
-			return 0;
-	} else {
-		loc = ivm_syms_user(rs->syms, IVM_REPORT_USER_PC(pc) - 1);
-	}
-	if (loc->source == IVM_SYM_SOURCE_NONE)
-		return 0;
-	for (i = 0; i < loc->nr_frames && i < max; i++)
-		out[i] = (struct ivm_report_frame){
-			.function = loc->frames[i].function,
-			.file = loc->frames[i].file,
-			.line = loc->frames[i].line,
-			.inlined = loc->frames[i].inlined,
-		};
-	return i;
-}
-
-static void log_symbols(void *ctx, const char *msg)
-{
-	fprintf(stderr, "idlevm report: %s\n", msg);
-}
-
-static const char *meta_value(const struct meta_lines *m, const char *key);
-
-/*
- * A profile taken without a vmlinux carries the kernel symbols its
- * samples hit ("ksym: ADDR SIZE TYPE NAME").  Turn them into a System.map
- * in an anonymous file, for the symbolizer's System.map source.  Returns
- * the fd (-1: none or no memory); *path gets its /proc path.
- */
-static int embedded_system_map(const struct meta_lines *m, char *path,
-			       size_t path_size)
-{
-	size_t i, n = 0;
-	FILE *f;
-	int fd;
-
-	for (i = 0; i < m->nr; i++)
-		n += !strncmp(m->lines[i], "ksym: ", 6);
-	if (!n)
-		return -1;
-	fd = memfd_create("idlevm-ksyms", MFD_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	f = fdopen(dup(fd), "w");
-	if (!f) {
-		close(fd);
-		return -1;
-	}
-	for (i = 0; i < m->nr; i++) {
-		unsigned long long addr, size;
-		char type, name[200];
-
-		if (strncmp(m->lines[i], "ksym: ", 6) ||
-		    sscanf(m->lines[i] + 6, "%llx %llx %c %199s", &addr, &size,
-			   &type, name) != 4)
-			continue;
-		fprintf(f, "%016llx %c %s\n", addr, type, name);
-	}
-	if (fclose(f)) {
-		close(fd);
-		return -1;
-	}
-	snprintf(path, path_size, "/proc/self/fd/%d", fd);
-	return fd;
-}
-
-/*
- * The modules the profile recorded ("module: NAME BASE SIZE BUILD-ID
- * SECTIONS", see kmodules.h), for the symbolizer.  A malformed line (a
- * damaged file) is skipped and said once.
- */
-static void load_modules(struct report_symbols *rs,
-			 const struct meta_lines *m)
-{
-	size_t i, n = 0, bad = 0;
-
-	for (i = 0; i < m->nr; i++)
-		n += !strncmp(m->lines[i], "module: ", 8);
-	if (!n)
-		return;
-	rs->kmods = calloc(n, sizeof(*rs->kmods));
-	rs->modules = calloc(n, sizeof(*rs->modules));
-	if (!rs->kmods || !rs->modules)
-		return;
-	for (i = 0; i < m->nr; i++) {
-		struct ivm_error *err;
-
-		if (strncmp(m->lines[i], "module: ", 8))
-			continue;
-		err = ivm_kmodule_parse(m->lines[i] + 8,
-					&rs->kmods[rs->nr_modules]);
-		if (err) {
-			bad++;
-			ivm_error_destroy(err);
-			continue;
-		}
-		rs->nr_modules++;
-	}
-	for (i = 0; i < m->nr; i++) {
-		struct ivm_error *err;
-
-		if (strncmp(m->lines[i], "module_sections: ", 17))
-			continue;
-		err = ivm_kmodule_parse_sections(m->lines[i] + 17, rs->kmods,
-						 rs->nr_modules);
-		if (err) {
-			bad++;
-			ivm_error_destroy(err);
-		}
-	}
-	for (i = 0; i < rs->nr_modules; i++) {
-		struct ivm_kmodule *km = &rs->kmods[i];
-		struct ivm_syms_module *sm = &rs->modules[i];
-		size_t k;
-
-		/* The symbolizer's view of the same sections. */
-		sm->sections = calloc(km->nr_sections ? km->nr_sections : 1,
-				      sizeof(*sm->sections));
-		if (!sm->sections)
-			km->nr_sections = 0;
-		for (k = 0; k < km->nr_sections; k++)
-			((struct ivm_sym_section_addr *)sm->sections)[k] =
-				(struct ivm_sym_section_addr){
-					km->sections[k].name,
-					km->sections[k].addr };
-		sm->nr_sections = km->nr_sections;
-		sm->name = km->name;
-		sm->build_id = km->build_id[0] ? km->build_id : NULL;
-		sm->base = km->base;
-		sm->size = km->size;
-	}
-	if (bad)
-		fprintf(stderr, "idlevm report: %zu malformed module records skipped\n",
-			bad);
-}
-
-/*
- * Where module debug files are when not told: next to the profile's
- * vmlinux as images/build-image caches them (DIR/debug/lib/modules/R),
- * else the symbolizer's default, /usr/lib/debug (Debian's -dbg layout).
- */
-static char *default_module_dir(const char *vmlinux, const char *release)
-{
-	const char *slash = vmlinux ? strrchr(vmlinux, '/') : NULL;
-	char *dir, *probe;
-	bool found;
-
-	if (!slash || !release)
-		return NULL;
-	if (asprintf(&dir, "%.*s/debug", (int)(slash - vmlinux), vmlinux) < 0)
-		return NULL;
-	if (asprintf(&probe, "%s/lib/modules/%s", dir, release) < 0) {
-		free(dir);
-		return NULL;
-	}
-	found = !access(probe, R_OK | X_OK);
-	free(probe);
-	if (!found) {
-		free(dir);
-		return NULL;
-	}
-	return dir;
-}
-
-static void free_modules(struct report_symbols *rs)
-{
-	size_t i;
-
-	for (i = 0; i < rs->nr_modules; i++) {
-		free((void *)rs->modules[i].sections);
-		ivm_kmodule_release(&rs->kmods[i]);
-	}
-	free(rs->modules);
-	free(rs->kmods);
-	free(rs->module_dir);
-}
 
 /*
  * --address: what each kernel address is, in the profile's guest (its
  * kernel and modules), one line per frame, innermost first.
  */
 static void print_addresses(const struct ivm_report_options *opts,
-			    struct report_symbols *rs)
+			    struct ivm_syms *syms)
 {
 	size_t i;
 	unsigned int k;
@@ -365,8 +98,8 @@ static void print_addresses(const struct ivm_report_options *opts,
 	for (i = 0; i < opts->nr_addresses; i++) {
 		const struct ivm_sym_location *loc = NULL;
 
-		if (rs->syms)
-			loc = ivm_syms_kernel(rs->syms, opts->addresses[i]);
+		if (syms)
+			loc = ivm_syms_kernel(syms, opts->addresses[i]);
 		if (!loc || loc->source == IVM_SYM_SOURCE_NONE ||
 		    !loc->nr_frames) {
 			fprintf(opts->out, "0x%016" PRIx64 "  ?\n",
@@ -392,126 +125,44 @@ static void print_addresses(const struct ivm_report_options *opts,
 	}
 }
 
-static void load_symbols(struct report_symbols *rs,
-			 const struct ivm_report_options *opts,
-			 const struct meta_lines *meta)
+
+/*
+ * When the run started (wall clock) and how long the file covers: from
+ * its start to its END record, or to its last sample when it was cut
+ * short.  Profiles from before "start_ns" have the start to the second
+ * and cover from their first sample.
+ */
+static void run_of(const struct ivm_meta_lines *meta, uint64_t first_ns,
+		   uint64_t last_ns, uint64_t end_ns, struct ivm_report_run *run)
 {
-	const char *slide = meta_value(meta, "kaslr_offset");
-	struct ivm_syms_config cfg = {
-		.vmlinux = opts->vmlinux ? opts->vmlinux :
-			   meta_value(meta, "vmlinux"),
-		.system_map = opts->system_map,
-		.kernel_release = meta_value(meta, "kernel"),
-		.binaries = rs->binaries,
-		.nr_binaries = rs->nr_binaries,
-		.symdir = opts->symdir,
-		.log = log_symbols,
-	};
-	struct ivm_sym_error *err;
-	char map_path[64];
-	int map_fd = -1;
-	size_t i;
+	const char *v;
+	uint64_t mono0 = first_ns;
+	struct tm tm = { 0 };
+	char *end;
 
-	/* A profile taken without a vmlinux names none. */
-	if (cfg.vmlinux && !*cfg.vmlinux)
-		cfg.vmlinux = NULL;
-	/* The profile's own symbol directory, unless told another. */
-	if (!cfg.symdir)
-		cfg.symdir = meta_value(meta, "symdir");
-
-	/* The binaries the profile was taken with, unless told others. */
-	for (i = 0; !opts->binary && !opts->nr_binaries && i < meta->nr &&
-		    rs->nr_binaries < MAX_BINARIES; i++)
-		if (!strncmp(meta->lines[i], "binary: ", 8))
-			rs->binaries[rs->nr_binaries++] = meta->lines[i] + 8;
-	if (opts->binary)
-		rs->binaries[rs->nr_binaries++] = opts->binary;
-	for (i = 0; i < opts->nr_binaries && rs->nr_binaries < MAX_BINARIES;
-	     i++)
-		if (opts->binaries[i] != opts->binary)
-			rs->binaries[rs->nr_binaries++] = opts->binaries[i];
-	/* The executables the samples name, from the symdir. */
-	for (i = 0; cfg.symdir && i < rs->nr_build_ids &&
-	     rs->nr_binaries < MAX_BINARIES; i++) {
-		const char *id = rs->build_ids[i];
-		char *path;
-
-		if (asprintf(&path, "%s/.build-id/%.2s/%s", cfg.symdir, id,
-			     id + 2) < 0)
-			continue;
-		if (access(path, R_OK)) {
-			free(path);
-			if (asprintf(&path, "%s/.build-id/%.2s/%s.debug",
-				     cfg.symdir, id, id + 2) < 0)
-				continue;
-			if (access(path, R_OK)) {
-				free(path);
-				fprintf(stderr, "idlevm report: no executable with build-id %s in %s: its frames stay addresses\n",
-					id, cfg.symdir);
-				continue;
-			}
-		}
-		rs->exe_paths[rs->nr_exe_paths++] = path;
-		rs->binaries[rs->nr_binaries++] = path;
-	}
-	cfg.nr_binaries = rs->nr_binaries;
-	if (slide)
-		cfg.kaslr_offset = strtoull(slide, NULL, 0);
-	load_modules(rs, meta);
-	cfg.modules = rs->modules;
-	cfg.nr_modules = rs->nr_modules;
-	if (opts->module_dir) {
-		cfg.module_dir = opts->module_dir;
-	} else {
-		rs->module_dir = default_module_dir(cfg.vmlinux,
-						    cfg.kernel_release);
-		cfg.module_dir = rs->module_dir;
-	}
-	if (!cfg.system_map) {
-		map_fd = embedded_system_map(meta, map_path, sizeof(map_path));
-		if (map_fd >= 0) {
-			cfg.system_map = map_path;
-			if (!cfg.vmlinux)
-				fprintf(stderr, "idlevm report: kernel symbols from the profile itself (the guest's kallsyms)\n");
-		}
-	}
-	err = ivm_syms_create(&cfg, &rs->syms);
-	if (map_fd >= 0)
-		close(map_fd);
-	if (err) {
-		fprintf(stderr, "idlevm report: no symbols: %s\n",
-			ivm_sym_error_string(err));
-		ivm_sym_error_destroy(err);
-	}
+	memset(run, 0, sizeof(*run));
+	run->guest = ivm_meta_lines_value(meta, "guest");
+	run->kernel = ivm_meta_lines_value(meta, "kernel");
+	if ((v = ivm_meta_lines_value(meta, "idle_every")))
+		run->idle_every = (uint32_t)strtoul(v, NULL, 10);
+	if ((v = ivm_meta_lines_value(meta, "start_ns")))
+		run->start_ns = strtoull(v, &end, 10);
+	else if ((v = ivm_meta_lines_value(meta, "start")) &&
+		 (end = strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm)) && !*end &&
+		 timegm(&tm) > 0)
+		run->start_ns = (uint64_t)timegm(&tm) * 1000000000ull;
+	if ((v = ivm_meta_lines_value(meta, "start_mono_ns")))
+		mono0 = strtoull(v, NULL, 10);
+	if (!end_ns)
+		end_ns = last_ns;
+	if (mono0 && end_ns > mono0)
+		run->duration_ns = end_ns - mono0;
 }
 
-static void meta_add(struct meta_lines *m, const struct ivm_label *items,
-		     size_t nr)
+
+static void log_symbols(void *ctx, const char *msg)
 {
-	size_t i;
-
-	for (i = 0; i < nr; i++) {
-		char **lines = realloc(m->lines, (m->nr + 1) * sizeof(*lines));
-
-		if (!lines)
-			return;
-		m->lines = lines;
-		if (asprintf(&m->lines[m->nr], "%s: %s", items[i].key,
-			     items[i].value) >= 0)
-			m->nr++;
-	}
-}
-
-static const char *meta_value(const struct meta_lines *m, const char *key)
-{
-	size_t i, n = strlen(key);
-
-	/* Later records win: a run may restate what changed. */
-	for (i = m->nr; i-- > 0;)
-		if (!strncmp(m->lines[i], key, n) && m->lines[i][n] == ':' &&
-		    m->lines[i][n + 1] == ' ')
-			return m->lines[i] + n + 2;
-	return NULL;
+	fprintf(stderr, "idlevm report: %s\n", msg);
 }
 
 static const char *kernel_source_name(const struct ivm_syms *syms)
@@ -525,17 +176,27 @@ static const char *kernel_source_name(const struct ivm_syms *syms)
 	return src;
 }
 
-/* The header: every item but modules and symbols, which get a summary. */
-static void print_meta(FILE *out, const struct meta_lines *m)
+/*
+ * The header: every item but modules, symbols and user objects, which get
+ * a summary.
+ */
+static void print_meta(FILE *out, const struct ivm_meta_lines *m)
 {
-	size_t i, nr_modules = 0, nr_ksyms = 0;
+	size_t i, nr_modules = 0, nr_ksyms = 0, nr_objects = 0, nr_usyms = 0;
 
 	for (i = 0; i < m->nr; i++) {
 		if (!strncmp(m->lines[i], "module: ", 8))
 			nr_modules++;
 		else if (!strncmp(m->lines[i], "ksym: ", 6))
 			nr_ksyms++;
-		else if (!strncmp(m->lines[i], "module_sections: ", 17))
+		else if (!strncmp(m->lines[i], "uobject: ", 9))
+			nr_objects++;
+		else if (!strncmp(m->lines[i], "usym: ", 6))
+			nr_usyms++;
+		else if (!strncmp(m->lines[i], "module_sections: ", 17) ||
+			 !strncmp(m->lines[i], "umap: ", 6) ||
+			 !strncmp(m->lines[i], IVM_META_PROCESS ": ",
+				  sizeof(IVM_META_PROCESS) + 1))
 			continue;
 		else
 			/* An empty value ("vmlinux: " without one) as "-". */
@@ -546,6 +207,9 @@ static void print_meta(FILE *out, const struct meta_lines *m)
 	if (nr_ksyms)
 		fprintf(out, "  kernel symbols carried: %zu (from the guest's kallsyms)\n",
 			nr_ksyms);
+	if (nr_objects)
+		fprintf(out, "  user objects: %zu records, names carried: %zu (from the guest's symbol tables)\n",
+			nr_objects, nr_usyms);
 	if (!nr_modules)
 		return;
 	fprintf(out, "  modules: %zu (", nr_modules);
@@ -559,14 +223,6 @@ static void print_meta(FILE *out, const struct meta_lines *m)
 	}
 }
 
-static void meta_free(struct meta_lines *m)
-{
-	size_t i;
-
-	for (i = 0; i < m->nr; i++)
-		free(m->lines[i]);
-	free(m->lines);
-}
 
 int ivm_cmd_report(int argc, char **argv)
 {
@@ -582,6 +238,8 @@ int ivm_cmd_report(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "top", required_argument, NULL, 'n' },
 		{ "no-threads", no_argument, NULL, 'T' },
+		{ "group-by", required_argument, NULL, 'g' },
+		{ "sort", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -595,7 +253,7 @@ int ivm_cmd_report(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:K:k:m:b:s:M:a:o:n:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:K:k:m:b:s:M:a:o:n:g:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "text")) {
@@ -610,9 +268,11 @@ int ivm_cmd_report(int argc, char **argv)
 				opts.format = IVM_REPORT_TIMELINE;
 			} else if (!strcmp(optarg, "periods")) {
 				opts.format = IVM_REPORT_PERIODS;
+			} else if (!strcmp(optarg, "threads")) {
+				opts.format = IVM_REPORT_THREADS;
 			} else {
 				fprintf(stderr,
-					"idlevm report: unknown format '%s' (text, folded, pprof, svg, timeline, periods)\n",
+					"idlevm report: unknown format '%s' (text, folded, pprof, svg, timeline, periods, threads)\n",
 					optarg);
 				return 2;
 			}
@@ -661,7 +321,7 @@ int ivm_cmd_report(int argc, char **argv)
 			opts.kind = parse_kind(optarg);
 			if (opts.kind == -2) {
 				fprintf(stderr,
-					"idlevm report: unknown kind '%s' (to_idle, from_idle, on_cpu, all)\n",
+					"idlevm report: unknown kind '%s' (to_idle, from_idle, on_cpu, switch, all)\n",
 					optarg);
 				return 2;
 			}
@@ -676,7 +336,32 @@ int ivm_cmd_report(int argc, char **argv)
 			break;
 		case 'T':
 			grouping = IVM_CALLTREE_BY_PROCESS;
+			opts.group_by = IVM_GROUP_BY_PROCESS;
 			break;
+		case 'g': {
+			struct ivm_error *err = ivm_group_by_parse(
+				optarg, &opts.group_by, &opts.group_label);
+
+			if (err) {
+				fprintf(stderr, "idlevm report: %s\n",
+					ivm_error_string(err));
+				ivm_error_destroy(err);
+				return 2;
+			}
+			break;
+		}
+		case 'S': {
+			enum ivm_threads_sort sort;
+
+			if (!ivm_threads_sort_parse(optarg, &sort)) {
+				fprintf(stderr,
+					"idlevm report: unknown --sort column '%s' (" IVM_THREADS_SORT_NAMES ")\n",
+					optarg);
+				return 2;
+			}
+			opts.sort = sort;
+			break;
+		}
 		case 'h':
 			report_usage(stdout);
 			return 0;
@@ -721,33 +406,136 @@ static struct ivm_error *write_timeline_html(const struct ivm_idle_summary *s,
 	return err;
 }
 
+/*
+ * What the report needs of the metadata as it streams by, before and
+ * between samples: the processes said so far (each sample belongs to the
+ * one last said for its pid) and the profile's --label keys, the tree's
+ * dimensions, fixed at the first sample (the profiler says them first).
+ */
+struct report_stream {
+	struct ivm_proc_table *procs;
+	char *dims[IVM_SAMPLE_MAX_LABELS];
+	size_t nr_dims;
+	bool dims_set;
+	uint64_t bad_process;		/* malformed "process" items */
+};
+
+static void stream_meta(struct report_stream *rs,
+			const struct ivm_label *items, size_t nr)
+{
+	struct ivm_proc_info info;
+	struct ivm_error *err;
+	uint32_t pid;
+	size_t i;
+
+	for (i = 0; i < nr; i++) {
+		const char *eq;
+
+		if (!strcmp(items[i].key, IVM_META_PROCESS)) {
+			err = ivm_proc_info_parse(items[i].value, &pid, &info);
+			if (err) {
+				rs->bad_process++;
+				ivm_error_destroy(err);
+				continue;
+			}
+			ivm_proc_table_set(rs->procs, pid, &info);
+		} else if (!strcmp(items[i].key, "label") && !rs->dims_set &&
+			   rs->nr_dims < IVM_SAMPLE_MAX_LABELS &&
+			   (eq = strchr(items[i].value, '=')) &&
+			   eq > items[i].value) {
+			rs->dims[rs->nr_dims] = strndup(items[i].value,
+							(size_t)(eq - items[i].value));
+			if (rs->dims[rs->nr_dims])
+				rs->nr_dims++;
+		}
+	}
+}
+
+static struct ivm_error *stream_sample(struct report_stream *rs,
+				       struct ivm_calltree *tree,
+				       const struct ivm_sample *s)
+{
+	const struct ivm_proc_info *info = ivm_proc_table_get(rs->procs, s->pid);
+	struct ivm_calltree_context ctx = { 0 };
+	struct ivm_error *err;
+
+	if (!rs->dims_set) {
+		rs->dims_set = true;
+		err = ivm_calltree_set_dimensions(
+			tree, (const char *const *)rs->dims, rs->nr_dims);
+		if (err)
+			return err;
+	}
+	if (info) {
+		ctx.process_comm = info->comm;
+		ctx.title = info->title;
+	}
+	return ivm_calltree_add_ctx(tree, s, &ctx);
+}
+
+static void stream_free(struct report_stream *rs)
+{
+	size_t i;
+
+	ivm_proc_table_destroy(rs->procs);
+	for (i = 0; i < rs->nr_dims; i++)
+		free(rs->dims[i]);
+}
+
 int ivm_report_file(const char *path, bool folded,
 		    struct ivm_report_options *opts, unsigned int grouping)
 {
+	struct report_stream stream = { 0 };
 	const struct ivm_profile_damage *damage;
 	struct ivm_profile_reader *reader;
-	struct ivm_calltree *tree;
+	struct ivm_calltree *tree = NULL;
 	struct ivm_profile_record rec;
-	struct meta_lines meta = { 0 };
-	struct report_symbols syms = { 0 };
+	struct ivm_meta_lines meta = { 0 };
+	struct ivm_frame_names *names = ivm_frame_names_create();
+	struct ivm_frame_names_config ncfg = {
+		.vmlinux = opts->vmlinux, .system_map = opts->system_map,
+		.symdir = opts->symdir, .module_dir = opts->module_dir,
+		.debuginfod = true, .log = log_symbols,
+	};
+	const char *binaries[MAX_BINARIES + 1];
 	struct ivm_error *err;
 	FILE *saved_out;
 	uint64_t samples = 0, add_errors = 0;
 	struct ivm_idle_summary idle;
+	uint64_t first_ns = 0, last_ns = 0, end_ns = 0;
+	struct ivm_mappings *mappings = ivm_mappings_create();
+	struct ivm_outfile outfile = { .fd = -1 };
+	struct ivm_threads *threads = NULL;
 	uint64_t *pcs = malloc(IVM_SAMPLE_MAX_FRAMES * sizeof(*pcs));
 	struct ivm_sample copy;
 	size_t i;
 
-	if (!pcs)
+	if (!pcs || !mappings || !names) {
+		free(pcs);
+		ivm_mappings_destroy(mappings);
+		ivm_frame_names_destroy(names);
 		return ivm_error_report(&ivm_enomem);
+	}
 	err = ivm_profile_reader_open(path, &reader);
 	if (err) {
 		free(pcs);
+		ivm_mappings_destroy(mappings);
+		ivm_frame_names_destroy(names);
 		return ivm_error_report(err);
 	}
 	err = ivm_calltree_create(grouping, &tree);
+	if (!err && opts->group_by != IVM_GROUP_BY_THREAD)
+		err = ivm_calltree_group_by(tree, opts->group_by,
+					    opts->group_label);
+	if (!err)
+		err = ivm_proc_table_create(&stream.procs);
+	if (!err)
+		err = ivm_threads_create(&threads);
 	if (err) {
+		ivm_calltree_destroy(tree);
 		free(pcs);
+		ivm_mappings_destroy(mappings);
+		ivm_frame_names_destroy(names);
 		ivm_profile_reader_destroy(reader);
 		return ivm_error_report(err);
 	}
@@ -760,8 +548,14 @@ int ivm_report_file(const char *path, bool folded,
 		}
 		switch (rec.type) {
 		case IVM_RECORD_SAMPLE:
-			err = ivm_calltree_add(tree, user_exe(&syms, &rec.sample,
-							      &copy, pcs));
+			if (!first_ns || rec.sample.time_ns < first_ns)
+				first_ns = rec.sample.time_ns;
+			if (rec.sample.time_ns > last_ns)
+				last_ns = rec.sample.time_ns;
+			err = stream_sample(&stream, tree,
+					    ivm_frame_names_sample(names,
+								   &rec.sample,
+								   &copy, pcs));
 			if (err) {
 				add_errors++;
 				ivm_error_destroy(err);
@@ -770,32 +564,62 @@ int ivm_report_file(const char *path, bool folded,
 			}
 			break;
 		case IVM_RECORD_META:
-			meta_add(&meta, rec.meta.items, rec.meta.nr);
+			for (i = 0; i < rec.meta.nr; i++)
+				ivm_meta_lines_add(&meta, rec.meta.items[i].key,
+						   rec.meta.items[i].value);
+			stream_meta(&stream, rec.meta.items, rec.meta.nr);
+			break;
+		case IVM_RECORD_END:
+			end_ns = rec.stats.time_ns;
+			break;
+		case IVM_RECORD_THREAD:
+			err = ivm_threads_add(threads, &rec.thread);
+			if (err) {
+				add_errors++;
+				ivm_error_destroy(err);
+			}
 			break;
 		default:
 			break;
 		}
 	}
 	damage = ivm_profile_reader_damage(reader);
-	load_symbols(&syms, opts, &meta);
+	/* --binary first, then the rest; none: the profile's own. */
+	if (opts->binary || opts->nr_binaries) {
+		size_t n = 0;
+
+		if (opts->binary)
+			binaries[n++] = opts->binary;
+		for (i = 0; i < opts->nr_binaries && n < MAX_BINARIES; i++)
+			if (opts->binaries[i] != opts->binary)
+				binaries[n++] = opts->binaries[i];
+		ncfg.binaries = binaries;
+		ncfg.nr_binaries = n;
+	}
+	ivm_frame_names_load(names, &ncfg, &meta);
 	if (opts->nr_addresses) {
-		print_addresses(opts, &syms);
+		print_addresses(opts, ivm_frame_names_syms(names));
 		goto out;
 	}
-	if (!opts->sym.frames) {
-		opts->sym.frames = symbolize;
-		opts->sym.ctx = &syms;
-	}
+	if (!opts->sym.frames)
+		opts->sym = ivm_frame_names_symbolizer(names);
+	ivm_frame_names_mappings(names, mappings);
+	opts->mappings = mappings;
+	run_of(&meta, first_ns, last_ns, end_ns, &opts->run);
 	if (folded)
 		opts->format = IVM_REPORT_FOLDED;
 	saved_out = opts->out;
 	if (opts->output) {
-		opts->out = fopen(opts->output, "we");
-		if (!opts->out) {
+		/* It takes its name once complete (a watcher never sees half). */
+		err = ivm_outfile_open(opts->output, O_TRUNC, &outfile);
+		if (!err && !(opts->out = fdopen(outfile.fd, "w")))
 			err = ivm_error_os(errno, "creating %s", opts->output);
+		if (err) {
+			ivm_outfile_close(&outfile);
 			opts->out = saved_out;
 			goto out;
 		}
+		outfile.fd = -1;	/* stdio's now */
 	}
 
 	switch (opts->format) {
@@ -803,13 +627,28 @@ int ivm_report_file(const char *path, bool folded,
 		fprintf(opts->out, "idlevm profile %s\n", path);
 		print_meta(opts->out, &meta);
 		fprintf(opts->out, "  kernel symbols: %s\n",
-			kernel_source_name(syms.syms));
+			kernel_source_name(ivm_frame_names_syms(names)));
 		fprintf(opts->out, "  samples: %" PRIu64 " (to_idle %" PRIu64
 			", from_idle %" PRIu64 ", on_cpu %" PRIu64 ")\n",
 			samples, ivm_calltree_total(tree, IVM_SAMPLE_TO_IDLE),
 			ivm_calltree_total(tree, IVM_SAMPLE_FROM_IDLE),
 			ivm_calltree_total(tree, IVM_SAMPLE_ON_CPU));
+		/* Apart, so the line above reads as it always did. */
+		if (ivm_calltree_total(tree, IVM_SAMPLE_SWITCH))
+			fprintf(opts->out, "  switch samples: %" PRIu64
+				" (every %s switches of a thread)\n",
+				ivm_calltree_total(tree, IVM_SAMPLE_SWITCH),
+				ivm_meta_lines_value(&meta, "switch_every") ?
+				ivm_meta_lines_value(&meta, "switch_every") :
+				"?");
 		ivm_idle_summary_print(&idle, opts->out);
+		if (ivm_threads_nr(threads)) {
+			fprintf(opts->out,
+				"== threads: the %u that switched most (-f threads: all) ==\n",
+				opts->top);
+			ivm_threads_print(threads, IVM_THREADS_BY_SWITCHES,
+					  opts->top, opts->out);
+		}
 		ivm_report_text(tree, opts);
 		break;
 	case IVM_REPORT_TIMELINE:
@@ -819,6 +658,14 @@ int ivm_report_file(const char *path, bool folded,
 		break;
 	case IVM_REPORT_PERIODS:
 		ivm_idle_summary_print_periods(&idle, opts->out);
+		break;
+	case IVM_REPORT_THREADS:
+		if (!ivm_threads_nr(threads))
+			fprintf(stderr,
+				"idlevm report: %s has no per-thread records (a profile taken without --switch-every)\n",
+				path);
+		ivm_threads_print(threads, (enum ivm_threads_sort)opts->sort,
+				  0, opts->out);
 		break;
 	case IVM_REPORT_FOLDED:
 		ivm_report_folded(tree, opts);
@@ -833,6 +680,9 @@ int ivm_report_file(const char *path, bool folded,
 	if (opts->output) {
 		if (fclose(opts->out) && !err)
 			err = ivm_error_os(errno, "writing %s", opts->output);
+		if (!err)
+			err = ivm_outfile_publish(&outfile);
+		ivm_outfile_close(&outfile);	/* unpublished: removed */
 		opts->out = saved_out;
 	} else if (fflush(opts->out) && !err) {
 		err = ivm_error_os(errno, "writing the report");
@@ -842,6 +692,10 @@ int ivm_report_file(const char *path, bool folded,
 	if (opts->format != IVM_REPORT_TEXT)
 		ivm_idle_summary_print(&idle, stderr);
 	/* Never hide loss: say what was skipped, on stderr. */
+	if (stream.bad_process)
+		fprintf(stderr, "idlevm report: %" PRIu64
+			" malformed process records skipped\n",
+			stream.bad_process);
 	if (damage->records_bad || damage->bytes_skipped ||
 	    damage->tail_bytes || damage->records_unknown || add_errors)
 		fprintf(stderr,
@@ -859,17 +713,18 @@ int ivm_report_file(const char *path, bool folded,
 			path);
 
 out:
-	if (opts->sym.ctx == &syms)
+	if (opts->sym.ctx == names)
 		opts->sym = (struct ivm_symbolizer){ 0 };
-	ivm_syms_destroy(syms.syms);
-	free_modules(&syms);
-	for (i = 0; i < syms.nr_build_ids; i++)
-		free(syms.build_ids[i]);
-	for (i = 0; i < syms.nr_exe_paths; i++)
-		free(syms.exe_paths[i]);
+	/* What pointed into this profile goes with it. */
+	opts->mappings = NULL;
+	opts->run = (struct ivm_report_run){ 0 };
+	ivm_mappings_destroy(mappings);
+	ivm_frame_names_destroy(names);
 	free(pcs);
-	meta_free(&meta);
+	ivm_meta_lines_free(&meta);
+	stream_free(&stream);
 	ivm_idle_summary_deinit(&idle);
+	ivm_threads_destroy(threads);
 	ivm_calltree_destroy(tree);
 	ivm_profile_reader_destroy(reader);
 	return err ? ivm_error_report(err) : 0;

@@ -9,10 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "profile/capture.h"
 #include "cmd/commands.h"
 #include "kernel/guest.h"
+#include "kernel/kmodules.h"
 #include "kernel/ksyms.h"
+#include "report/frame_names.h"
 
 static void stack_usage(FILE *out)
 {
@@ -34,117 +39,6 @@ IVM_GUEST_USAGE
 "  -h, --help           this help\n");
 }
 
-#define MAX_EXE_SYMS 16
-
-/* The symbols of an executable found by build-id, loaded once. */
-struct exe_syms {
-	uint8_t build_id[IVM_UBINARY_MAX_BUILD_ID];
-	size_t build_id_len;
-	struct ivm_ksyms *syms;		/* NULL: none usable */
-};
-
-struct stack_syms {
-	const struct ivm_ksyms *kernel;
-	uint64_t slide;
-	struct ivm_ksyms *user[16];
-	size_t nr_user;
-	const char *symdir;
-	struct exe_syms exes[MAX_EXE_SYMS];
-	size_t nr_exes;
-	/* For the stack being printed. */
-	const struct ivm_capture_exe *exe;
-	const struct ivm_ksyms *exe_syms;
-};
-
-/*
- * Symbols of the executable a capture saw: from the host copy its CFI
- * came from, else from the symdir's separate debug file (a stripped
- * executable's symbols are there).
- */
-static const struct ivm_ksyms *exe_symbols(struct stack_syms *ss,
-					   const struct ivm_capture_exe *x)
-{
-	struct exe_syms *es;
-	const char *paths[2] = { x->host_path, NULL };
-	char *debug = NULL;
-	size_t i;
-
-	if (!x->known)
-		return NULL;
-	for (i = 0; i < ss->nr_exes; i++)
-		if (ss->exes[i].build_id_len == x->id.build_id_len &&
-		    !memcmp(ss->exes[i].build_id, x->id.build_id,
-			    x->id.build_id_len))
-			return ss->exes[i].syms;
-	if (ss->nr_exes == MAX_EXE_SYMS)
-		return NULL;
-	es = &ss->exes[ss->nr_exes++];
-	memcpy(es->build_id, x->id.build_id, x->id.build_id_len);
-	es->build_id_len = x->id.build_id_len;
-	if (ss->symdir)
-		paths[1] = debug = ivm_uexe_symdir_path(ss->symdir,
-							x->id.build_id,
-							x->id.build_id_len,
-							true);
-	for (i = 0; i < 2 && !es->syms; i++) {
-		struct ivm_error *err;
-
-		if (!paths[i])
-			continue;
-		err = ivm_ksyms_load_elf(paths[i], &es->syms);
-		ivm_error_destroy(err);
-		if (!err && !ivm_ksyms_count(es->syms)) {
-			ivm_ksyms_destroy(es->syms);
-			es->syms = NULL;
-		}
-	}
-	free(debug);
-	return es->syms;
-}
-
-/* Whether pc lies in the code of the executable (at its bias). */
-static bool in_exe(const struct ivm_capture_exe *x, uint64_t pc)
-{
-	size_t i;
-
-	for (i = 0; x && x->known && i < x->id.nr_exec; i++)
-		if (pc - x->id.bias - x->id.exec[i].vaddr <
-		    x->id.exec[i].memsz)
-			return true;
-	return false;
-}
-
-static void print_frame(const struct stack_syms *ss, unsigned int n,
-			uint64_t pc, bool kernel)
-{
-	const struct ivm_ksym *sym = NULL;
-	uint64_t off = 0;
-	size_t i;
-
-	/* Return addresses point after the call: name pc - 1's function. */
-	if (kernel) {
-		sym = ivm_ksyms_symbolize(ss->kernel, pc - ss->slide - 1, &off);
-	} else if (ss->exe_syms && in_exe(ss->exe, pc - 1)) {
-		/* Link-time addresses: a PIE's symbols are off by its bias. */
-		sym = ivm_ksyms_symbolize(ss->exe_syms,
-					  pc - ss->exe->id.bias - 1, &off);
-	} else {
-		for (i = 0; i < ss->nr_user && !sym; i++) {
-			sym = ivm_ksyms_symbolize(ss->user[i], pc - 1, &off);
-			if (sym && sym->size && off >= sym->size)
-				sym = NULL;
-		}
-	}
-	if (sym && sym->size && off >= sym->size)
-		sym = NULL;
-	if (sym)
-		printf("  #%-3u 0x%016" PRIx64 " %s+0x%" PRIx64 "%s\n", n, pc,
-		       sym->name, off + 1, kernel ? " [k]" : "");
-	else
-		printf("  #%-3u 0x%016" PRIx64 " ?%s\n", n, pc,
-		       kernel ? " [k]" : "");
-}
-
 static const char *truncation(uint32_t flags)
 {
 	if (flags & IVM_STACK_TRUNC_FAULT)
@@ -155,6 +49,8 @@ static const char *truncation(uint32_t flags)
 		return "truncated: loop";
 	if (flags & IVM_STACK_TRUNC_BADINFO)
 		return "truncated: no unwind information";
+	if (flags & IVM_STACK_TRUNC_NOCFI)
+		return "truncated: CFI not in guest memory";
 	return NULL;
 }
 
@@ -194,20 +90,33 @@ static void print_exe(const struct ivm_capture_exe *x)
 		printf(", headers from the page cache");
 	if (x->host_path)
 		printf("; user frames by the CFI of %s)\n", x->host_path);
+	else if (x->guest_cfi && x->why)
+		printf("; user frames by the CFI the guest holds: %s)\n",
+		       x->why);
+	else if (x->guest_cfi)
+		printf("; user frames by the CFI the guest holds)\n");
 	else
 		printf("; user frames by frame pointers: %s)\n",
 		       x->why ? x->why : "no host copy");
 }
 
-static int print_stack(struct ivm_guest *g, struct ivm_capture_engine *e,
-		       struct stack_syms *ss,
-		       const struct ivm_guest_task *t, struct ivm_capture *cap)
-{
-	struct ivm_error *err;
-	const char *why;
-	int tries, vcpu = -1;
-	unsigned int i, n = 0;
+/* One thread's capture, kept until every name is known. */
+struct stack_result {
+	const struct ivm_guest_task *task;
+	int vcpu;			/* guest vCPU index, or -1 */
+	int tries;
+	struct ivm_capture cap;
+};
 
+static int capture_stack(struct ivm_guest *g, struct ivm_capture_engine *e,
+			 const struct ivm_guest_task *t,
+			 struct stack_result *res)
+{
+	struct ivm_capture *cap = &res->cap;
+	struct ivm_error *err;
+	int tries, vcpu = -1;
+
+	res->task = t;
 	/* A task that runs during the read spoils it: read again. */
 	for (tries = 0; tries < 20; tries++) {
 		const struct ivm_x86_regs *regs = NULL;
@@ -236,22 +145,73 @@ static int print_stack(struct ivm_guest *g, struct ivm_capture_engine *e,
 		if (cap->outcome == IVM_CAPTURE_KEPT || !g->qmp)
 			break;
 	}
+	res->vcpu = vcpu >= 0 ? g->vcpus[vcpu].index : -1;
+	res->tries = tries;
+	return 0;
+}
+
+/*
+ * One frame as the report names it: inline frames first, each on a line
+ * of its own ("inlined: NAME FILE:LINE"), then "#N ADDR NAME+OFF
+ * [FILE:LINE] [k]".  addr is the run-time address.
+ */
+static void print_frame(const struct ivm_symbolizer *sym, unsigned int n,
+			enum ivm_node_type type, uint64_t pc, uint64_t addr,
+			uint8_t flags)
+{
+	struct ivm_report_frame f[IVM_REPORT_MAX_INLINE];
+	bool kernel = type == IVM_NODE_KERNEL;
+	unsigned int got, i;
+
+	got = sym->frames(sym->ctx, type, pc, flags & IVM_PC_EXACT, f,
+			  IVM_REPORT_MAX_INLINE);
+	for (i = 0; i + 1 < got; i++) {
+		printf("        inlined: %s", f[i].function ? f[i].function :
+		       "?");
+		if (f[i].file)
+			printf(" %s:%u", f[i].file, f[i].line);
+		printf("\n");
+	}
+	printf("  #%-3u 0x%016" PRIx64 " ", n, addr);
+	if (!got || !f[got - 1].function) {
+		printf("?");
+	} else {
+		printf("%s", f[got - 1].function);
+		if (f[got - 1].has_offset)
+			printf("+0x%" PRIx64, f[got - 1].offset);
+		if (f[got - 1].file)
+			printf(" %s:%u", f[got - 1].file, f[got - 1].line);
+	}
+	/* A frame pointer, or a return address found on the stack. */
+	if (flags & IVM_PC_INEXACT)
+		printf(" (inexact)");
+	printf("%s\n", kernel ? " [k]" : "");
+}
+
+static int print_stack(const struct ivm_symbolizer *sym,
+		       const struct stack_result *res)
+{
+	const struct ivm_capture *cap = &res->cap;
+	const struct ivm_guest_task *t = res->task;
+	const char *why;
+	unsigned int i, n = 0;
+
 	printf("tid %d (%s) pid %d, %s", t->pid, t->comm, t->tgid,
-	       vcpu >= 0 ? "running" : "not running");
-	if (vcpu >= 0)
-		printf(" on vCPU %d", g->vcpus[vcpu].index);
+	       res->vcpu >= 0 ? "running" : "not running");
+	if (res->vcpu >= 0)
+		printf(" on vCPU %d", res->vcpu);
 	if (cap->outcome != IVM_CAPTURE_KEPT) {
 		printf(": no consistent stack (%s after %d tries)\n",
-		       ivm_capture_outcome_name(cap->outcome), tries);
+		       ivm_capture_outcome_name(cap->outcome), res->tries);
 		return 1;
 	}
 	printf("\n");
-	ss->exe = &cap->exe;
-	ss->exe_syms = exe_symbols(ss, &cap->exe);
 	for (i = 0; i < cap->sample.nr_kernel; i++)
-		print_frame(ss, n++, cap->sample.kernel_pcs[i], true);
+		print_frame(sym, n++, IVM_NODE_KERNEL, cap->kernel_pcs[i],
+			    cap->kernel_pcs[i], cap->kernel_flags[i]);
 	for (i = 0; i < cap->sample.nr_user; i++)
-		print_frame(ss, n++, cap->sample.user_pcs[i], false);
+		print_frame(sym, n++, IVM_NODE_USER, cap->user_pcs[i],
+			    cap->user_addrs[i], cap->user_flags[i]);
 	why = truncation(cap->sample.stack_flags);
 	if (why)
 		printf("  (%s)\n", why);
@@ -260,6 +220,94 @@ static int print_stack(struct ivm_guest *g, struct ivm_capture_engine *e,
 	else if (cap->sample.nr_user)
 		print_exe(&cap->exe);
 	return 0;
+}
+
+/* An anonymous System.map of the guest's kernel symbols; fd or -1. */
+static int kernel_map(const struct ivm_ksyms *ksyms, char *path, size_t len)
+{
+	size_t i, n = ksyms ? ivm_ksyms_count(ksyms) : 0;
+	FILE *f;
+	int fd;
+
+	if (!n)
+		return -1;
+	fd = memfd_create("idlevm-ksyms", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	f = fdopen(dup(fd), "w");
+	if (!f) {
+		close(fd);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		const struct ivm_ksym *k = ivm_ksyms_at(ksyms, i);
+
+		fprintf(f, "%016" PRIx64 " %c %s\n", k->addr,
+			k->type ? k->type : 't', k->name);
+	}
+	if (fclose(f)) {
+		close(fd);
+		return -1;
+	}
+	snprintf(path, len, "/proc/self/fd/%d", fd);
+	return fd;
+}
+
+static struct ivm_error *add_meta(void *ctx, const char *key,
+				  const char *value)
+{
+	ivm_meta_lines_add(ctx, key, value);
+	return NULL;
+}
+
+/* What a profile's metadata would say of this guest and these captures. */
+static void stack_meta(struct ivm_guest *g, struct ivm_capture_engine *e,
+		       struct ivm_meta_lines *meta)
+{
+	const struct ivm_kmodules *mods;
+	struct ivm_error *err;
+	char buf[32];
+	size_t i, k;
+
+	ivm_meta_lines_add(meta, "kernel", g->release);
+	if (g->vmlinux)
+		ivm_meta_lines_add(meta, "vmlinux", g->vmlinux);
+	snprintf(buf, sizeof(buf), "0x%" PRIx64,
+		 ivm_kernel_layout_slide(g->layout));
+	ivm_meta_lines_add(meta, "kaslr_offset", buf);
+	err = ivm_guest_modules(g, &mods);
+	for (i = 0; !err && i < mods->nr; i++) {
+		char *line = ivm_kmodule_format(&mods->mods[i]);
+		char **secs;
+		size_t nr = 0;
+
+		if (!line)
+			continue;
+		ivm_meta_lines_add(meta, "module", line);
+		free(line);
+		secs = ivm_kmodule_format_sections(&mods->mods[i], &nr);
+		for (k = 0; secs && k < nr; k++) {
+			ivm_meta_lines_add(meta, "module_sections", secs[k]);
+			free(secs[k]);
+		}
+		free(secs);
+	}
+	ivm_error_destroy(err);
+	ivm_error_destroy(ivm_uobjects_take_meta(
+		ivm_capture_engine_objects(e), add_meta, meta));
+}
+
+static void log_names(void *ctx, const char *msg)
+{
+	(void)ctx;
+	/*
+	 * Without a vmlinux the kernel's names are the guest's kallsyms,
+	 * handed over as an anonymous System.map: the guest opening already
+	 * said so.
+	 */
+	if (!strncmp(msg, "kernel symbols from /proc/self/fd/", 34))
+		return;
+	fprintf(stderr, "idlevm stack: %s\n", msg);
 }
 
 int ivm_cmd_stack(int argc, char **argv)
@@ -276,10 +324,16 @@ int ivm_cmd_stack(int argc, char **argv)
 	struct ivm_guest_options opts = { 0 };
 	struct ivm_guest_task_list *list = NULL;
 	struct ivm_capture_engine *engine = NULL;
-	struct ivm_capture *cap = NULL;
-	struct stack_syms ss = { 0 };
-	const char *binaries[16];
-	size_t nr_binaries = 0, i;
+	struct stack_result *results = NULL;
+	struct ivm_frame_names *names = NULL;
+	struct ivm_frame_names_config ncfg = { .debuginfod = true,
+					       .log = log_names };
+	struct ivm_meta_lines meta = { 0 };
+	struct ivm_symbolizer sym;
+	const char *binaries[16], *symdir = NULL;
+	size_t nr_binaries = 0, nr_results = 0, i;
+	char map_path[64];
+	int map_fd = -1;
 	long tid = -1, pid = -1;
 	struct ivm_guest *g = NULL;
 	struct ivm_error *err;
@@ -309,7 +363,7 @@ int ivm_cmd_stack(int argc, char **argv)
 			binaries[nr_binaries++] = optarg;
 			break;
 		case 's':
-			ss.symdir = optarg;
+			symdir = optarg;
 			break;
 		case 'h':
 			stack_usage(stdout);
@@ -332,32 +386,52 @@ int ivm_cmd_stack(int argc, char **argv)
 	err = ivm_guest_open(&opts, &g);
 	if (!err)
 		err = ivm_capture_engine_create(g, &engine);
-	if (!err && ss.symdir)
-		err = ivm_capture_engine_set_symdir(engine, ss.symdir);
-	for (i = 0; !err && i < nr_binaries; i++) {
+	if (!err && symdir)
+		err = ivm_capture_engine_set_symdir(engine, symdir);
+	for (i = 0; !err && i < nr_binaries; i++)
 		err = ivm_capture_engine_add_binary(engine, binaries[i]);
-		if (!err)
-			err = ivm_ksyms_load_elf(binaries[i], &ss.user[ss.nr_user++]);
-	}
 	if (!err)
 		err = ivm_kernel_task_list(g->layout, 0, &list);
-	if (!err && !(cap = malloc(sizeof(*cap))))
+	if (!err && !(results = calloc(list->nr ? list->nr : 1,
+				       sizeof(*results))))
 		err = &ivm_enomem;
 	if (err) {
 		rc = ivm_error_report(err);
 		goto out;
 	}
-	ss.kernel = g->ksyms;
-	ss.slide = ivm_kernel_layout_slide(g->layout);
+	/* Every stack first: their objects are named together after. */
 	for (i = 0; i < list->nr; i++) {
 		const struct ivm_guest_task *t = &list->tasks[i];
 
 		if (t->is_idle || (tid >= 0 && t->pid != tid) ||
 		    (pid >= 0 && t->tgid != pid))
 			continue;
-		if (found++)
+		rc = capture_stack(g, engine, t, &results[nr_results]);
+		if (rc)
+			goto out;
+		nr_results++;
+	}
+	found = (int)nr_results;
+	stack_meta(g, engine, &meta);
+	ncfg.binaries = binaries;
+	ncfg.nr_binaries = nr_binaries;
+	ncfg.symdir = symdir;
+	if (!g->vmlinux) {
+		map_fd = kernel_map(g->ksyms, map_path, sizeof(map_path));
+		if (map_fd >= 0)
+			ncfg.system_map = map_path;
+	}
+	names = ivm_frame_names_create();
+	if (!names) {
+		rc = ivm_error_report(&ivm_enomem);
+		goto out;
+	}
+	ivm_frame_names_load(names, &ncfg, &meta);
+	sym = ivm_frame_names_symbolizer(names);
+	for (i = 0; i < nr_results; i++) {
+		if (i)
 			printf("\n");
-		printed += print_stack(g, engine, &ss, t, cap) == 0;
+		printed += print_stack(&sym, &results[i]) == 0;
 	}
 	/*
 	 * A busy thread may never hold still long enough: say so for it (done
@@ -372,11 +446,11 @@ int ivm_cmd_stack(int argc, char **argv)
 		rc = 1;
 	}
 out:
-	free(cap);
-	for (i = 0; i < ss.nr_user; i++)
-		ivm_ksyms_destroy(ss.user[i]);
-	for (i = 0; i < ss.nr_exes; i++)
-		ivm_ksyms_destroy(ss.exes[i].syms);
+	if (map_fd >= 0)
+		close(map_fd);
+	ivm_frame_names_destroy(names);
+	ivm_meta_lines_free(&meta);
+	free(results);
 	ivm_guest_task_list_destroy(list);
 	ivm_capture_engine_destroy(engine);
 	ivm_guest_close(g);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "access/pause_guard.h"
 #include "cmd/commands.h"
 #include "base/version.h"
 
@@ -46,6 +47,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* Internal: the guardian of a paused guest (access/pause_guard.h). */
+	if (!strcmp(argv[1], "__pause-guard"))
+		return ivm_pause_guard_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {
 		usage(stdout);

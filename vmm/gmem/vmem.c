@@ -32,6 +32,41 @@ struct ivm_error *ivm_kmem_read_kernel(const struct ivm_kmem_reader *r,
 	return r->read(r->ctx, va, buf, len);
 }
 
+struct ivm_error *ivm_kmem_read_upto(const struct ivm_kmem_reader *r,
+				     uint64_t va, void *buf, size_t len,
+				     size_t *got)
+{
+	struct ivm_error *err;
+	size_t done = 0;
+
+	*got = 0;
+	if (!len)
+		return NULL;
+	err = r->read(r->ctx, va, buf, len);
+	if (!err) {
+		*got = len;
+		return NULL;
+	}
+	while (done < len) {
+		size_t n = (size_t)(4096 - ((va + done) & 4095));
+		struct ivm_error *e;
+
+		if (n > len - done)
+			n = len - done;
+		e = r->read(r->ctx, va + done, (uint8_t *)buf + done, n);
+		if (e) {
+			ivm_error_destroy(e);
+			break;
+		}
+		done += n;
+	}
+	if (!done)
+		return err;
+	ivm_error_destroy(err);
+	*got = done;
+	return NULL;
+}
+
 void ivm_kmem_reader_gmem(struct ivm_kmem_gmem *g,
 			  struct ivm_kmem_reader *ret)
 {

@@ -54,6 +54,17 @@ struct ivm_error *ivm_kmem_read_kernel(const struct ivm_kmem_reader *r,
 				       bool la57, uint64_t va, void *buf,
 				       size_t len);
 
+/*
+ * Read up to len bytes at va through r into buf: in one read when it can,
+ * else page by page up to the first page that cannot be read; *got says
+ * how many bytes were.  Fails (with the reader's error) only when not one
+ * byte could be read.  For what may run into memory the guest lacks (a
+ * table of unknown length, a process's strings).
+ */
+struct ivm_error *ivm_kmem_read_upto(const struct ivm_kmem_reader *r,
+				     uint64_t va, void *buf, size_t len,
+				     size_t *got);
+
 /* Fill *ret with a reader over g; g is borrowed and must outlive it. */
 void ivm_kmem_reader_gmem(struct ivm_kmem_gmem *g,
 			  struct ivm_kmem_reader *ret);

@@ -119,12 +119,15 @@ struct ivm_error *ivm_gfile_config_init(struct ivm_gfile_config *cfg,
 	if (err && err->code != IVM_ERROR_NOT_FOUND)
 		return err;
 	ivm_error_destroy(err);
+	/* Without max_pfn, any frame of 52-bit physical memory is taken. */
+	cfg->max_pfn = MAX_PFN_LIMIT;
 	err = ivm_kernel_symbol(layout, "max_pfn", &addr);
 	if (!err)
 		err = ivm_kernel_read(layout, addr, &cfg->max_pfn,
 				      sizeof(cfg->max_pfn));
-	if (err)
+	if (err && err->code != IVM_ERROR_NOT_FOUND)
 		return ivm_error_wrap(err, "reading max_pfn");
+	ivm_error_destroy(err);
 	if (!cfg->max_pfn || cfg->max_pfn > MAX_PFN_LIMIT)
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"implausible max_pfn 0x%llx",

@@ -76,8 +76,10 @@ struct ivm_gfile_config {
 
 /*
  * A configuration for the guest kernel of layout (vmemmap_base,
- * page_offset_base and max_pfn read from it).  layout must outlive what
- * uses cfg.  IVM_ERROR_NOT_FOUND naming what the kernel lacks.
+ * page_offset_base and max_pfn read from it; the defaults of x86-64
+ * without KASLR, and 52-bit physical memory, where its symbols lack
+ * them).  layout must outlive what uses cfg.  IVM_ERROR_NOT_FOUND naming
+ * what the kernel's BTF lacks; the reader's error for a fault.
  */
 struct ivm_error *ivm_gfile_config_init(struct ivm_gfile_config *cfg,
 					const struct ivm_kernel_layout *layout,

@@ -217,46 +217,6 @@ struct ivm_error *ivm_kallsyms_addrs_from_vmcoreinfo(
 	return NULL;
 }
 
-#define PAGE 4096ull
-
-/*
- * Read up to want bytes at va into buf, page by page once a read fails,
- * stopping at the first page that cannot be read; *got says how many were
- * read.  Fails (with the reader's error) only when not one byte could be.
- */
-static struct ivm_error *read_upto(const struct ivm_kmem_reader *mem,
-				   uint64_t va, uint8_t *buf, size_t want,
-				   size_t *got)
-{
-	struct ivm_error *err;
-	size_t done = 0;
-
-	*got = 0;
-	err = mem->read(mem->ctx, va, buf, want);
-	if (!err) {
-		*got = want;
-		return NULL;
-	}
-	while (done < want) {
-		size_t n = (size_t)(PAGE - ((va + done) & (PAGE - 1)));
-		struct ivm_error *e;
-
-		if (n > want - done)
-			n = want - done;
-		e = mem->read(mem->ctx, va + done, buf + done, n);
-		if (e) {
-			ivm_error_destroy(e);
-			break;
-		}
-		done += n;
-	}
-	if (!done)
-		return err;
-	ivm_error_destroy(err);
-	*got = done;
-	return NULL;
-}
-
 /*
  * kallsyms_names: read in growing pieces until num_syms entries are
  * complete; *len is where the last one ends.
@@ -301,7 +261,7 @@ static struct ivm_error *read_names(const struct ivm_kmem_reader *mem,
 			cap = ncap;
 			chunk *= 2;
 		}
-		err = read_upto(mem, va + have, buf + have, cap - have, &got);
+		err = ivm_kmem_read_upto(mem, va + have, buf + have, cap - have, &got);
 		if (err) {
 			free(buf);
 			return ivm_error_wrap(err,
@@ -358,7 +318,7 @@ struct ivm_error *ivm_kallsyms_read_guest(const struct ivm_kmem_reader *mem,
 		goto out;
 	}
 	/* The table may end just before unmapped memory: take what reads. */
-	err = read_upto(mem, a->token_table, table, want, &t.token_table_len);
+	err = ivm_kmem_read_upto(mem, a->token_table, table, want, &t.token_table_len);
 	if (err) {
 		err = ivm_error_wrap(err, "kallsyms_token_table");
 		goto out;

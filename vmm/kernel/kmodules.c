@@ -5,6 +5,7 @@
 
 #include "base/bytes.h"
 #include "base/hexnum.h"
+#include "kernel/kimage.h"
 #include "kernel/kmodules.h"
 
 /* MODULE_STATE_UNFORMED: still being loaded; its fields are not set. */
@@ -132,12 +133,14 @@ static struct ivm_error *read_str(const struct ivm_kernel_layout *l,
 	return NULL;
 }
 
-/* The GNU build-id note at va (the module's .note.gnu.build-id). */
+/*
+ * The GNU build-id note at va (the module's .note.gnu.build-id: one note,
+ * a 160-bit id; a shorter id leaves bytes of the next section unused).
+ */
 static void read_build_id(const struct ivm_kernel_layout *l, uint64_t va,
 			  char *hex)
 {
 	uint8_t note[12 + 4 + 20];
-	uint32_t namesz, descsz, type, i;
 	struct ivm_error *err;
 
 	hex[0] = '\0';
@@ -146,15 +149,7 @@ static void read_build_id(const struct ivm_kernel_layout *l, uint64_t va,
 		ivm_error_destroy(err);
 		return;
 	}
-	namesz = ivm_le32(note);
-	descsz = ivm_le32(note + 4);
-	type = ivm_le32(note + 8);
-	/* NT_GNU_BUILD_ID with name "GNU" and a 160-bit (SHA-1) id. */
-	if (namesz != 4 || type != 3 || descsz != 20 ||
-	    memcmp(note + 12, "GNU", 4))
-		return;
-	for (i = 0; i < descsz; i++)
-		snprintf(hex + 2 * i, 3, "%02x", note[16 + i]);
+	ivm_notes_build_id(note, sizeof(note), hex);
 }
 
 static struct ivm_error *read_sections(const struct ivm_kernel_layout *l,

@@ -227,9 +227,9 @@ static struct ivm_error *refresh_if_due(struct ivm_last_ran *lr,
 	return refresh(lr, now_ns);
 }
 
-struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
-				    int32_t skip_tgid, uint64_t now_ns,
-				    uint64_t *ret)
+static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
+			      int32_t skip_tgid, bool at, uint64_t clock,
+			      uint64_t now_ns, uint64_t *ret)
 {
 	uint64_t best = 0, best_start = 0;
 	struct ivm_error *err;
@@ -240,6 +240,21 @@ struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
 		err = read_all(lr, false);
 	if (err)
 		return err;
+	for (i = 0; at && clock && i < lr->nr; i++) {
+		const uint8_t *b = lr->buf + i * lr->span;
+
+		if (!lr->cand[i].ok ||
+		    (skip_tgid && lr->cand[i].tgid == skip_tgid) ||
+		    ivm_le64(b + lr->off_exec_start) != clock)
+			continue;
+		/* Two tasks on one stamp: only the one of this CPU is sure. */
+		if (!best || ivm_le32(b + lr->off_cpu) == cpu)
+			best = lr->cand[i].task;
+	}
+	if (best) {
+		*ret = best;
+		return NULL;
+	}
 	for (i = 0; i < lr->nr; i++) {
 		const uint8_t *b = lr->buf + i * lr->span;
 		uint64_t start;
@@ -263,6 +278,21 @@ struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
 					cpu);
 	*ret = best;
 	return NULL;
+}
+
+struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
+				    int32_t skip_tgid, uint64_t now_ns,
+				    uint64_t *ret)
+{
+	return find(lr, cpu, skip_tgid, false, 0, now_ns, ret);
+}
+
+struct ivm_error *ivm_last_ran_find_at(struct ivm_last_ran *lr,
+				       unsigned int cpu, int32_t skip_tgid,
+				       uint64_t clock, uint64_t now_ns,
+				       uint64_t *ret)
+{
+	return find(lr, cpu, skip_tgid, true, clock, now_ns, ret);
 }
 
 struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,

@@ -64,6 +64,20 @@ struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
 				    uint64_t *ret);
 
 /*
+ * The same, exact when it can be: clock is cpu's run-queue clock read now,
+ * while the CPU idles.  A task that blocks stamps se.exec_start with the
+ * clock of the switch, and an idle CPU's clock stands still until
+ * something schedules there; so a task whose exec_start equals clock went
+ * to idle on cpu at that switch, even if it was woken onto another CPU
+ * since (its cpu field moved: ivm_last_ran_find alone would name an
+ * earlier task).  Without such a task, as ivm_last_ran_find.
+ */
+struct ivm_error *ivm_last_ran_find_at(struct ivm_last_ran *lr,
+				       unsigned int cpu, int32_t skip_tgid,
+				       uint64_t clock, uint64_t now_ns,
+				       uint64_t *ret);
+
+/*
  * The first task switched in on guest CPU cpu after its run-queue clock
  * read since (rq->clock, read while the CPU was idle: see
  * ivm_kernel_cpu_rq_clock_va): among the CPU's tasks, the one whose

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
+#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "kernel/gfile.h"
 #include "kernel/mm_maps.h"
 #include "profile/capture.h"
@@ -19,6 +21,35 @@
 #define DEFAULT_THREAD_SIZE (16u * 1024)
 
 #define MM_CACHE_SLOTS 256
+/* Code mappings kept per address space (php-fpm maps about 60). */
+#define MAX_CODE_MAPS 512
+/* Files told apart by identity, each with its object (or none). */
+#define MAX_FILES 4096
+/*
+ * Re-read an address space's mappings at most this often when a pc lies
+ * in none of them (a dlopen since, a process caught as it starts).
+ */
+#define MAPS_REFRESH_NS 200000000ull
+
+/*
+ * An executable file mapping of an address space: the object it maps (by
+ * build-id), its load bias, and a reader of the file's bytes by offset
+ * through the guest (that process's mapping, the page cache, others).
+ */
+struct code_map {
+	uint64_t start, end, pgoff, bias;
+	struct ivm_guest_file file;
+	struct ivm_uobject *obj;	/* NULL: no ELF object we know */
+	struct ivm_gfile_file gf;	/* gf.file points at file above */
+	struct ivm_kmem_reader reader;
+};
+
+/* A guest file seen before: which object it is (none: not_elf). */
+struct file_object {
+	uint64_t inode, ino, dev;
+	uint32_t generation;
+	struct ivm_uobject *obj;	/* NULL: not an ELF with a build-id */
+};
 
 /*
  * What an address space (mm_struct) runs, once looked up: its executable
@@ -34,10 +65,25 @@ struct mm_binding {
 	struct ivm_uexe_handle host;	/* slot -1: no host copy */
 	const char *why;		/* static: why none */
 	bool from_file;			/* headers read from the page cache */
+	/* Its code mappings, from its VMAs (kernel/mm_maps.h); owned. */
+	struct ivm_mm_maps *vmas;
+	struct code_map *code;
+	size_t nr_code;
+	uint64_t maps_ns;		/* when read; 0: never */
+	struct ivm_gfile_space space;	/* its VMAs and user memory */
 };
 
 struct ivm_capture_engine {
 	struct ivm_guest *guest;
+	/* The user objects captures met, numbered (uobjects.h). */
+	struct ivm_uobjects *objects;
+	/* VMAs and guest files' bytes; has_maps false when BTF lacks them. */
+	bool has_maps;
+	struct ivm_mm_source mm_src;
+	struct ivm_gfile *gfile;
+	struct ivm_gfile_user fuser;	/* user memory, fork-child safe */
+	struct file_object *files;
+	size_t nr_files;
 	/* Host copies of guest executables, by build-id. */
 	struct ivm_uexe_cache *ubins;
 	size_t nr_binaries;		/* given by --binary */
@@ -70,18 +116,13 @@ struct ivm_capture_engine {
 	struct ivm_kmem_gmem umem;
 	struct ivm_kmem_reader umem_reader;
 	struct ivm_kmem_cache ucache;
+	struct ivm_kmem_reader ucache_reader;
+	uint64_t user_task;	/* whose memory ucache holds; 0: none yet */
 	bool has_cpu_stacks;
 	/* task_struct.on_cpu exists (SMP kernels): see ivm_capture_task_flags. */
 	bool has_on_cpu;
-	/*
-	 * The files behind user memory (kernel/gfile.h): a page of the
-	 * executable's headers that the process's page tables lack (a fork
-	 * child's) is read from the file's page cache.  gfile NULL: the
-	 * guest's BTF lacks what that needs, and such children stay unknown.
-	 */
-	struct ivm_gfile *gfile;
-	struct ivm_mm_source mm_src;
-	struct ivm_gfile_user fuser;
+	/* Process names and titles; NULL: the BTF lacks what they need. */
+	struct ivm_proc_info_cache *procs;
 	/* ORC tables of the modules loaded when the engine was made. */
 	struct ivm_kunwind_orc_range *module_orc;
 	size_t nr_module_orc;
@@ -189,8 +230,13 @@ static void auxv_init(struct ivm_capture_engine *e)
 				 m.size : IVM_UEXE_MAX_AUXV * 16) & ~15u;
 }
 
-/* Best effort: without it only fork children lose their executable. */
-static void gfile_init(struct ivm_capture_engine *e)
+/*
+ * The guest's VMAs and its files' bytes (kernel/mm_maps.h, gfile.h): the
+ * shared libraries of every process, and the pages a fork child never
+ * touched.  Without them (a kernel whose BTF lacks what they read) only
+ * the executable is known, by its auxiliary vector.
+ */
+static void maps_init(struct ivm_capture_engine *e)
 {
 	struct ivm_gfile_config cfg;
 	struct ivm_error *err;
@@ -201,9 +247,29 @@ static void gfile_init(struct ivm_capture_engine *e)
 					    e->guest->btf);
 	if (!err)
 		err = ivm_gfile_create(&cfg, &e->gfile);
-	if (err)
-		e->gfile = NULL;
+	if (!err && !(e->files = calloc(MAX_FILES, sizeof(*e->files))))
+		err = &ivm_enomem;
+	e->has_maps = !err;
 	ivm_error_destroy(err);
+}
+
+/* Best effort: without it samples carry no process name or title. */
+static void procs_init(struct ivm_capture_engine *e)
+{
+	const struct ivm_kernel_offsets *off =
+		ivm_kernel_layout_offsets(e->guest->layout);
+	struct ivm_error *err;
+
+	e->procs = malloc(sizeof(*e->procs));
+	if (!e->procs)
+		return;
+	err = ivm_proc_info_cache_init(e->procs, e->guest->btf,
+				       off->task_comm, off->task_comm_size);
+	if (err) {
+		ivm_error_destroy(err);
+		free(e->procs);
+		e->procs = NULL;
+	}
 }
 
 struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
@@ -229,7 +295,10 @@ struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 	e->guest = guest;
 	e->has_on_cpu = off->task_on_cpu != IVM_KOFF_NONE;
 	err = ivm_uexe_cache_create(NULL, &e->ubins);
+	if (!err)
+		err = ivm_uobjects_create(&e->objects);
 	if (err) {
+		ivm_uexe_cache_destroy(e->ubins);
 		free(e);
 		return err;
 	}
@@ -237,6 +306,7 @@ struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 	err = ivm_guest_load_orc(guest, &e->orc, &e->kcfg.orc_slide);
 	if (err) {
 		ivm_uexe_cache_destroy(e->ubins);
+		ivm_uobjects_destroy(e->objects);
 		free(e);
 		return ivm_error_wrap(err, "loading ORC tables");
 	}
@@ -261,9 +331,27 @@ struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 	cpu_stacks_init(e);
 	module_orc_init(e);
 	auxv_init(e);
-	gfile_init(e);
+	maps_init(e);
+	procs_init(e);
 	*ret = e;
 	return NULL;
+}
+
+static void free_code_maps(struct mm_binding *b);
+
+/* Look every address space up again (the host copies changed). */
+static void forget_bindings(struct ivm_capture_engine *e)
+{
+	size_t i;
+
+	for (i = 0; i < MM_CACHE_SLOTS; i++)
+		free_code_maps(&e->mm_cache[i]);
+	memset(e->mm_cache, 0, sizeof(e->mm_cache));
+}
+
+struct ivm_uobjects *ivm_capture_engine_objects(struct ivm_capture_engine *e)
+{
+	return e->objects;
 }
 
 struct ivm_error *ivm_capture_engine_add_binary(struct ivm_capture_engine *e,
@@ -274,7 +362,7 @@ struct ivm_error *ivm_capture_engine_add_binary(struct ivm_capture_engine *e,
 	if (err)
 		return err;
 	e->nr_binaries++;
-	memset(e->mm_cache, 0, sizeof(e->mm_cache));
+	forget_bindings(e);
 	return NULL;
 }
 
@@ -286,8 +374,18 @@ struct ivm_error *ivm_capture_engine_set_symdir(struct ivm_capture_engine *e,
 	if (err)
 		return err;
 	e->has_symdir = dir != NULL;
-	memset(e->mm_cache, 0, sizeof(e->mm_cache));
+	forget_bindings(e);
 	return NULL;
+}
+
+static void free_code_maps(struct mm_binding *b)
+{
+	ivm_mm_maps_destroy(b->vmas);
+	free(b->code);
+	b->vmas = NULL;
+	b->code = NULL;
+	b->nr_code = 0;
+	b->maps_ns = 0;
 }
 
 void ivm_capture_engine_destroy(struct ivm_capture_engine *e)
@@ -297,7 +395,12 @@ void ivm_capture_engine_destroy(struct ivm_capture_engine *e)
 	if (!e)
 		return;
 	ivm_uexe_cache_destroy(e->ubins);
+	ivm_uobjects_destroy(e->objects);
+	for (i = 0; i < MM_CACHE_SLOTS; i++)
+		free_code_maps(&e->mm_cache[i]);
 	ivm_gfile_destroy(e->gfile);
+	free(e->procs);
+	free(e->files);
 	ivm_orc_destroy(e->orc);
 	for (i = 0; i < e->nr_module_orc; i++)
 		ivm_orc_destroy((struct ivm_orc_table *)e->module_orc[i].orc);
@@ -305,16 +408,25 @@ void ivm_capture_engine_destroy(struct ivm_capture_engine *e)
 	free(e);
 }
 
-/* Copy the frames of st into pcs; the sample's part gets the count. */
+/*
+ * Copy the frames of st into pcs and what each is into flags; the
+ * sample's part gets the count.
+ */
 static uint16_t take_frames(const struct ivm_stack *st, uint32_t first,
-			    uint64_t *pcs, uint32_t want_flag)
+			    uint64_t *pcs, uint8_t *flags, uint32_t want_flag)
 {
 	uint32_t i;
 	uint16_t n = 0;
 
-	for (i = first; i < st->nr && n < IVM_SAMPLE_MAX_FRAMES; i++)
-		if (st->frames[i].flags & want_flag)
-			pcs[n++] = st->frames[i].pc;
+	for (i = first; i < st->nr && n < IVM_SAMPLE_MAX_FRAMES; i++) {
+		const struct ivm_frame *f = &st->frames[i];
+
+		if (!(f->flags & want_flag))
+			continue;
+		flags[n] = (f->flags & IVM_FRAME_REGS ? IVM_PC_EXACT : 0) |
+			   (f->flags & IVM_FRAME_INEXACT ? IVM_PC_INEXACT : 0);
+		pcs[n++] = f->pc;
+	}
 	return n;
 }
 
@@ -331,6 +443,8 @@ static uint32_t sample_flags(uint32_t stack_flags)
 	if (stack_flags & (IVM_STACK_TRUNCATED_BAD_ORC |
 			   IVM_STACK_TRUNCATED_BOUNDS))
 		f |= IVM_STACK_TRUNC_BADINFO;
+	if (stack_flags & IVM_STACK_TRUNCATED_NO_CFI)
+		f |= IVM_STACK_TRUNC_NOCFI;
 	if (stack_flags & IVM_STACK_FP_FALLBACK)
 		f |= IVM_STACK_INEXACT;
 	return f;
@@ -387,27 +501,18 @@ static bool probe_explicit(struct ivm_capture_engine *e,
  * per (mm, cr3).  A lookup that faulted (a page of the executable's
  * headers not present) is not remembered: the next capture tries again.
  */
-static const struct mm_binding *binding_of(struct ivm_capture_engine *e,
+static struct mm_binding *binding_of(struct ivm_capture_engine *e,
 					   uint64_t mm, uint64_t cr3,
 					   const struct ivm_kmem_reader *ureader)
 {
 	struct mm_binding *slot = &e->mm_cache[(mm >> 6) % MM_CACHE_SLOTS];
 	uint8_t auxv[IVM_UEXE_MAX_AUXV * 16];
-	struct ivm_kmem_reader freader;
 	struct ivm_error *err;
 	bool retry = false;
 
 	if (slot->mm == mm && slot->cr3 == cr3)
 		return slot;
-	/* Pages the page tables lack come from the files mapped there. */
-	if (e->gfile) {
-		e->fuser = (struct ivm_gfile_user){
-			.g = e->gfile, .src = &e->mm_src, .mm = mm,
-			.umem = ureader,
-		};
-		ivm_gfile_user_reader(&e->fuser, &freader);
-		ureader = &freader;
-	}
+	free_code_maps(slot);
 	memset(slot, 0, sizeof(*slot));
 	slot->mm = mm;
 	slot->cr3 = cr3;
@@ -437,15 +542,16 @@ static const struct mm_binding *binding_of(struct ivm_capture_engine *e,
 			retry = false;
 	}
 	ivm_error_destroy(err);
-	slot->from_file = e->gfile && e->fuser.file_pages;
+	/* The reader fell back to the files: a fork child's executable. */
+	slot->from_file = e->has_maps && e->fuser.file_pages;
 	if (retry)
 		slot->mm = 0;
 	return slot;
 }
 
-/* What the sample says of the executable, for offline symbolization. */
+/* What the capture says of the executable, for `idlevm stack`. */
 static void describe_exe(struct ivm_capture *cap, const struct mm_binding *b,
-			 struct ivm_ubinary *host)
+			 struct ivm_ubinary *host, const struct ivm_uobject *o)
 {
 	struct ivm_capture_exe *x = &cap->exe;
 
@@ -453,22 +559,326 @@ static void describe_exe(struct ivm_capture *cap, const struct mm_binding *b,
 	x->from_page_cache = b->from_file;
 	x->why = host ? NULL : b->why;
 	x->host_path = host ? ivm_ubinary_path(host) : NULL;
-	if (!b->known)
-		return;
-	x->id = b->exe;
-	ivm_build_id_hex(b->exe.build_id, b->exe.build_id_len,
-			 cap->build_id_hex);
-	cap->labels[0] = (struct ivm_label){ IVM_LABEL_USER_BUILD_ID,
-					     cap->build_id_hex };
-	cap->sample.nr_labels = 1;
-	if (b->exe.dyn) {
-		snprintf(cap->bias_hex, sizeof(cap->bias_hex), "0x%llx",
-			 (unsigned long long)b->exe.bias);
-		cap->labels[1] = (struct ivm_label){ IVM_LABEL_USER_BIAS,
-						     cap->bias_hex };
-		cap->sample.nr_labels = 2;
+	x->object = o ? o->id : 0;
+	if (b->known)
+		x->id = b->exe;
+}
+
+/*
+ * The executable's bytes by file offset, read through the process's own
+ * mapping of it: an offset in a PT_LOAD's file bytes is at bias plus its
+ * link-time address.  Before the image's headers are parsed, only the
+ * first page is known: it is where the auxiliary vector put the ELF
+ * header.
+ */
+struct own_file {
+	const struct ivm_kmem_reader *umem;
+	const struct ivm_uelf *elf;	/* NULL: headers not parsed yet */
+	uint64_t header, bias;
+};
+
+static struct ivm_error *own_file_read(void *ctx, uint64_t off, void *buf,
+				       size_t len)
+{
+	const struct own_file *f = ctx;
+	size_t i;
+
+	if (!f->elf) {
+		if (off >= 4096 || len > 4096 - off)
+			return ivm_error_fault(off, "executable offset %#llx: headers first",
+					       (unsigned long long)off);
+		return f->umem->read(f->umem->ctx, f->header + off, buf, len);
 	}
-	cap->sample.labels = cap->labels;
+	for (i = 0; i < f->elf->nr_loads; i++) {
+		const struct ivm_uelf_load *l = &f->elf->loads[i];
+
+		if (off >= l->offset && off - l->offset <= l->filesz &&
+		    len <= l->filesz - (off - l->offset))
+			return f->umem->read(f->umem->ctx,
+					     f->bias + l->vaddr +
+					     (off - l->offset), buf, len);
+	}
+	/* Section headers and the like: in no segment, not in memory. */
+	return ivm_error_fault(off, "executable offset %#llx is not loaded",
+			       (unsigned long long)off);
+}
+
+/*
+ * The object of the executable, with an image of the guest's bytes of it
+ * (made on first use; a fault leaves it for a later capture).  NULL when
+ * the table is full.
+ */
+static struct ivm_uobject *exe_object(struct ivm_capture_engine *e,
+				      const struct mm_binding *b,
+				      struct own_file *file)
+{
+	struct ivm_kmem_reader r = { own_file_read, file };
+	struct ivm_uobject *o;
+	struct ivm_uimage *im;
+	struct ivm_error *err;
+	const struct ivm_uelf *elf;
+
+	o = ivm_uobjects_get(e->objects, b->exe.build_id,
+			     b->exe.build_id_len, b->exe.dyn, NULL);
+	if (!o || o->image)
+		return o;
+	file->elf = NULL;
+	err = ivm_uimage_create(&r, &im);
+	if (err) {
+		ivm_error_destroy(err);
+		return o;
+	}
+	elf = ivm_uimage_elf(im);
+	/* The same file as the auxiliary vector's, or none of it. */
+	if (elf->build_id_len != o->build_id_len ||
+	    memcmp(elf->build_id, o->build_id, o->build_id_len)) {
+		ivm_uimage_destroy(im);
+		return o;
+	}
+	o->image = im;
+	return o;
+}
+
+/*
+ * Give the user frames of the sample their object (the executable: a
+ * tagged, link-time pc) and note the names the guest's dynamic symbols
+ * give them.  Frames outside it stay run-time addresses.
+ */
+static void tag_frames(struct ivm_capture_engine *e, struct ivm_capture *cap,
+		       const struct mm_binding *b, struct ivm_uobject *o,
+		       const struct ivm_kmem_reader *file)
+{
+	const struct ivm_uelf_syms *syms = NULL;
+	const struct ivm_uelf *elf;
+	uint16_t i;
+
+	if (!o || !o->image)
+		return;
+	elf = ivm_uimage_elf(o->image);
+	for (i = 0; i < cap->sample.nr_user; i++) {
+		uint64_t pc = cap->user_addrs[i], vaddr = pc - b->exe.bias;
+		uint64_t back = cap->user_flags[i] & IVM_PC_EXACT ? 0 : 1;
+		const struct ivm_uelf_sym *sym;
+		size_t k;
+
+		for (k = 0; k < elf->nr_loads; k++)
+			if ((elf->loads[k].flags & 1 /* PF_X */) &&
+			    vaddr - elf->loads[k].vaddr < elf->loads[k].memsz)
+				break;
+		if (k == elf->nr_loads)
+			continue;
+		cap->user_pcs[i] = IVM_UPC(o->id, vaddr);
+		if (!syms)
+			syms = ivm_uimage_syms(o->image, file, b->exe.bias);
+		sym = syms ? ivm_uelf_syms_find(syms, vaddr - back) : NULL;
+		if (sym)
+			ivm_uobjects_note_symbol(e->objects, o, sym->vaddr,
+						 sym->size,
+						 syms->strtab + sym->name);
+	}
+	for (i = 0; i < elf->nr_loads; i++)
+		if (elf->loads[i].flags & 1 /* PF_X */)
+			ivm_uobjects_note_map(e->objects, cap->sample.pid, o,
+					      elf->loads[i].vaddr + b->exe.bias,
+					      elf->loads[i].vaddr + b->exe.bias +
+					      elf->loads[i].memsz,
+					      elf->loads[i].offset,
+					      b->exe.bias);
+}
+
+/* ---- the code mappings of an address space ------------------------------ */
+
+/*
+ * The object of guest file f, whose bytes r reads: known by the file's
+ * identity once looked at; else its headers are read (uimage) and it is
+ * numbered by build-id.  NULL for a file that is no ELF object with a
+ * build-id, or whose headers the guest does not hold (tried again later).
+ */
+static struct ivm_uobject *file_object(struct ivm_capture_engine *e,
+				       const struct ivm_vma *vma,
+				       const struct ivm_kmem_reader *r)
+{
+	const struct ivm_guest_file *f = &vma->file;
+	struct file_object *fo = NULL;
+	struct ivm_uobject *o;
+	struct ivm_uimage *im;
+	const struct ivm_uelf *elf;
+	struct ivm_error *err;
+	size_t i;
+
+	for (i = 0; i < e->nr_files; i++) {
+		fo = &e->files[i];
+		if (fo->inode == f->inode && fo->ino == f->ino &&
+		    fo->dev == f->dev && fo->generation == f->generation)
+			return fo->obj;
+	}
+	err = ivm_uimage_create(r, &im);
+	if (err) {
+		bool absent = err->code == IVM_ERROR_FAULT;
+
+		ivm_error_destroy(err);
+		if (absent)
+			return NULL;
+		im = NULL;
+	}
+	o = NULL;
+	elf = im ? ivm_uimage_elf(im) : NULL;
+	if (elf && elf->build_id_len)
+		o = ivm_uobjects_get(e->objects, elf->build_id,
+				     elf->build_id_len, elf->type == ET_DYN,
+				     vma->path &&
+				     vma->path_state == IVM_VMA_PATH_FULL ?
+				     vma->path : NULL);
+	if (o && !o->image) {
+		o->image = im;
+		im = NULL;
+	}
+	ivm_uimage_destroy(im);
+	if (e->nr_files < MAX_FILES) {
+		fo = &e->files[e->nr_files++];
+		*fo = (struct file_object){ f->inode, f->ino, f->dev,
+					    f->generation, o };
+	}
+	return o;
+}
+
+/*
+ * Read the VMAs of the binding's address space and make a code map of
+ * each executable file mapping.  A failed read leaves the maps empty: the
+ * executable is still known by its auxiliary vector.
+ */
+static void read_code_maps(struct ivm_capture_engine *e, struct mm_binding *b,
+			   uint64_t mm, const struct ivm_kmem_reader *umem)
+{
+	struct ivm_error *err;
+	size_t i, n;
+
+	free_code_maps(b);
+	b->maps_ns = ivm_mono_ns();
+	err = ivm_mm_maps_read(&e->mm_src, mm, 0, &b->vmas);
+	if (err) {
+		ivm_error_destroy(err);
+		return;
+	}
+	n = ivm_mm_maps_count(b->vmas);
+	b->code = calloc(n < MAX_CODE_MAPS ? (n ? n : 1) : MAX_CODE_MAPS,
+			 sizeof(*b->code));
+	if (!b->code)
+		return;
+	b->space.maps = b->vmas;
+	b->space.umem = umem;
+	for (i = 0; i < n && b->nr_code < MAX_CODE_MAPS; i++) {
+		const struct ivm_vma *v = ivm_mm_maps_get(b->vmas, i);
+		struct code_map *c = &b->code[b->nr_code];
+
+		if (!ivm_vma_is_file(v) || !(v->prot & IVM_VMA_EXEC))
+			continue;
+		c->start = v->start;
+		c->end = v->end;
+		c->pgoff = v->pgoff;
+		c->file = v->file;
+		c->gf = (struct ivm_gfile_file){ .g = e->gfile,
+						 .file = &c->file,
+						 .own = &b->space };
+		ivm_gfile_file_reader(&c->gf, &c->reader);
+		c->obj = file_object(e, v, &c->reader);
+		if (!c->obj || !c->obj->image ||
+		    !ivm_uelf_bias(ivm_uimage_elf(c->obj->image), c->start,
+				   c->pgoff, &c->bias))
+			continue;
+		b->nr_code++;
+	}
+}
+
+static struct code_map *code_map_at(struct mm_binding *b, uint64_t pc)
+{
+	size_t i;
+
+	for (i = 0; i < b->nr_code; i++)
+		if (pc >= b->code[i].start && pc < b->code[i].end)
+			return &b->code[i];
+	return NULL;
+}
+
+/*
+ * The code maps of b, read on first use and again when the pc the unwind
+ * starts at is in none of them, at most every MAPS_REFRESH_NS.
+ */
+static void ensure_code_maps(struct ivm_capture_engine *e,
+			     struct mm_binding *b, uint64_t mm, uint64_t pc,
+			     const struct ivm_kmem_reader *umem)
+{
+	if (!e->has_maps)
+		return;
+	b->space.umem = umem;
+	if (b->maps_ns && (code_map_at(b, pc) ||
+			   ivm_mono_ns() - b->maps_ns < MAPS_REFRESH_NS))
+		return;
+	read_code_maps(e, b, mm, umem);
+}
+
+/*
+ * Tag the user frames that fall in a code map with its object and
+ * link-time address, note the names the guest's dynamic symbols give
+ * them and where this process has each object.
+ */
+static void tag_code_frames(struct ivm_capture_engine *e,
+			    struct ivm_capture *cap, struct mm_binding *b)
+{
+	uint16_t i;
+
+	for (i = 0; i < cap->sample.nr_user; i++) {
+		uint64_t pc = cap->user_addrs[i];
+		uint64_t back = cap->user_flags[i] & IVM_PC_EXACT ? 0 : 1;
+		struct code_map *c = code_map_at(b, pc - back);
+		const struct ivm_uelf_syms *syms;
+		const struct ivm_uelf_sym *sym;
+
+		if (!c)
+			continue;
+		cap->user_pcs[i] = IVM_UPC(c->obj->id, pc - c->bias);
+		ivm_uobjects_note_map(e->objects, cap->sample.pid, c->obj,
+				      c->start, c->end, c->pgoff, c->bias);
+		syms = ivm_uimage_syms(c->obj->image, &c->reader, c->bias);
+		sym = syms ? ivm_uelf_syms_find(syms, pc - c->bias - back) :
+			     NULL;
+		if (sym)
+			ivm_uobjects_note_symbol(e->objects, c->obj, sym->vaddr,
+						 sym->size,
+						 syms->strtab + sym->name);
+	}
+}
+
+/*
+ * A cached reader of the task's user memory (its own page tables) into
+ * *ret, made once per capture (e->user_task says for which task).  False
+ * for a task without user memory.
+ */
+static bool user_reader(struct ivm_capture_engine *e,
+			const struct ivm_guest_task *task,
+			struct ivm_kmem_reader *ret)
+{
+	struct ivm_error *err;
+	uint64_t cr3;
+
+	if (e->user_task == task->addr) {
+		*ret = e->ucache_reader;
+		return true;
+	}
+	err = ivm_kernel_task_user_cr3(e->guest->layout, task, &cr3);
+	if (err) {
+		ivm_error_destroy(err);
+		return false;
+	}
+	e->umem.gmem = e->guest->gmem;
+	e->umem.cr3 = cr3;
+	e->umem.la57 = e->kmem.la57;
+	e->umem.memo = &e->memo;
+	ivm_kmem_reader_gmem(&e->umem, &e->umem_reader);
+	ivm_kmem_cache_init(&e->ucache, &e->umem_reader, &e->ucache_reader);
+	e->user_task = task->addr;
+	*ret = e->ucache_reader;
+	return true;
 }
 
 /* Unwind the user part from regs through the task's page tables. */
@@ -476,34 +886,89 @@ static void unwind_user(struct ivm_capture_engine *e,
 			const struct ivm_guest_task *task,
 			const struct ivm_x86_regs *uregs, struct ivm_capture *cap)
 {
-	struct ivm_umapping maps[IVM_UBINARY_MAX_EXEC];
-	const struct mm_binding *b;
-	struct ivm_kmem_reader ureader;
+	struct ivm_umapping maps[MAX_CODE_MAPS];
+	struct mm_binding *b;
+	struct ivm_kmem_reader ureader, pt_reader, file_reader;
+	struct own_file file;
+	struct ivm_uobject *o = NULL;
 	struct ivm_ubinary *host;
 	struct ivm_stack st;
 	struct ivm_error *err;
 	uint64_t cr3;
-	size_t nr_maps = 0;
+	size_t nr_maps = 0, i;
 
-	err = ivm_kernel_task_user_cr3(e->guest->layout, task, &cr3);
-	if (err) {
-		ivm_error_destroy(err);
+	if (!user_reader(e, task, &pt_reader)) {
 		cap->sample.stack_flags |= IVM_STACK_NO_USER;
 		return;
 	}
-	e->umem.gmem = e->guest->gmem;
-	e->umem.cr3 = cr3;
-	e->umem.la57 = e->kmem.la57;
-	e->umem.memo = &e->memo;
-	ivm_kmem_reader_gmem(&e->umem, &e->umem_reader);
-	ivm_kmem_cache_init(&e->ucache, &e->umem_reader, &ureader);
+	cr3 = e->umem.cr3;
+	ureader = pt_reader;
+	if (e->has_maps) {
+		/*
+		 * Pages the page tables lack (a fork child's untouched
+		 * executable pages) read as the file's, from the page cache.
+		 */
+		e->fuser = (struct ivm_gfile_user){ .g = e->gfile,
+						    .src = &e->mm_src,
+						    .mm = task->mm,
+						    .umem = &pt_reader };
+		ivm_gfile_user_reader(&e->fuser, &ureader);
+	}
 	ivm_stack_init(&st, cap->frames, IVM_SAMPLE_MAX_FRAMES);
 	b = binding_of(e, task->mm, cr3, &ureader);
+	ensure_code_maps(e, b, task->mm, uregs->rip, &pt_reader);
 	host = ivm_uexe_cache_get(e->ubins, b->host);
-	if (host)
+	file = (struct own_file){ &ureader, NULL, b->exe.header, b->exe.bias };
+	file_reader = (struct ivm_kmem_reader){ own_file_read, &file };
+	if (host) {
+		/* The host copy of the executable: its CFI, as before. */
 		nr_maps = ivm_ubinary_mappings(host, b->exe.bias, maps,
 					       IVM_UBINARY_MAX_EXEC);
-	describe_exe(cap, b, nr_maps ? host : NULL);
+	}
+	if (b->nr_code) {
+		/* Every other code mapping by the CFI the guest holds. */
+		for (i = 0; i < b->nr_code && nr_maps < MAX_CODE_MAPS; i++) {
+			struct code_map *c = &b->code[i];
+			size_t k;
+
+			for (k = 0; host && k < nr_maps; k++)
+				if (maps[k].binary && c->start < maps[k].end &&
+				    maps[k].start < c->end)
+					break;
+			if (host && k < nr_maps)
+				continue;
+			maps[nr_maps++] = (struct ivm_umapping){
+				.start = c->start, .end = c->end,
+				.bias = c->bias, .image = c->obj->image,
+				.file = &c->reader };
+			if (b->known && c->obj->build_id_len ==
+			    b->exe.build_id_len &&
+			    !memcmp(c->obj->build_id, b->exe.build_id,
+				    b->exe.build_id_len)) {
+				o = c->obj;
+				cap->exe.guest_cfi = !host;
+			}
+		}
+	} else if (b->known) {
+		/* No VMAs: the executable alone, by its auxiliary vector. */
+		o = exe_object(e, b, &file);
+		if (o && o->image)
+			file.elf = ivm_uimage_elf(o->image);
+		for (i = 0; !host && file.elf && i < file.elf->nr_loads &&
+			    nr_maps < IVM_UBINARY_MAX_EXEC; i++) {
+			const struct ivm_uelf_load *l = &file.elf->loads[i];
+
+			if (!(l->flags & 1 /* PF_X */))
+				continue;
+			maps[nr_maps++] = (struct ivm_umapping){
+				.start = l->vaddr + b->exe.bias,
+				.end = l->vaddr + b->exe.bias + l->memsz,
+				.bias = b->exe.bias, .image = o->image,
+				.file = &file_reader };
+			cap->exe.guest_cfi = true;
+		}
+	}
+	describe_exe(cap, b, host, o);
 	if (nr_maps)
 		err = ivm_uunwind_dwarf(&ureader, uregs, e->umem.la57, maps,
 					nr_maps, &st);
@@ -514,9 +979,36 @@ static void unwind_user(struct ivm_capture_engine *e,
 		cap->sample.stack_flags |= IVM_STACK_NO_USER;
 		return;
 	}
-	cap->sample.nr_user = take_frames(&st, 0, cap->user_pcs,
-					  IVM_FRAME_USER);
+	cap->sample.nr_user = take_frames(&st, 0, cap->user_addrs,
+					  cap->user_flags, IVM_FRAME_USER);
+	memcpy(cap->user_pcs, cap->user_addrs,
+	       cap->sample.nr_user * sizeof(cap->user_pcs[0]));
 	cap->sample.stack_flags |= sample_flags(st.flags);
+	if (b->nr_code)
+		tag_code_frames(e, cap, b);
+	else
+		tag_frames(e, cap, b, o, &file_reader);
+}
+
+/*
+ * What the sample says of the task beyond its stack, read while the task
+ * is held as its stack is: its process's name and title.
+ */
+static void read_context(struct ivm_capture_engine *e, struct ivm_capture *cap)
+{
+	struct ivm_proc_info_task t = {
+		.addr = cap->task.addr, .pid = (uint32_t)cap->task.pid,
+		.tgid = (uint32_t)cap->task.tgid, .comm = cap->task.comm,
+		.mm = cap->task.mm,
+	};
+	struct ivm_kmem_reader ureader;
+
+	if (!e->procs || !cap->task.mm || !user_reader(e, &cap->task, &ureader))
+		return;
+	t.cr3 = e->umem.cr3;
+	ivm_proc_info_cache_get(e->procs, &e->kmem_reader, &ureader,
+				e->umem.la57, &t, ivm_mono_ns(),
+				&cap->process);
 }
 
 /*
@@ -561,10 +1053,12 @@ struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
 	 * the helper's holder got (pinning under TCG comes milliseconds
 	 * late, see capture_pin.h).  Without on_cpu (a kernel built without
 	 * SMP) a running task looks runnable, and only a hold of its CPU
-	 * (IVM_CAPTURE_F_HELD) says it is not running.
+	 * (IVM_CAPTURE_F_HELD) or the caller's own check
+	 * (IVM_CAPTURE_F_RUNNABLE) says it is not running.
 	 */
-	bool runnable_ok = !regs && (e->has_on_cpu ||
-				     (flags & IVM_CAPTURE_F_HELD));
+	bool runnable_ok = !regs &&
+			   (e->has_on_cpu ||
+			    (flags & (IVM_CAPTURE_F_HELD | IVM_CAPTURE_F_RUNNABLE)));
 	struct ivm_guest_task after;
 	struct ivm_stack_range ranges[IVM_KUNWIND_MAX_STACKS];
 	size_t nr_ranges = 1;
@@ -572,10 +1066,14 @@ struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
 	struct ivm_error *err;
 
 	ivm_kmem_cache_invalidate(&e->kcache);
+	e->user_task = 0;
+	memset(&cap->process, 0, sizeof(cap->process));
 	memset(&cap->sample, 0, sizeof(cap->sample));
 	memset(&cap->exe, 0, sizeof(cap->exe));
 	cap->sample.kernel_pcs = cap->kernel_pcs;
 	cap->sample.user_pcs = cap->user_pcs;
+	cap->sample.kernel_flags = cap->kernel_flags;
+	cap->sample.user_flags = cap->user_flags;
 	err = ivm_kernel_read_task(e->guest->layout, task_addr, &cap->task);
 	if (err) {
 		ivm_error_destroy(err);
@@ -627,6 +1125,7 @@ struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
 		if (err)
 			return err;
 		cap->sample.nr_kernel = take_frames(&st, 0, cap->kernel_pcs,
+						    cap->kernel_flags,
 						    IVM_FRAME_KERNEL);
 		cap->sample.stack_flags |= sample_flags(st.flags);
 		if (st.flags & IVM_STACK_REACHED_USER) {
@@ -637,6 +1136,7 @@ struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
 			cap->sample.stack_flags |= IVM_STACK_NO_USER;
 		}
 	}
+	read_context(e, cap);
 
 	err = ivm_kernel_read_task(e->guest->layout, task_addr, &after);
 	if (err) {

@@ -28,6 +28,8 @@
 #include "kernel/guest.h"
 #include "kernel/orc.h"
 #include "profile/sample.h"
+#include "profile/proc_info.h"
+#include "profile/uobjects.h"
 #include "unwind/unwind.h"
 #include "unwind/uunwind_exe.h"
 
@@ -73,11 +75,15 @@ struct ivm_error *ivm_capture_engine_set_symdir(struct ivm_capture_engine *engin
 						const char *dir);
 
 /*
- * Sample labels naming the executable of the user part, so that a report
- * can find and place it offline: its GNU build-id (lower-case hex), and
- * for a PIE its load bias ("0x..."; run-time minus link-time address, the
- * value to subtract from the user pcs that fall in it).  Absent when the
- * executable could not be read from guest memory.
+ * The user objects the engine's captures met (uobjects.h): their numbers
+ * tag the samples' user pcs, and the profile writes what the table says
+ * about them.  Owned by the engine.
+ */
+struct ivm_uobjects *ivm_capture_engine_objects(struct ivm_capture_engine *e);
+
+/*
+ * Labels of profiles written before user pcs were tagged by object: a
+ * report still reads them (the executable's build-id, and a PIE's bias).
  */
 #define IVM_LABEL_USER_BUILD_ID "user_build_id"
 #define IVM_LABEL_USER_BIAS "user_bias"
@@ -87,8 +93,8 @@ struct ivm_capture_exe {
 	bool known;		/* identified from guest memory: id is set */
 	struct ivm_uexe id;
 	/*
-	 * The host copy whose CFI unwound the user part, or NULL (frame
-	 * pointers); the engine's string, valid until its next capture.
+	 * The host copy whose CFI unwound the user part, or NULL; the
+	 * engine's string, valid until its next capture.
 	 */
 	const char *host_path;
 	const char *why;	/* static: why no host copy, or NULL */
@@ -97,6 +103,9 @@ struct ivm_capture_exe {
 	 * page tables (a fork child that never touched them).
 	 */
 	bool from_page_cache;
+	/* Its CFI came from the guest's own bytes of it (no host copy). */
+	bool guest_cfi;
+	uint32_t object;	/* its number in the engine's objects, or 0 */
 };
 
 /* One capture's result: the sample points into this struct. */
@@ -106,12 +115,19 @@ struct ivm_capture {
 	struct ivm_guest_task task;
 	uint64_t kernel_pcs[IVM_SAMPLE_MAX_FRAMES];
 	uint64_t user_pcs[IVM_SAMPLE_MAX_FRAMES];
+	uint8_t kernel_flags[IVM_SAMPLE_MAX_FRAMES];
+	uint8_t user_flags[IVM_SAMPLE_MAX_FRAMES];
+	/* The user pcs as run-time addresses (user_pcs may be tagged). */
+	uint64_t user_addrs[IVM_SAMPLE_MAX_FRAMES];
 	struct ivm_frame frames[IVM_SAMPLE_MAX_FRAMES];
-	/* Set when the user part was unwound (sample.labels points here). */
+	/* Set when the user part was unwound. */
 	struct ivm_capture_exe exe;
-	struct ivm_label labels[2];
-	char build_id_hex[2 * IVM_UBINARY_MAX_BUILD_ID + 1];
-	char bias_hex[24];
+	/*
+	 * The task's process: its name and command line as the guest's ps
+	 * shows them (profile/proc_info.h); "" when unknown or none (kernel
+	 * threads).
+	 */
+	struct ivm_proc_info process;
 };
 
 /*
@@ -135,6 +151,16 @@ struct ivm_error *ivm_capture_task(struct ivm_capture_engine *engine,
  * move of its switch counts still is.
  */
 #define IVM_CAPTURE_F_HELD	0x1u
+
+/*
+ * The caller takes a runnable task where it is: one preempted (or woken
+ * and not yet running) sits at the saved frame of its switch until it is
+ * switched in, and being switched in shows in on_cpu at the second read,
+ * or in its switch counts if it ran and left again.  Only for a kernel
+ * with task_struct.on_cpu (the switch sampler checks); every capture does
+ * the same by itself on such a kernel, so the flag only says it.
+ */
+#define IVM_CAPTURE_F_RUNNABLE	0x2u
 
 /* ivm_capture_task with IVM_CAPTURE_F_* flags (for a task not running). */
 struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *engine,

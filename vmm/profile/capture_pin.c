@@ -207,6 +207,10 @@ struct ivm_error *ivm_pin_capture_record_footprint(struct ivm_pin_capture *pc,
 
 	memset(ret, 0, sizeof(*ret));
 	err = ivm_pin_capture_footprint(pc, ret);
+	if (!w) {
+		ivm_error_destroy(err);
+		return NULL;
+	}
 	if (err) {
 		werr = ivm_profile_write_meta(w, "helper_footprint_error",
 					      ivm_error_string(err));

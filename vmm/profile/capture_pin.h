@@ -164,7 +164,8 @@ struct ivm_error *ivm_pin_capture_footprint(struct ivm_pin_capture *pc,
  * At the end of a profile: the helper's footprint (as above) into w's
  * metadata, one "helper_NAME" item per counter, or "helper_footprint_error"
  * saying why there is none; *ret gets the counters (nr 0 when none).
- * Returns only errors of the file.
+ * w NULL (no file left to write to) only fills *ret.  Returns only
+ * errors of the file.
  */
 struct ivm_error *ivm_pin_capture_record_footprint(struct ivm_pin_capture *pc,
 						   struct ivm_profile_writer *w,

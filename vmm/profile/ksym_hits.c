@@ -146,3 +146,14 @@ const struct ivm_ksym *const *ivm_ksym_hits_take_new(struct ivm_ksym_hits *h,
 	h->taken = 1;
 	return h->fresh;
 }
+
+void ivm_ksym_hits_forget(struct ivm_ksym_hits *h)
+{
+	size_t i;
+
+	for (i = 0; i < h->cap; i++)
+		h->set[i] = NULL;
+	h->nr = 0;
+	h->nr_fresh = 0;
+	h->taken = 0;
+}

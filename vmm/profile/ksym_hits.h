@@ -36,4 +36,10 @@ struct ivm_error *ivm_ksym_hits_add(struct ivm_ksym_hits *h,
 const struct ivm_ksym *const *ivm_ksym_hits_take_new(struct ivm_ksym_hits *h,
 						     size_t *nr);
 
+/*
+ * Forget every symbol hit so far: each is reported again when next hit
+ * (a new file of a continuous run carries the names it needs itself).
+ */
+void ivm_ksym_hits_forget(struct ivm_ksym_hits *h);
+
 #endif /* IVM_KSYM_HITS_H */

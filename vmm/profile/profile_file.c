@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/bytes.h"
+#include "base/outfile.h"
 #include "profile/profile_file.h"
 #include "proto.h"	/* idlevm_crc32c, shared with the helper protocol */
 
@@ -17,9 +18,7 @@
 #define WRITER_HIGH_WATER	(1024 * 1024)
 
 struct ivm_profile_writer {
-	int fd;
-	char *path;
-	char *tmp_path;		/* until published; NULL: writing path itself */
+	struct ivm_outfile file;	/* published at the first flush */
 	bool wrote;		/* a record after the header was emitted */
 	struct ivm_buf buf;
 	struct ivm_buf rec;	/* payload of the record being built */
@@ -34,8 +33,26 @@ const char *ivm_sample_kind_name(enum ivm_sample_kind kind)
 		return "from_idle";
 	case IVM_SAMPLE_ON_CPU:
 		return "on_cpu";
+	case IVM_SAMPLE_SWITCH:
+		return "switch";
 	default:
 		return "?";
+	}
+}
+
+const char *ivm_counter_name(uint32_t id)
+{
+	switch (id) {
+	case IVM_COUNTER_NVCSW:
+		return "nvcsw";
+	case IVM_COUNTER_NIVCSW:
+		return "nivcsw";
+	case IVM_COUNTER_RUN_DELAY_NS:
+		return "run_delay_ns";
+	case IVM_COUNTER_CPU_NS:
+		return "cpu_ns";
+	default:
+		return NULL;
 	}
 }
 
@@ -56,46 +73,12 @@ static struct ivm_error *write_all(int fd, const uint8_t *p, size_t len,
 	return NULL;
 }
 
-/* The process umask (single-threaded when a profile is created). */
-static mode_t current_umask(void)
-{
-	mode_t m = umask(022);
-
-	umask(m);
-	return m;
-}
-
 /*
  * A regular file (or a new one) is written under a temporary name in the
- * same directory and renamed over path at the first flush: a run that
- * fails before it has anything to say leaves an older profile at path
- * alone.  Anything else (a FIFO, /dev/stdout) is written directly.
+ * same directory and takes its name at the first flush with a record
+ * (outfile.h): a run that fails before it has anything to say leaves an
+ * older profile at path alone.
  */
-static int open_output(struct ivm_profile_writer *w, const char *path)
-{
-	struct stat st;
-	int fd, saved;
-
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-		return open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (asprintf(&w->tmp_path, "%s.XXXXXX", path) < 0) {
-		w->tmp_path = NULL;
-		errno = ENOMEM;
-		return -1;
-	}
-	fd = mkostemp(w->tmp_path, O_APPEND | O_CLOEXEC);
-	if (fd < 0) {
-		saved = errno;
-		free(w->tmp_path);
-		w->tmp_path = NULL;
-		errno = saved;
-		return -1;
-	}
-	/* mkostemp makes it 0600; a profile is as readable as any file. */
-	(void)!fchmod(fd, 0644 & ~current_umask());	/* not worth failing */
-	return fd;
-}
-
 struct ivm_error *ivm_profile_writer_create(const char *path,
 					    struct ivm_profile_writer **ret)
 {
@@ -106,22 +89,14 @@ struct ivm_error *ivm_profile_writer_create(const char *path,
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return &ivm_enomem;
-	w->path = strdup(path);
-	if (!w->path) {
-		free(w);
-		return &ivm_enomem;
-	}
-	w->fd = open_output(w, path);
-	if (w->fd < 0) {
-		err = ivm_error_os(errno, "cannot create profile %s", path);
-		free(w->tmp_path);
-		free(w->path);
+	err = ivm_outfile_open(path, O_APPEND, &w->file);
+	if (err) {
 		free(w);
 		return err;
 	}
 	memcpy(header, IVM_PROFILE_MAGIC, 8);
 	header[8] = IVM_PROFILE_VERSION;
-	err = write_all(w->fd, header, sizeof(header), path);
+	err = write_all(w->file.fd, header, sizeof(header), path);
 	if (err) {
 		ivm_profile_writer_destroy(w);
 		return err;
@@ -227,7 +202,11 @@ struct ivm_error *ivm_profile_write_sample(struct ivm_profile_writer *w,
 		ivm_put_u32(&w->rec, s->counters[i].id);
 		ivm_put_u64(&w->rec, s->counters[i].value);
 	}
-	return emit_record(w, IVM_RECORD_SAMPLE);
+	for (i = 0; i < s->nr_kernel; i++)
+		ivm_put_u8(&w->rec, s->kernel_flags ? s->kernel_flags[i] : 0);
+	for (i = 0; i < s->nr_user; i++)
+		ivm_put_u8(&w->rec, s->user_flags ? s->user_flags[i] : 0);
+	return emit_record(w, IVM_RECORD_SAMPLE2);
 }
 
 static void put_stats(struct ivm_buf *b, const struct ivm_stat *stats,
@@ -295,20 +274,40 @@ struct ivm_error *ivm_profile_write_idle_period(struct ivm_profile_writer *w,
 	return emit_record(w, IVM_RECORD_IDLE_PERIOD);
 }
 
+struct ivm_error *ivm_profile_write_thread(struct ivm_profile_writer *w,
+					   const struct ivm_thread_record *t)
+{
+	struct ivm_idle_task_id id = { .pid = t->pid, .tid = t->tid };
+	unsigned int i;
+
+	if (t->nr_counters > IVM_SAMPLE_MAX_COUNTERS)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"thread record breaks the counter cap");
+	memcpy(id.comm, t->comm, strnlen(t->comm, IVM_COMM_LEN - 1));
+	put_task_id(&w->rec, &id);
+	ivm_put_u64(&w->rec, t->start_time);
+	ivm_put_u64(&w->rec, t->first_ns);
+	ivm_put_u64(&w->rec, t->last_ns);
+	ivm_put_u32(&w->rec, t->flags);
+	ivm_put_u32(&w->rec, t->samples);
+	ivm_put_u16(&w->rec, t->nr_counters);
+	ivm_put_u16(&w->rec, 0);
+	for (i = 0; i < t->nr_counters; i++) {
+		ivm_put_u32(&w->rec, t->counters[i].id);
+		ivm_put_u64(&w->rec, t->counters[i].value);
+	}
+	return emit_record(w, IVM_RECORD_THREAD);
+}
+
 struct ivm_error *ivm_profile_writer_flush(struct ivm_profile_writer *w)
 {
 	struct ivm_error *err;
 
 	if (!w->buf.len)
 		return NULL;
-	err = write_all(w->fd, w->buf.data, w->buf.len, w->path);
-	if (!err && w->wrote && w->tmp_path) {
-		if (rename(w->tmp_path, w->path) < 0)
-			return ivm_error_os(errno, "renaming %s to %s",
-					    w->tmp_path, w->path);
-		free(w->tmp_path);
-		w->tmp_path = NULL;
-	}
+	err = write_all(w->file.fd, w->buf.data, w->buf.len, w->file.path);
+	if (!err && w->wrote)
+		err = ivm_outfile_publish(&w->file);
 	/*
 	 * On failure the buffer is kept: the caller may retry (ENOSPC may
 	 * clear) and nothing already written is duplicated, because write_all
@@ -332,11 +331,11 @@ struct ivm_error *ivm_profile_writer_finish(struct ivm_profile_writer *w,
 	err = emit_record(w, IVM_RECORD_END);
 	if (!err)
 		err = ivm_profile_writer_flush(w);
-	if (!err && fsync(w->fd) < 0 && errno != EINVAL)
-		err = ivm_error_os(errno, "syncing %s", w->path);
-	if (close(w->fd) < 0 && !err)
-		err = ivm_error_os(errno, "closing %s", w->path);
-	w->fd = -1;
+	if (!err && fsync(w->file.fd) < 0 && errno != EINVAL)
+		err = ivm_error_os(errno, "syncing %s", w->file.path);
+	if (close(w->file.fd) < 0 && !err)
+		err = ivm_error_os(errno, "closing %s", w->file.path);
+	w->file.fd = -1;
 	ivm_profile_writer_destroy(w);
 	return err;
 }
@@ -345,19 +344,13 @@ void ivm_profile_writer_destroy(struct ivm_profile_writer *w)
 {
 	if (!w)
 		return;
-	if (w->fd >= 0) {
-		/* Best effort: what is buffered is worth keeping. */
-		if (w->wrote)
-			ivm_error_destroy(ivm_profile_writer_flush(w));
-		close(w->fd);
-	}
+	/* Best effort: what is buffered is worth keeping. */
+	if (w->file.fd >= 0 && w->wrote)
+		ivm_error_destroy(ivm_profile_writer_flush(w));
 	/* Nothing but a header, or the rename failed: leave no debris. */
-	if (w->tmp_path)
-		unlink(w->tmp_path);
-	free(w->tmp_path);
+	ivm_outfile_close(&w->file);
 	ivm_buf_free(&w->buf);
 	ivm_buf_free(&w->rec);
-	free(w->path);
 	free(w);
 }
 
@@ -373,6 +366,8 @@ struct ivm_profile_reader {
 	/* Scratch the current record's decoded arrays point into. */
 	uint64_t kernel_pcs[IVM_SAMPLE_MAX_FRAMES];
 	uint64_t user_pcs[IVM_SAMPLE_MAX_FRAMES];
+	uint8_t kernel_flags[IVM_SAMPLE_MAX_FRAMES];
+	uint8_t user_flags[IVM_SAMPLE_MAX_FRAMES];
 	struct ivm_label labels[IVM_SAMPLE_MAX_LABELS];
 	struct ivm_counter counters[IVM_SAMPLE_MAX_COUNTERS];
 	/* Strings are copied out NUL-terminated into this arena. */
@@ -497,7 +492,7 @@ static const char *get_string(struct ivm_profile_reader *r,
 }
 
 static bool decode_sample(struct ivm_profile_reader *r, struct ivm_cursor *c,
-			  struct ivm_sample *s)
+			  bool with_flags, struct ivm_sample *s)
 {
 	const uint8_t *comm;
 	unsigned int i;
@@ -539,10 +534,16 @@ static bool decode_sample(struct ivm_profile_reader *r, struct ivm_cursor *c,
 		r->counters[i].id = ivm_get_u32(c);
 		r->counters[i].value = ivm_get_u64(c);
 	}
+	for (i = 0; with_flags && i < s->nr_kernel; i++)
+		r->kernel_flags[i] = ivm_get_u8(c);
+	for (i = 0; with_flags && i < s->nr_user; i++)
+		r->user_flags[i] = ivm_get_u8(c);
 	if (c->bad || c->left)
 		return false;
 	s->kernel_pcs = r->kernel_pcs;
 	s->user_pcs = r->user_pcs;
+	s->kernel_flags = with_flags ? r->kernel_flags : NULL;
+	s->user_flags = with_flags ? r->user_flags : NULL;
 	s->labels = r->labels;
 	s->counters = r->counters;
 	return true;
@@ -668,6 +669,35 @@ static bool decode_idle_period(struct ivm_cursor *c,
 	return !c->bad && !c->left;
 }
 
+static bool decode_thread(struct ivm_profile_reader *r, struct ivm_cursor *c,
+			  struct ivm_thread_record *t)
+{
+	struct ivm_idle_task_id id;
+	unsigned int i;
+
+	memset(t, 0, sizeof(*t));
+	get_task_id(c, &id);
+	t->pid = id.pid;
+	t->tid = id.tid;
+	memcpy(t->comm, id.comm, IVM_COMM_LEN);
+	t->start_time = ivm_get_u64(c);
+	t->first_ns = ivm_get_u64(c);
+	t->last_ns = ivm_get_u64(c);
+	t->flags = ivm_get_u32(c);
+	t->samples = ivm_get_u32(c);
+	t->nr_counters = ivm_get_u16(c);
+	ivm_get_u16(c);
+	if (c->bad || t->nr_counters > IVM_SAMPLE_MAX_COUNTERS ||
+	    t->last_ns < t->first_ns)
+		return false;
+	for (i = 0; i < t->nr_counters; i++) {
+		r->counters[i].id = ivm_get_u32(c);
+		r->counters[i].value = ivm_get_u64(c);
+	}
+	t->counters = r->counters;
+	return !c->bad && !c->left;
+}
+
 static bool checksum_ok(const uint8_t *h, uint32_t len, uint32_t crc)
 {
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
@@ -760,13 +790,19 @@ bool ivm_profile_reader_next(struct ivm_profile_reader *r,
 		rec->offset = at;
 		switch (type) {
 		case IVM_RECORD_SAMPLE:
-			ok = decode_sample(r, &c, &rec->sample);
+		case IVM_RECORD_SAMPLE2:
+			ok = decode_sample(r, &c, type == IVM_RECORD_SAMPLE2,
+					   &rec->sample);
+			rec->type = IVM_RECORD_SAMPLE;
 			break;
 		case IVM_RECORD_META:
 			ok = decode_meta(r, &c, rec);
 			break;
 		case IVM_RECORD_IDLE_PERIOD:
 			ok = decode_idle_period(&c, &rec->idle);
+			break;
+		case IVM_RECORD_THREAD:
+			ok = decode_thread(r, &c, &rec->thread);
 			break;
 		case IVM_RECORD_STATS:
 		case IVM_RECORD_END:

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "kernel/irq_stat.h"
+#include "kernel/kimage.h"
 #include "kernel/last_ran.h"
 #include "profile/idle_periods.h"
 #include "profile/kvm_events.h"
@@ -49,6 +50,9 @@ const char *ivm_capture_mode_name(enum ivm_capture_mode mode)
 }
 
 #define NR_FOLLOW 6	/* looks after a wakeup: follow_ns below */
+
+/* Room for every running total fill_stats() writes. */
+#define MAX_STATS 96
 
 struct vcpu_poll {
 	int stat_fd;		/* /proc/PID/task/TID/stat of its thread */
@@ -114,9 +118,17 @@ struct profiler {
 	struct ivm_ksym_hits *ksym_hits;	/* no vmlinux: names to keep */
 	/* Who really went to idle, when polling cannot tell; or NULL. */
 	struct ivm_last_ran *last_ran;
+	/* Continuous windows: when the current one ends, its first stats. */
+	uint64_t window_end_ns;
+	struct ivm_stat window_base[MAX_STATS];
+	size_t nr_window_base;
+	struct ivm_proc_table *procs;	/* processes said in the file */
+	struct ivm_switch_sampler *switches;	/* --switch-every, or NULL */
 };
 
 static struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu);
+static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
+			      size_t *nr);
 static struct ivm_error *period_capture(struct profiler *p, uint32_t vcpu,
 					enum ivm_sample_kind kind,
 					uint64_t task, uint64_t time_ns);
@@ -193,6 +205,7 @@ static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
 	int v;
 
 	(void)cpu;
+	p->res->trace_records++;
 	err = ivm_sched_events_decode(p->sched_events, data, size, &ev);
 	if (err && err->code == IVM_ERROR_NOT_FOUND && p->kvm_events) {
 		struct ivm_kvm_event kev;
@@ -298,6 +311,28 @@ static bool passes_filters(const struct profiler *p,
 	return true;
 }
 
+/*
+ * A kept capture into the file: its process said first (when it has one),
+ * then the sample; counted, and its kernel symbols noted.
+ */
+static struct ivm_error *write_kept(struct profiler *p,
+				    const struct ivm_capture *cap)
+{
+	struct ivm_error *err = NULL;
+
+	if (cap->task.mm)
+		err = ivm_proc_table_announce(p->procs, p->writer,
+					      cap->sample.pid, &cap->process);
+	if (!err)
+		err = ivm_profile_write_sample(p->writer, &cap->sample);
+	if (!err)
+		p->res->kept[cap->sample.kind]++;
+	if (!err && p->ksym_hits)
+		err = ivm_ksym_hits_add(p->ksym_hits, cap->sample.kernel_pcs,
+					cap->sample.nr_kernel);
+	return err;
+}
+
 static struct ivm_error *capture(struct profiler *p,
 				 const struct ivm_capture_req *req)
 {
@@ -378,12 +413,7 @@ static struct ivm_error *capture(struct profiler *p,
 		p->res->filtered++;
 		goto out;
 	}
-	err = ivm_profile_write_sample(p->writer, &p->cap.sample);
-	if (!err)
-		p->res->kept[req->kind]++;
-	if (!err && p->ksym_hits)
-		err = ivm_ksym_hits_add(p->ksym_hits, p->cap.sample.kernel_pcs,
-					p->cap.sample.nr_kernel);
+	err = write_kept(p, &p->cap);
 out:
 	if (stopped) {
 		cerr = ivm_qmp_cont(g->qmp);
@@ -435,11 +465,15 @@ static struct ivm_error *last_ran_task(struct profiler *p,
 				       const struct ivm_guest_vcpu *v,
 				       uint64_t now, uint64_t *ret)
 {
+	const struct ivm_vcpu_watch_view *view =
+		&p->views[v - p->guest->vcpus];
 	struct ivm_error *err;
 
 	*ret = 0;
-	err = ivm_last_ran_find(p->last_ran, (unsigned int)v->cpu,
-				helper_tgid(p), now, ret);
+	err = ivm_last_ran_find_at(p->last_ran, (unsigned int)v->cpu,
+				   helper_tgid(p),
+				   view->rq_clock_ok ? view->rq_clock : 0,
+				   now, ret);
 	if (err && err->code == IVM_ERROR_GONE)
 		return err;
 	if (err) {
@@ -988,14 +1022,25 @@ static void poll_once(struct profiler *p, uint64_t now)
  * as "ksym" metadata ("ADDR SIZE TYPE NAME", link-time addresses like a
  * System.map), so the file names its kernel frames on its own.
  */
+static struct ivm_error *emit_meta(void *ctx, const char *key,
+				   const char *value)
+{
+	return ivm_profile_write_meta(ctx, key, value);
+}
+
 static struct ivm_error *write_new_ksyms(struct profiler *p)
 {
 	const struct ivm_ksym *const *syms;
 	struct ivm_error *err = NULL;
 	size_t nr, i;
 
-	if (!p->ksym_hits)
+	if (!p->writer)
 		return NULL;
+	/* The user objects met since, and the names their frames got. */
+	err = ivm_uobjects_take_meta(ivm_capture_engine_objects(p->engine),
+				     emit_meta, p->writer);
+	if (err || !p->ksym_hits)
+		return err;
 	syms = ivm_ksym_hits_take_new(p->ksym_hits, &nr);
 	for (i = 0; i < nr && !err; i++) {
 		char line[256], *c;
@@ -1039,6 +1084,7 @@ static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	st[n++] = (struct ivm_stat){ "idle_periods_replayed",
 				     is->recovered_periods };
 	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
+	st[n++] = (struct ivm_stat){ "trace_records", p->res->trace_records };
 	*nr = n;
 }
 
@@ -1047,7 +1093,7 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 {
 	const struct ivm_profiler_result *r = p->res;
 	const struct ivm_dispatch_stats *d = ivm_dispatch_stats(p->dispatch);
-	size_t n = 0;
+	size_t n = 0, i;
 
 	st[n++] = (struct ivm_stat){ "elapsed_ms",
 				     (ivm_mono_ns() - p->start_ns) / 1000000 };
@@ -1085,6 +1131,15 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 				     r->from_idle_resolved };
 	st[n++] = (struct ivm_stat){ "from_idle_unresolved",
 				     r->from_idle_unresolved };
+	{
+		struct ivm_uobjects_stats us;
+
+		ivm_uobjects_stats(ivm_capture_engine_objects(p->engine), &us);
+		st[n++] = (struct ivm_stat){ "user_objects", us.objects };
+		st[n++] = (struct ivm_stat){ "cfi_rows", us.row_lookups };
+		st[n++] = (struct ivm_stat){ "cfi_rows_absent",
+					     us.row_faults };
+	}
 	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
 		const struct ivm_pin_stats *ps =
 			ivm_pin_capture_stats(p->cfg->pin);
@@ -1111,8 +1166,101 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 					     ps->refused_rt };
 	}
 	fill_idle_stats(p, st, &n);
+	fill_switch_stats(p, st, &n);
 	st[n++] = (struct ivm_stat){ "polls", r->polls };
 	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
+	/* Of this window only (next_window() took the counts at its start). */
+	for (i = 0; i < n && i < p->nr_window_base; i++)
+		if (st[i].value >= p->window_base[i].value)
+			st[i].value -= p->window_base[i].value;
+	*nr = n;
+}
+
+/* ---- context-switch sampling (switch_sampler.h) ----------------------- */
+
+/* A switch sample the sampler kept: into the file, like a capture's. */
+static struct ivm_error *switch_emit(void *ctx, const struct ivm_capture *cap)
+{
+	return write_kept(ctx, cap);
+}
+
+/* Last in setup: the sampler's first read starts every thread's totals. */
+static struct ivm_error *switch_setup(struct profiler *p)
+{
+	const struct ivm_profiler_config *c = p->cfg;
+	struct ivm_switch_sampler_config sc = {
+		.every = c->switch_every, .batch = c->switch_batch,
+		.interval_ns = (uint64_t)(c->switch_interval_ms * 1e6),
+		.walk_budget = c->switch_walk_budget,
+		.filter_pid = c->filter_pid, .filter_comm = c->filter_comm,
+		.skip_tgid = helper_tgid(p),
+		.emit = switch_emit, .emit_ctx = p,
+	};
+	struct ivm_error *err;
+
+	if (!c->switch_every)
+		return NULL;
+	err = ivm_switch_sampler_create(p->guest, p->engine, p->writer, &sc,
+					&p->switches);
+	return err ? ivm_error_wrap(err, "switch sampling") : NULL;
+}
+
+/* A look of the switch sampler when due; an error ends the run. */
+static void switch_look(struct profiler *p, uint64_t now)
+{
+	struct ivm_error *err;
+
+	if (!p->switches)
+		return;
+	err = ivm_switch_sampler_look(p->switches, now);
+	if (err) {
+		p->gone = true;
+		end_with(p, ivm_error_string(err));
+		ivm_error_destroy(err);
+	}
+}
+
+/* The earlier of next and the sampler's next look. */
+static uint64_t switch_due(const struct profiler *p, uint64_t next)
+{
+	uint64_t due;
+
+	if (!p->switches)
+		return next;
+	due = ivm_switch_sampler_due(p->switches);
+	return due < next ? due : next;
+}
+
+/* Running totals only: a window's stats are differences (next_window). */
+static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
+			      size_t *nr)
+{
+	const struct ivm_switch_sampler_stats *ss = &p->res->switches;
+	size_t n = *nr;
+
+	if (!p->switches)
+		return;
+	ivm_switch_sampler_stats(p->switches, &p->res->switches);
+	st[n++] = (struct ivm_stat){ "switch", p->res->kept[IVM_SAMPLE_SWITCH] };
+	st[n++] = (struct ivm_stat){ "switch_crossings", ss->crossings };
+	st[n++] = (struct ivm_stat){ "switch_coalesced", ss->coalesced };
+	st[n++] = (struct ivm_stat){ "switch_discarded", ss->discarded };
+	st[n++] = (struct ivm_stat){ "switch_capture_failed",
+				     ss->capture_failed };
+	st[n++] = (struct ivm_stat){ "switch_deferred", ss->deferred };
+	st[n++] = (struct ivm_stat){ "switch_waited_on_cpu",
+				     ss->waited_on_cpu };
+	st[n++] = (struct ivm_stat){ "switch_looks", ss->looks };
+	st[n++] = (struct ivm_stat){ "switch_look_ns", ss->look_ns };
+	st[n++] = (struct ivm_stat){ "switch_reads", ss->reads };
+	st[n++] = (struct ivm_stat){ "switch_read_failed", ss->read_failed };
+	st[n++] = (struct ivm_stat){ "switch_threads_met", ss->threads_met };
+	st[n++] = (struct ivm_stat){ "switch_threads_gone", ss->gone };
+	st[n++] = (struct ivm_stat){ "switch_unwatched", ss->unwatched };
+	st[n++] = (struct ivm_stat){ "switch_sweeps", ss->sweeps };
+	st[n++] = (struct ivm_stat){ "switch_sweeps_truncated",
+				     ss->sweeps_truncated };
+	st[n++] = (struct ivm_stat){ "switch_walk_reads", ss->walk_reads };
 	*nr = n;
 }
 
@@ -1187,6 +1335,8 @@ static struct ivm_error *write_meta(struct profiler *p)
 	char buf[64];
 	struct ivm_error *err;
 	time_t now = time(NULL);
+	struct ivm_kimage kimage;
+	struct timespec wall;
 	struct tm tm;
 	size_t i;
 
@@ -1214,9 +1364,33 @@ static struct ivm_error *write_meta(struct profiler *p)
 	META("idle_every", buf);
 	snprintf(buf, sizeof(buf), "%g", c->poll_interval_ms);
 	META("poll_interval_ms", buf);
+	if (c->switch_every) {
+		snprintf(buf, sizeof(buf), "%u", c->switch_every);
+		META("switch_every", buf);
+	}
 	gmtime_r(&now, &tm);
 	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	META("start", buf);
+	/*
+	 * The same moment on the wall clock and on the samples' clock, to
+	 * nanoseconds: a report places the samples in time and says how long
+	 * the file covers (pprof's time_nanos, duration_nanos).
+	 */
+	clock_gettime(CLOCK_REALTIME, &wall);
+	snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)wall.tv_sec *
+		 UINT64_C(1000000000) + (uint64_t)wall.tv_nsec);
+	META("start_ns", buf);
+	snprintf(buf, sizeof(buf), "%" PRIu64, ivm_mono_ns());
+	META("start_mono_ns", buf);
+	/* The vmlinux a symbol server needs, even when the host has none. */
+	ivm_kimage_read(g->layout, &kimage);
+	if (kimage.build_id[0])
+		META("kernel_build_id", kimage.build_id);
+	if (kimage.text_start) {
+		snprintf(buf, sizeof(buf), "0x%" PRIx64 " 0x%" PRIx64,
+			 kimage.text_start, kimage.text_end);
+		META("kernel_text", buf);
+	}
 	/* A report of the file defaults to the same symbols. */
 	if (c->symdir)
 		META("symdir", c->symdir);
@@ -1296,17 +1470,20 @@ static struct ivm_error *setup_watch(struct profiler *p)
 
 static struct ivm_error *setup_sched_source(struct profiler *p)
 {
-	const char *events[5] = { "sched:sched_switch", "sched:sched_waking",
-				  "sched:sched_wakeup" };
+	const char *events[5] = { "sched:sched_switch" };
 	struct ivm_guest *g = p->guest;
 	struct ivm_error *err;
-	size_t i, n = 0, nr_events = 3;
+	size_t i, n = 0, nr_events = 1;
 	pid_t tids[256];
 	bool kvm = false;
+	char *filter;
 
 	err = ivm_sched_events_load(NULL, &p->sched_events);
 	if (err)
 		return err;
+	/* One record per wakeup: sched_waking, or sched_wakeup without it. */
+	events[nr_events++] = ivm_sched_events_has_waking(p->sched_events) ?
+			      "sched:sched_waking" : "sched:sched_wakeup";
 	/* Hardware KVM: the HLT exit reasons too (never fire under TCG). */
 	ivm_error_destroy(ivm_guest_uses_kvm(g, &kvm));
 	if (kvm) {
@@ -1321,12 +1498,30 @@ static struct ivm_error *setup_sched_source(struct profiler *p)
 	if (err)
 		return err;
 	/*
-	 * Only sleeps (S, D, I): a busy host preempts the vCPU threads
-	 * thousands of times a second, and each switch would wake us for
-	 * nothing.  An older kernel without the filter just wakes us more.
+	 * Every record traced wakes the loop, at real-time priority: only
+	 * the vCPU threads' sleeps (sched_events.h says why the pid list is
+	 * not enough) and their HLT exits.  A kernel that refuses the
+	 * filter gets the coarser one, and just wakes us more.
 	 */
-	ivm_error_destroy(ivm_trace_session_filter(p->trace, "sched:sched_switch",
-						   "prev_state & 131"));
+	filter = ivm_sched_switch_filter(tids, n);
+	if (!filter)
+		return &ivm_enomem;
+	err = ivm_trace_session_filter(p->trace, "sched:sched_switch", filter);
+	free(filter);
+	if (err) {
+		ivm_error_destroy(err);
+		ivm_error_destroy(ivm_trace_session_filter(
+			p->trace, "sched:sched_switch", "prev_state & 131"));
+	}
+	filter = ivm_sched_wake_filter(tids, n);
+	if (!filter)
+		return &ivm_enomem;
+	ivm_error_destroy(ivm_trace_session_filter(p->trace, events[1],
+						   filter));
+	free(filter);
+	if (kvm)
+		ivm_error_destroy(ivm_trace_session_filter(
+			p->trace, "kvm:kvm_exit", ivm_kvm_exit_hlt_filter()));
 	p->res->tracefs_mounted = ivm_trace_session_mounted(p->trace);
 	return NULL;
 }
@@ -1350,6 +1545,8 @@ static struct ivm_error *setup(struct profiler *p)
 	p->nvcsw_off = off->task_nvcsw;
 	p->nivcsw_off = off->task_nivcsw;
 	err = ivm_capture_engine_create(g, &p->engine);
+	if (!err)
+		err = ivm_proc_table_create(&p->procs);
 	if (err)
 		return err;
 	for (i = 0; i < p->cfg->nr_binaries; i++) {
@@ -1444,6 +1641,8 @@ static struct ivm_error *setup(struct profiler *p)
 					   &p->ksym_hits);
 	if (!err)
 		err = write_meta(p);
+	if (!err)
+		err = switch_setup(p);
 	/* Setup is over: the file takes its name now (see profile_file.h). */
 	if (!err)
 		err = ivm_profile_writer_flush(p->writer);
@@ -1462,6 +1661,7 @@ static void teardown(struct profiler *p)
 	free(p->views);
 	free(p->views2);
 	free(p->last_views);
+	ivm_switch_sampler_destroy(p->switches);
 	ivm_vcpu_watch_destroy(p->watch);
 	ivm_last_ran_destroy(p->last_ran);
 	ivm_ksym_hits_destroy(p->ksym_hits);
@@ -1471,6 +1671,7 @@ static void teardown(struct profiler *p)
 	ivm_idle_periods_destroy(p->periods);
 	ivm_irq_stat_destroy(p->irq_stat);
 	ivm_capture_engine_destroy(p->engine);
+	ivm_proc_table_destroy(p->procs);
 	ivm_dispatch_destroy(p->dispatch);
 }
 
@@ -1480,7 +1681,8 @@ static void teardown(struct profiler *p)
  */
 static struct ivm_error *wait_for_events(struct profiler *p, uint64_t now)
 {
-	uint64_t timeout = p->next_look_ns > now ? p->next_look_ns - now : 0;
+	uint64_t next = switch_due(p, p->next_look_ns);
+	uint64_t timeout = next > now ? next - now : 0;
 	bool ready;
 
 	return ivm_trace_session_wait(p->trace, timeout, &ready);
@@ -1506,6 +1708,46 @@ static void set_realtime(struct profiler *p, bool on)
 		p->res->realtime = true;
 }
 
+/*
+ * Continuous windows: finish the window's file (its ksyms, its stats, END)
+ * and go on in the next one, which gets the metadata again.  The file is
+ * whole before the next is asked for, so a failure there loses nothing
+ * written; p->writer is NULL until the next one is there.
+ */
+static struct ivm_error *next_window(struct profiler *p, uint64_t now)
+{
+	struct ivm_stat stats[MAX_STATS];
+	struct ivm_error *err;
+	size_t nr;
+
+	/* Each thread's totals of this window, into its file. */
+	err = p->switches ? ivm_switch_sampler_end_window(p->switches) : NULL;
+	if (err)
+		return err;
+	fill_stats(p, stats, &nr);
+	ivm_error_destroy(write_new_ksyms(p));	/* the samples matter more */
+	err = ivm_profile_writer_finish(p->writer, now, stats, nr);
+	p->writer = NULL;
+	if (err)
+		return err;
+	/* The next window's stats count from here. */
+	p->nr_window_base = 0;
+	fill_stats(p, p->window_base, &nr);
+	p->nr_window_base = nr;
+	if (p->ksym_hits)
+		ivm_ksym_hits_forget(p->ksym_hits);
+	/* The next file names its user objects itself too. */
+	ivm_uobjects_forget(ivm_capture_engine_objects(p->engine));
+	err = p->cfg->next_window(p->cfg->window_ctx, &p->writer);
+	if (!err)
+		err = write_meta(p);
+	if (!err && p->switches)
+		ivm_switch_sampler_begin_window(p->switches, p->writer);
+	if (!err)
+		err = ivm_profile_writer_flush(p->writer);
+	return err;
+}
+
 struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 				    const struct ivm_profiler_config *config,
 				    struct ivm_profile_writer *writer,
@@ -1515,7 +1757,7 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	struct profiler p = { .guest = guest, .cfg = config, .writer = writer,
 			      .res = result, .source = config->idle_source };
 	uint64_t interval, next, last_flush, now, end_ns = 0;
-	struct ivm_stat stats[64];
+	struct ivm_stat stats[MAX_STATS];
 	struct ivm_error *err, *ferr;
 	size_t nr_stats;
 
@@ -1534,6 +1776,8 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	p.start_ns = now = next = last_flush = ivm_mono_ns();
 	if (config->duration_s > 0)
 		end_ns = p.start_ns + (uint64_t)(config->duration_s * 1e9);
+	if (config->window_s > 0 && config->next_window)
+		p.window_end_ns = p.start_ns + (uint64_t)(config->window_s * 1e9);
 
 	while (!p.gone) {
 		struct timespec ts;
@@ -1546,7 +1790,16 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 			end_with(&p, "duration reached");
 			break;
 		}
+		if (p.window_end_ns && now >= p.window_end_ns) {
+			err = next_window(&p, now);
+			if (err)
+				break;
+			p.window_end_ns += (uint64_t)(config->window_s * 1e9);
+			if (p.window_end_ns <= now)	/* late: no empty windows */
+				p.window_end_ns = now + (uint64_t)(config->window_s * 1e9);
+		}
 		poll_once(&p, now);
+		switch_look(&p, ivm_mono_ns());
 		now = ivm_mono_ns();
 		if (now - last_flush >= 1000000000ull) {
 			enum ivm_qmp_lifecycle state = ivm_qmp_lifecycle(guest->qmp);
@@ -1557,11 +1810,13 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 			}
 			fill_stats(&p, stats, &nr_stats);
 			err = write_new_ksyms(&p);
+			if (!err && p.switches)
+				err = ivm_switch_sampler_flush(p.switches);
 			if (!err)
-				err = ivm_profile_write_stats(writer, stats,
+				err = ivm_profile_write_stats(p.writer, stats,
 							      nr_stats);
 			if (!err)
-				err = ivm_profile_writer_flush(writer);
+				err = ivm_profile_writer_flush(p.writer);
 			if (err)
 				break;
 			if (config->status_line)
@@ -1578,6 +1833,7 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 		next += interval;
 		if (next <= now)
 			next = now + interval;	/* overrun: don't burst */
+		next = switch_due(&p, next);
 		ts.tv_sec = (time_t)(next / 1000000000ull);
 		ts.tv_nsec = (long)(next % 1000000000ull);
 		/* EINTR (Ctrl-C) just ends the sleep early. */
@@ -1589,9 +1845,12 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	result->elapsed_s = (double)(ivm_mono_ns() - p.start_ns) / 1e9;
 	result->dispatch = *ivm_dispatch_stats(p.dispatch);
 	result->idle = *ivm_idle_periods_stats(p.periods);
+	ivm_uobjects_stats(ivm_capture_engine_objects(p.engine),
+			   &result->objects);
 	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin) {
-		/* What watching cost the guest, in the helper's own words. */
-		ferr = ivm_pin_capture_record_footprint(config->pin, writer,
+		/* What watching cost the guest, in the helper's own words
+		 * (the whole run's, so in the last window's file). */
+		ferr = ivm_pin_capture_record_footprint(config->pin, p.writer,
 							&result->helper);
 		if (ferr && !err)
 			err = ferr;
@@ -1601,13 +1860,23 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	}
 	if (config->status_line)
 		status_line(&p, ivm_mono_ns(), true);
+	if (p.switches) {
+		/* The totals end here: every thread read once more. */
+		ferr = p.writer ? ivm_switch_sampler_end_window(p.switches) :
+				  NULL;
+		if (ferr && !err)
+			err = ferr;
+		else
+			ivm_error_destroy(ferr);
+	}
 	fill_stats(&p, stats, &nr_stats);
 	ferr = write_new_ksyms(&p);
 	if (ferr) {
 		ivm_error_destroy(ferr);	/* the samples matter more */
 		ferr = NULL;
 	}
-	ferr = ivm_profile_writer_finish(writer, ivm_mono_ns(), stats, nr_stats);
+	ferr = p.writer ? ivm_profile_writer_finish(p.writer, ivm_mono_ns(),
+						    stats, nr_stats) : NULL;
 	teardown(&p);
 	if (err) {
 		ivm_error_destroy(ferr);

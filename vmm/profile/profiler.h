@@ -37,11 +37,13 @@
 #include <stdint.h>
 
 #include "profile/capture.h"
+#include "profile/uobjects.h"
 #include "profile/capture_pin.h"
 #include "profile/dispatch.h"
 #include "profile/idle_periods.h"
 #include "kernel/guest.h"
 #include "profile/profile_file.h"
+#include "profile/switch_sampler.h"
 #include "access/tcg_env.h"
 
 enum ivm_idle_source {
@@ -95,6 +97,28 @@ struct ivm_profiler_config {
 	 * (borrowed), or NULL for the monitor's `info registers`.
 	 */
 	const struct ivm_tcg_env *tcg_env;
+	/*
+	 * Continuous windows: with window_s > 0, every window_s seconds the
+	 * file is finished (END record, with the stats of that window
+	 * alone) and next_window(window_ctx, &writer) gives the next one,
+	 * which gets the run's metadata again, so every window is a whole
+	 * profile.  An error from next_window ends the run; the windows
+	 * before it are whole already.
+	 */
+	double window_s;
+	struct ivm_error *(*next_window)(void *ctx,
+					 struct ivm_profile_writer **ret);
+	void *window_ctx;
+	/*
+	 * Context-switch sampling (switch_sampler.h): every thread's switch
+	 * counts, run delay and CPU time, and a stack every switch_every
+	 * switches of a thread; 0 off.  Its batch, look interval (ms) and
+	 * walk budget: 0 for the defaults.
+	 */
+	uint32_t switch_every;
+	uint32_t switch_batch;
+	double switch_interval_ms;
+	uint32_t switch_walk_budget;
 };
 
 struct ivm_profiler_result {
@@ -127,8 +151,12 @@ struct ivm_profiler_result {
 	struct ivm_idle_stats idle;	/* idle periods and host events */
 	uint64_t periods_written;	/* IDLE_PERIOD records */
 	bool tracefs_mounted;		/* sched source: we mounted tracefs */
+	uint64_t trace_records;		/* sched source: host records read */
 	enum ivm_idle_source idle_source;	/* the one that ran */
 	bool realtime;			/* ran at SCHED_FIFO priority */
+	/* User objects met, and their CFI rows (profile/uobjects.h). */
+	struct ivm_uobjects_stats objects;
+	struct ivm_switch_sampler_stats switches;	/* switch_every */
 	char end_reason[128];		/* "duration", "interrupted", ... */
 };
 
@@ -140,7 +168,8 @@ const char *ivm_capture_mode_name(enum ivm_capture_mode mode);
  * Profile guest into writer until a stop condition.  *stop is polled (set
  * it from a signal handler).  The writer is flushed at least once a second
  * and finished (END record) before returning, even on error; the caller
- * keeps ownership and must not use it afterwards.  Returns an error only
+ * keeps ownership and must not use it afterwards (nor the writers
+ * next_window gave).  Returns an error only
  * when profiling could not start or the file could not be written; the
  * guest going away is a normal end (result->end_reason says so).
  */

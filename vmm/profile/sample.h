@@ -3,7 +3,8 @@
  * The sample record: one captured guest call stack and what it is about.
  *
  * Every technique of the profiler lands here: idle transitions (to-idle,
- * from-idle), on-CPU ticks, and later context-switch sampling, business
+ * from-idle), on-CPU ticks, context-switch sampling (every Nth switch of a
+ * thread, its counters' deltas as sample counters), and later business
  * categories and pre/post VM-exit records.  Room for those is kept from the
  * start: free-form labels (key/value strings, e.g. "category") and counter
  * values (id/value pairs) travel with every sample and through the profile
@@ -22,8 +23,31 @@ enum ivm_sample_kind {
 	IVM_SAMPLE_TO_IDLE,	/* last task that ran before the vCPU halted */
 	IVM_SAMPLE_FROM_IDLE,	/* first task dispatched after it woke */
 	IVM_SAMPLE_ON_CPU,	/* task running at a tick */
+	/*
+	 * A thread whose count of context switches crossed a multiple of
+	 * --switch-every: where it blocked (or was preempted), with the
+	 * deltas of its IVM_COUNTER_* since its previous switch sample.
+	 */
+	IVM_SAMPLE_SWITCH,
 	IVM_SAMPLE_NR_KINDS,
 };
+
+/*
+ * Counter ids of sample counters and per-thread records: the guest
+ * scheduler's own per-task accounting (task_struct nvcsw, nivcsw,
+ * sched_info.run_delay, se.sum_exec_runtime).  Ids are file format: never
+ * renumbered; readers skip ids they do not know.
+ */
+enum ivm_counter_id {
+	IVM_COUNTER_NVCSW = 1,		/* voluntary context switches */
+	IVM_COUNTER_NIVCSW = 2,		/* involuntary (preempted) */
+	IVM_COUNTER_RUN_DELAY_NS = 3,	/* runnable, waiting for a CPU */
+	IVM_COUNTER_CPU_NS = 4,		/* on a CPU */
+	IVM_COUNTER_NR_IDS,		/* one past the last id */
+};
+
+/* "nvcsw", "nivcsw", "run_delay_ns", "cpu_ns"; NULL for other ids. */
+const char *ivm_counter_name(uint32_t id);
 
 /* Why a stack ended early; a truncated stack is kept and marked. */
 enum {
@@ -33,7 +57,34 @@ enum {
 	IVM_STACK_TRUNC_BADINFO	= 1 << 3,  /* no/garbage unwind info */
 	IVM_STACK_INEXACT	= 1 << 4,  /* frame-pointer fallback used */
 	IVM_STACK_NO_USER	= 1 << 5,  /* user part not unwound */
+	IVM_STACK_TRUNC_NOCFI	= 1 << 6,  /* CFI not in guest memory */
 };
+
+/*
+ * What a frame's pc is (a byte per frame, in kernel_flags and user_flags):
+ * without IVM_PC_EXACT a return address, whose call is the instruction
+ * before it (symbolize pc - 1); with it an interrupted pc taken from a
+ * register set (the leaf of a running task, the frame after an interrupt,
+ * exception or signal entry), symbolized at pc itself.
+ */
+enum {
+	IVM_PC_EXACT	= 1 << 0,
+	IVM_PC_INEXACT	= 1 << 1,  /* found by the frame-pointer fallback */
+};
+
+/*
+ * A user pc in a known object (profile/uobjects.h) is recorded as that
+ * object's number in bits 48-63 and its link-time address below: user
+ * addresses never set those bits, so an untagged pc is the run-time
+ * address itself.
+ */
+#define IVM_UPC_TAG_SHIFT	48
+#define IVM_UPC(id, vaddr)	((uint64_t)(id) << IVM_UPC_TAG_SHIFT | \
+				 ((uint64_t)(vaddr) & \
+				  ((UINT64_C(1) << IVM_UPC_TAG_SHIFT) - 1)))
+#define IVM_UPC_ID(pc)		((uint32_t)((uint64_t)(pc) >> IVM_UPC_TAG_SHIFT))
+#define IVM_UPC_VADDR(pc)	((uint64_t)(pc) & \
+				 ((UINT64_C(1) << IVM_UPC_TAG_SHIFT) - 1))
 
 /* Caps enforced by the writer and by the reader (hostile files). */
 #define IVM_SAMPLE_MAX_FRAMES	256	/* per part (kernel, user) */
@@ -72,11 +123,14 @@ struct ivm_sample {
 	uint16_t nr_counters;
 	const uint64_t *kernel_pcs;	/* leaf first */
 	const uint64_t *user_pcs;	/* leaf first */
+	/* IVM_PC_* per frame, or NULL: every frame a return address. */
+	const uint8_t *kernel_flags;
+	const uint8_t *user_flags;
 	const struct ivm_label *labels;
 	const struct ivm_counter *counters;
 };
 
-/* "to_idle", "from_idle", "on_cpu"; "?" for anything else. */
+/* "to_idle", "from_idle", "on_cpu", "switch"; "?" for anything else. */
 const char *ivm_sample_kind_name(enum ivm_sample_kind kind);
 
 #endif /* IVM_SAMPLE_H */

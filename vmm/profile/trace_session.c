@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,38 @@ static struct ivm_error *ensure_tracefs(bool *mounted)
 		return ivm_error_os(errno, "mounting tracefs on %s", TRACEFS_DIR);
 	*mounted = true;
 	return NULL;
+}
+
+/*
+ * Remove the instances of idlevm runs that died without cleaning up
+ * (SIGKILL): each holds its ring buffers and a pid filter for threads
+ * long gone.  Only "idlevm-PID" whose PID no longer exists.
+ */
+static void remove_stale_instances(void)
+{
+	DIR *d = opendir(TRACEFS_DIR "/instances");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		struct tracefs_instance *inst;
+		char *end;
+		long pid;
+
+		if (strncmp(e->d_name, "idlevm-", 7))
+			continue;
+		pid = strtol(e->d_name + 7, &end, 10);
+		if (*end || pid <= 0 || pid > INT32_MAX ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		inst = tracefs_instance_alloc(NULL, e->d_name);
+		if (inst) {
+			tracefs_instance_destroy(inst);
+			tracefs_instance_free(inst);
+		}
+	}
+	closedir(d);
 }
 
 /* Split "system:event" in place. */
@@ -167,6 +201,7 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 		if (err)
 			goto fail;
 	}
+	remove_stale_instances();
 	snprintf(name, sizeof(name), "idlevm-%d", (int)getpid());
 	s->instance = tracefs_instance_create(name);
 	if (!s->instance) {
@@ -376,7 +411,8 @@ struct ivm_error *ivm_trace_session_read(
 		if (s->fds[cpu] >= 0)
 			drain_cpu(s, cpu);
 	/* Each CPU's records are in order; merge them by stamp. */
-	qsort(s->pend, s->nr_pend, sizeof(*s->pend), by_time);
+	if (s->nr_pend)	/* pend is NULL until the first record */
+		qsort(s->pend, s->nr_pend, sizeof(*s->pend), by_time);
 	for (i = 0; i < s->nr_pend; i++) {
 		const struct pending *p = &s->pend[i];
 

@@ -7,7 +7,8 @@
  * QEMU vCPU threads (vmm/profile/sched_events.h), and on hardware KVM also
  * kvm:kvm_exit / kvm_vcpu_wakeup (vmm/profile/kvm_events.h).  An instance of
  * our own ("idlevm-PID") leaves the global trace buffer and other tracers
- * alone, and is removed when the session ends.  tracefs is mounted at
+ * alone, and is removed when the session ends (instances of idlevm runs
+ * killed before they could remove theirs go at the next start).  tracefs is mounted at
  * /sys/kernel/tracing first if it is not (root); the session says so.
  *
  * Timestamps are CLOCK_MONOTONIC nanoseconds (the instance's trace_clock is

@@ -137,6 +137,9 @@ struct ivm_error *ivm_idle_summary_add(struct ivm_idle_summary *s,
 	case IVM_RECORD_SAMPLE: {
 		struct ivm_idle_summary_sample *t;
 
+		/* Switch samples are about threads, not idle vCPUs. */
+		if (rec->sample.kind == IVM_SAMPLE_SWITCH)
+			return NULL;
 		if (s->nr_samples >= IVM_IDLE_SUMMARY_MAX_SAMPLES ||
 		    rec->sample.vcpu >= IVM_IDLE_SUMMARY_MAX_VCPUS) {
 			s->dropped_samples++;
@@ -327,7 +330,9 @@ static size_t count_pairs(const struct ivm_idle_summary *s,
 
 static void print_periods(const struct ivm_idle_summary *s, FILE *out)
 {
-	uint64_t wake[1u << IVM_IRQ_NR_KINDS] = { 0 }, known = 0, timer = 0;
+	uint64_t wake[1u << IVM_IRQ_NR_KINDS] = { 0 }, known = 0;
+	uint64_t timer_only = 0, timer_any = 0;
+	double timer = 0;
 	static struct pair_count pairs[4096];
 	size_t i, n;
 	uint32_t v;
@@ -364,9 +369,17 @@ static void print_periods(const struct ivm_idle_summary *s, FILE *out)
 			     ~(1u << IVM_IRQ_TLB) & ((1u << IVM_IRQ_NR_KINDS) - 1);
 
 		wake[m]++;
+		/*
+		 * Two kinds in one wake window: which came first is not
+		 * known, so each counts for half.
+		 */
 		if (m) {
 			known++;
-			timer += !!(m & (1u << IVM_IRQ_TIMER));
+			if (m & (1u << IVM_IRQ_TIMER)) {
+				timer += 1.0 / __builtin_popcount(m);
+				timer_any++;
+				timer_only += m == 1u << IVM_IRQ_TIMER;
+			}
 		}
 	}
 	fprintf(out, "  wake causes (interrupts between the last halt and the switch out of idle):\n");
@@ -379,8 +392,10 @@ static void print_periods(const struct ivm_idle_summary *s, FILE *out)
 		fprintf(out, "    %-24s %8" PRIu64 "  %5.1f%%\n", name, wake[i],
 			pct(wake[i], s->nr_periods));
 	}
-	fprintf(out, "  timer share of known wake causes: %.1f%% of %" PRIu64 "\n",
-		pct(timer, known), known);
+	fprintf(out, "  timer share of known wake causes: %.1f%% of %" PRIu64
+		" (a mixed cause counts for each of its kinds in part; %.1f%% to %.1f%% as mixed ones count for the timer or not)\n",
+		known ? 100.0 * timer / (double)known : 0.0, known,
+		pct(timer_only, known), pct(timer_any, known));
 	n = count_pairs(s, pairs, sizeof(pairs) / sizeof(pairs[0]));
 	fprintf(out, "  to-idle -> from-idle (who hands the CPU to whom through idle):\n");
 	for (i = 0; i < n && i < 15; i++)

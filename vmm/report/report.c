@@ -67,7 +67,9 @@ size_t ivm_report_stack(const struct ivm_calltree *tree,
 		       (unsigned int)(max - n) : IVM_REPORT_MAX_INLINE;
 		if (opts->sym.frames)
 			got = opts->sym.frames(opts->sym.ctx, node->type,
-					       node->key, out + n, room);
+					       node->key,
+					       node->pc_flags & IVM_PC_EXACT,
+					       out + n, room);
 		if (got > room)
 			got = room;
 		if (!got) {
@@ -77,10 +79,75 @@ size_t ivm_report_stack(const struct ivm_calltree *tree,
 		for (i = 0; i < got; i++) {
 			out[n + i].type = node->type;
 			out[n + i].pc = node->key;
+			out[n + i].exact = node->pc_flags & IVM_PC_EXACT;
 		}
 		n += got;
 	}
 	return n;
+}
+
+void ivm_report_context_of(const struct ivm_calltree *tree, uint32_t leaf,
+			   struct ivm_report_context *ret)
+{
+	uint32_t idx = leaf, steps = 0;
+
+	ret->group = ret->process = ret->thread = ret->labels =
+		IVM_CALLTREE_NONE;
+	/* limit iterations so a malformed tree cannot loop */
+	while (idx != 0 && idx != IVM_CALLTREE_NONE &&
+	       idx < ivm_calltree_nr_nodes(tree) && steps++ < 4096) {
+		const struct ivm_calltree_node *node =
+			ivm_calltree_node(tree, idx);
+
+		switch (node->type) {
+		case IVM_NODE_GROUP:
+			ret->group = idx;
+			break;
+		case IVM_NODE_PROCESS:
+			ret->process = idx;
+			break;
+		case IVM_NODE_THREAD:
+			ret->thread = idx;
+			break;
+		case IVM_NODE_LABELS:
+			ret->labels = idx;
+			break;
+		default:
+			break;
+		}
+		idx = node->parent;
+	}
+}
+
+const char *ivm_report_group_name(const struct ivm_calltree *tree,
+				  uint32_t node, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", ivm_calltree_string(
+		tree, (uint32_t)ivm_calltree_node(tree, node)->key));
+	return buf;
+}
+
+size_t ivm_report_nr_labels(const struct ivm_calltree *tree, uint32_t node)
+{
+	size_t nr;
+
+	ivm_calltree_labels(tree, ivm_calltree_node(tree, node)->key, &nr);
+	return nr;
+}
+
+const char *ivm_report_label_name(const struct ivm_calltree *tree,
+				  uint32_t node, size_t i, char *buf,
+				  size_t len)
+{
+	size_t nr;
+	const struct ivm_label *l = ivm_calltree_labels(
+		tree, ivm_calltree_node(tree, node)->key, &nr);
+
+	if (i < nr)
+		snprintf(buf, len, "%s=%s", l[i].key, l[i].value);
+	else
+		snprintf(buf, len, "?");
+	return buf;
 }
 
 struct leaf {
@@ -127,6 +194,8 @@ static const char *kind_title(int kind)
 		return "to-idle";
 	case IVM_SAMPLE_FROM_IDLE:
 		return "from-idle";
+	case IVM_SAMPLE_SWITCH:
+		return "switch";
 	default:
 		return "on-cpu";
 	}
@@ -142,6 +211,43 @@ static void print_frame(FILE *out, const struct ivm_report_frame *f)
 	if (f->file)
 		fprintf(out, "  %s:%u", f->file, f->line);
 	fputc('\n', out);
+}
+
+/*
+ * The tree's groups (the root's GROUP children) by their samples of kind,
+ * most first: the top level of the tree in one table.
+ */
+static void print_groups(const struct ivm_calltree *tree,
+			 const struct ivm_report_options *opts, int kind)
+{
+	const struct ivm_calltree_node *root = ivm_calltree_node(tree, 0);
+	uint64_t total = root->total[kind];
+	struct leaf *groups;
+	uint32_t c;
+	size_t nr = 0, i;
+	char buf[512];
+
+	if (root->first_child == IVM_CALLTREE_NONE ||
+	    ivm_calltree_node(tree, root->first_child)->type != IVM_NODE_GROUP)
+		return;
+	groups = calloc(ivm_calltree_nr_nodes(tree), sizeof(*groups));
+	if (!groups)
+		return;
+	for (c = root->first_child; c != IVM_CALLTREE_NONE;
+	     c = ivm_calltree_node(tree, c)->next_sibling)
+		if (ivm_calltree_node(tree, c)->total[kind])
+			groups[nr++] = (struct leaf){
+				c, ivm_calltree_node(tree, c)->total[kind] };
+	qsort(groups, nr, sizeof(*groups), leaf_cmp);
+	fprintf(opts->out, "\n== %s samples by %s ==\n\n", kind_title(kind),
+		ivm_calltree_group_name(tree));
+	for (i = 0; i < nr; i++)
+		fprintf(opts->out, "%6.2f%%  %8" PRIu64 "  %s\n",
+			100.0 * (double)groups[i].count / (double)total,
+			groups[i].count,
+			ivm_report_group_name(tree, groups[i].node, buf,
+					      sizeof(buf)));
+	free(groups);
 }
 
 void ivm_report_text(const struct ivm_calltree *tree,
@@ -166,6 +272,8 @@ void ivm_report_text(const struct ivm_calltree *tree,
 			continue;
 		if (!total && opts->kind < 0)
 			continue;
+		if (total)
+			print_groups(tree, opts, kind);
 		fprintf(out, "\n== top %s stacks (%" PRIu64 " samples) ==\n",
 			kind_title(kind), total);
 		leaves = leaves_of(tree, kind, &nr);
@@ -174,6 +282,7 @@ void ivm_report_text(const struct ivm_calltree *tree,
 			continue;
 		}
 		for (i = 0; i < nr && i < opts->top; i++) {
+			struct ivm_report_context ctx;
 			uint32_t process, thread;
 			size_t n, j;
 
@@ -186,6 +295,13 @@ void ivm_report_text(const struct ivm_calltree *tree,
 					     &thread);
 			for (j = 0; j < n; j++)
 				print_frame(out, &frames[j]);
+			ivm_report_context_of(tree, leaves[i].node, &ctx);
+			for (j = 0; ctx.labels != IVM_CALLTREE_NONE &&
+			     j < ivm_report_nr_labels(tree, ctx.labels); j++)
+				fprintf(out, "          %s  (label)\n",
+					ivm_report_label_name(tree, ctx.labels,
+							      j, buf,
+							      sizeof(buf)));
 			if (thread != IVM_CALLTREE_NONE)
 				fprintf(out, "          %s  (thread)\n",
 					ivm_report_task_name(
@@ -196,6 +312,11 @@ void ivm_report_text(const struct ivm_calltree *tree,
 					ivm_report_task_name(
 						ivm_calltree_node(tree, process),
 						buf, sizeof(buf)));
+			if (ctx.group != IVM_CALLTREE_NONE)
+				fprintf(out, "          %s  (%s)\n",
+					ivm_report_group_name(tree, ctx.group,
+							      buf, sizeof(buf)),
+					ivm_calltree_group_name(tree));
 		}
 		if (nr > opts->top)
 			fprintf(out, "\n  ... %zu more distinct stacks\n",
@@ -235,16 +356,22 @@ void ivm_report_folded(const struct ivm_calltree *tree,
 		if (!leaves)
 			continue;
 		for (i = 0; i < nr; i++) {
+			struct ivm_report_context ctx;
 			uint32_t process, thread;
 			bool first = true;
-			size_t n;
+			size_t n, j;
 
 			n = ivm_report_stack(tree, opts, leaves[i].node, frames,
 					     IVM_REPORT_MAX_STACK, &process,
 					     &thread);
+			ivm_report_context_of(tree, leaves[i].node, &ctx);
 			if (opts->kind < 0)
 				put_folded(opts->out, ivm_sample_kind_name(kind),
 					   &first);
+			if (ctx.group != IVM_CALLTREE_NONE)
+				put_folded(opts->out, ivm_report_group_name(
+					tree, ctx.group, buf, sizeof(buf)),
+					&first);
 			if (process != IVM_CALLTREE_NONE)
 				put_folded(opts->out, ivm_report_task_name(
 					ivm_calltree_node(tree, process), buf,
@@ -253,6 +380,11 @@ void ivm_report_folded(const struct ivm_calltree *tree,
 				put_folded(opts->out, ivm_report_task_name(
 					ivm_calltree_node(tree, thread), buf,
 					sizeof(buf)), &first);
+			for (j = 0; ctx.labels != IVM_CALLTREE_NONE &&
+			     j < ivm_report_nr_labels(tree, ctx.labels); j++)
+				put_folded(opts->out, ivm_report_label_name(
+					tree, ctx.labels, j, buf, sizeof(buf)),
+					&first);
 			while (n--) {
 				size_t l;
 

@@ -26,7 +26,19 @@ struct ivm_report_frame {
 	const char *file;	/* NULL: unknown */
 	unsigned int line;	/* 0: unknown */
 	bool inlined;		/* inlined into the next outer frame */
+	/*
+	 * The out-of-line frame (not inlined): the pc's offset into its
+	 * function, when has_offset.  For `idlevm stack`.
+	 */
+	bool has_offset;
+	uint64_t offset;
 	enum ivm_node_type type;	/* IVM_NODE_USER or IVM_NODE_KERNEL */
+	bool exact;		/* pc is an interrupted pc, not a return address */
+	/*
+	 * function is only "FILE+0xADDR": no symbol names the frame (a pprof
+	 * location then has no lines, for a later symbolizer).
+	 */
+	bool raw;
 	uint64_t pc;
 };
 
@@ -45,10 +57,13 @@ struct ivm_symbolizer {
 	/*
 	 * Fill at most max frames for pc (a user or kernel frame, per type),
 	 * innermost first, and return how many; 0 prints the raw address.
-	 * Strings must stay valid until the writer returns.
+	 * exact: pc is an interrupted instruction (name pc itself), not a
+	 * return address (name the call, pc - 1).  Strings must stay valid
+	 * until the writer returns.
 	 */
 	unsigned int (*frames)(void *ctx, enum ivm_node_type type, uint64_t pc,
-			       struct ivm_report_frame *out, unsigned int max);
+			       bool exact, struct ivm_report_frame *out,
+			       unsigned int max);
 	void *ctx;
 };
 
@@ -59,7 +74,20 @@ enum ivm_report_format {
 	IVM_REPORT_SVG,
 	IVM_REPORT_TIMELINE,	/* report/timeline.h: JSON, and HTML beside */
 	IVM_REPORT_PERIODS,	/* report/idle_summary.h: one line a period */
+	IVM_REPORT_THREADS,	/* report/threads.h: one line a thread */
 };
+
+/* What a profile says of its run, for the writers that record it (pprof). */
+struct ivm_report_run {
+	uint64_t start_ns;	/* wall clock at the start, ns since the epoch;
+				   0: unknown */
+	uint64_t duration_ns;	/* 0: unknown */
+	uint32_t idle_every;	/* every Nth idle transition sampled; 0: 1 */
+	const char *guest;	/* NULL: unknown */
+	const char *kernel;	/* its release; NULL: unknown */
+};
+
+struct ivm_mappings;
 
 struct ivm_report_options {
 	FILE *out;
@@ -78,6 +106,13 @@ struct ivm_report_options {
 	enum ivm_report_format format;	/* ivm_report_file: unless folded */
 	const char *output;	/* ivm_report_file: write here, not to out */
 	const char *title;	/* SVG title; NULL: a default */
+	/* pprof: the files frames are in (mappings.h; NULL: none), the run. */
+	const struct ivm_mappings *mappings;
+	struct ivm_report_run run;
+	/* ivm_report_file: the tree's top level (default: by thread) */
+	enum ivm_group_by group_by;
+	const char *group_label;	/* IVM_GROUP_BY_LABEL's key */
+	unsigned int sort;	/* threads: an enum ivm_threads_sort */
 };
 
 /* Top stacks of each kind with counts and percentages. */
@@ -103,6 +138,28 @@ size_t ivm_report_stack(const struct ivm_calltree *tree,
 			const struct ivm_report_options *opts, uint32_t leaf,
 			struct ivm_report_frame *out, size_t max,
 			uint32_t *process, uint32_t *thread);
+
+/*
+ * The nodes above a stack's frames (its group, process, thread and labels
+ * node: calltree.h), IVM_CALLTREE_NONE for those the tree does not have.
+ */
+struct ivm_report_context {
+	uint32_t group, process, thread, labels;
+};
+
+void ivm_report_context_of(const struct ivm_calltree *tree, uint32_t leaf,
+			   struct ivm_report_context *ret);
+
+/*
+ * The name of a group node (its comm, title or label value) or of each
+ * label of a labels node ("KEY=VALUE", i < nr), into buf; returns buf.
+ */
+const char *ivm_report_group_name(const struct ivm_calltree *tree,
+				  uint32_t node, char *buf, size_t len);
+size_t ivm_report_nr_labels(const struct ivm_calltree *tree, uint32_t node);
+const char *ivm_report_label_name(const struct ivm_calltree *tree,
+				  uint32_t node, size_t i, char *buf,
+				  size_t len);
 
 /* Most frames ivm_report_stack() can return for one stack. */
 #define IVM_REPORT_MAX_STACK	(2 * IVM_SAMPLE_MAX_FRAMES * IVM_REPORT_MAX_INLINE)

@@ -4,18 +4,25 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "report/mappings.h"
 #include "report/report_pprof.h"
 
 /* Field numbers of profile.proto (see vmm/report/report_pprof.proto). */
 enum {
-	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_LOCATION = 4,
-	PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6,
-	PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12,
+	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3,
+	PROFILE_LOCATION = 4, PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6,
+	PROFILE_TIME_NANOS = 9, PROFILE_DURATION_NANOS = 10,
+	PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12, PROFILE_COMMENT = 13,
 	PROFILE_DEFAULT_SAMPLE_TYPE = 14,
 	VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2,
 	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
 	LABEL_KEY = 1, LABEL_STR = 2, LABEL_NUM = 3,
-	LOCATION_ID = 1, LOCATION_ADDRESS = 3, LOCATION_LINE = 4,
+	MAPPING_ID = 1, MAPPING_MEMORY_START = 2, MAPPING_MEMORY_LIMIT = 3,
+	MAPPING_FILE_OFFSET = 4, MAPPING_FILENAME = 5, MAPPING_BUILD_ID = 6,
+	MAPPING_HAS_FUNCTIONS = 7, MAPPING_HAS_FILENAMES = 8,
+	MAPPING_HAS_LINE_NUMBERS = 9, MAPPING_HAS_INLINE_FRAMES = 10,
+	LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3,
+	LOCATION_LINE = 4,
 	LINE_FUNCTION_ID = 1, LINE_LINE = 2,
 	FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3,
 	FUNCTION_FILENAME = 4,
@@ -121,6 +128,18 @@ static uint64_t hash_str(const char *s)
 	return h;
 }
 
+/* A location's identity: the frame's type, pc and exactness, as the tree keys it. */
+struct loc_key {
+	enum ivm_node_type type;
+	uint64_t pc;
+	bool exact;
+};
+
+/* What a mapping's locations had, for its has_* flags. */
+struct map_use {
+	uint64_t locations, functions, filenames, lines;
+};
+
 struct pprof {
 	struct pb out, sub, sub2;
 	/* strings */
@@ -132,7 +151,11 @@ struct pprof {
 	uint32_t nr_functions;
 	/* locations: (type, pc) */
 	struct intern location_ix;
-	uint32_t nr_locations;
+	struct loc_key *locations;
+	uint32_t nr_locations, cap_locations;
+	/* per mapping of opts->mappings, by id - 1 */
+	const struct ivm_mappings *mappings;
+	struct map_use *map_use;
 	bool failed;
 };
 
@@ -260,40 +283,136 @@ static uint32_t function_id(struct pprof *pp, const char *name,
 	return id;
 }
 
+static bool location_eq(struct pprof *pp, uint32_t id, const void *arg)
+{
+	const struct loc_key *a = &pp->locations[id - 1], *b = arg;
+
+	return a->type == b->type && a->pc == b->pc && a->exact == b->exact;
+}
+
+/*
+ * The address a location names: the call instruction for a return address
+ * (pc - 1, what the report symbolized and what a symbolizer must be
+ * given, as Go's own profiles do), an interrupted pc itself, in the
+ * mapping's address space.
+ */
+static uint64_t location_address(enum ivm_node_type type, uint64_t pc,
+				 bool exact)
+{
+	if (type == IVM_NODE_USER)
+		pc = IVM_REPORT_USER_PC(pc);
+	return pc && !exact ? pc - 1 : pc;
+}
+
 /*
  * Location id of the frames of one pc (frames[0..n), innermost first);
- * written to the output when new.
+ * written to the output when new.  A pc no symbol names gets a location
+ * without lines: an address in its mapping, for a later symbolizer, never
+ * a made-up function.
  */
 static uint32_t location_id(struct pprof *pp,
 			    const struct ivm_report_frame *frames, size_t n)
 {
-	uint64_t key = frames[0].pc ^ (frames[0].type == IVM_NODE_KERNEL ?
-				       0x8000000000000001ull : 0);
+	struct loc_key key = { frames[0].type, frames[0].pc, frames[0].exact };
+	uint64_t hash = key.pc ^ (key.type == IVM_NODE_KERNEL ?
+				  0x8000000000000001ull : 0) ^
+			(key.exact ? 0x4000000000000000ull : 0);
+	const struct ivm_mapping *map;
 	uint32_t id, fids[IVM_REPORT_MAX_INLINE];
-	size_t slot, i;
-	char buf[64];
+	size_t slot, i, named = 0;
+	bool files = false, lines = false;
 
-	id = intern_find(pp, &pp->location_ix, key, always_eq, NULL, &slot);
+	id = intern_find(pp, &pp->location_ix, hash, location_eq, &key,
+			 &slot);
 	if (id || slot == SIZE_MAX)
 		return id;
-	for (i = 0; i < n && i < IVM_REPORT_MAX_INLINE; i++)
-		fids[i] = function_id(pp, frames[i].function ?
-				      frames[i].function :
-				      ivm_report_frame_name(&frames[i], false,
-							    buf, sizeof(buf)),
-				      frames[i].file);
+	if (pp->nr_locations == pp->cap_locations) {
+		uint32_t ncap = pp->cap_locations ? pp->cap_locations * 2 : 1024;
+		struct loc_key *nl;
+
+		if (ncap > UINT32_MAX / 2) {
+			pp->failed = true;
+			return 0;
+		}
+		nl = realloc(pp->locations, ncap * sizeof(*nl));
+		if (!nl) {
+			pp->failed = true;
+			return 0;
+		}
+		pp->locations = nl;
+		pp->cap_locations = ncap;
+	}
+	for (i = 0; i < n && i < IVM_REPORT_MAX_INLINE && frames[i].function &&
+		    !frames[i].raw; i++) {
+		fids[i] = function_id(pp, frames[i].function, frames[i].file);
+		files = files || frames[i].file;
+		lines = lines || frames[i].line;
+	}
+	named = i;
+	pp->locations[pp->nr_locations] = key;
 	id = ++pp->nr_locations;
-	intern_set(&pp->location_ix, slot, key, id);
+	intern_set(&pp->location_ix, slot, hash, id);
+	map = ivm_mappings_find(pp->mappings, key.type, key.pc);
 	pb_uint(&pp->sub, LOCATION_ID, id);
-	pb_uint(&pp->sub, LOCATION_ADDRESS, frames[0].type == IVM_NODE_USER ?
-		IVM_REPORT_USER_PC(frames[0].pc) : frames[0].pc);
-	for (i = 0; i < n && i < IVM_REPORT_MAX_INLINE; i++) {
+	if (map) {
+		struct map_use *u = &pp->map_use[map->id - 1];
+
+		pb_uint(&pp->sub, LOCATION_MAPPING_ID, map->id);
+		u->locations++;
+		u->functions += named > 0;
+		u->filenames += files;
+		u->lines += lines;
+	}
+	pb_uint(&pp->sub, LOCATION_ADDRESS,
+		location_address(key.type, key.pc, key.exact));
+	for (i = 0; i < named; i++) {
 		pb_uint(&pp->sub2, LINE_FUNCTION_ID, fids[i]);
 		pb_uint(&pp->sub2, LINE_LINE, frames[i].line);
 		pb_message(&pp->sub, LOCATION_LINE, &pp->sub2);
 	}
 	pb_message(&pp->out, PROFILE_LOCATION, &pp->sub);
 	return id;
+}
+
+/*
+ * The mappings some location is in, users first: pprof takes the first
+ * mapping that is not a library or "[...]" for the main binary.  A
+ * mapping's has_* flags say that the report symbolized its locations
+ * from the file itself (some got a function, a file, a line), so that a
+ * symbolizer leaves them as they are: what that file did not name, it
+ * would not name either.  A mapping whose file the report did not have
+ * has none set, for a symbolizer that has it.
+ */
+static void write_mappings(struct pprof *pp)
+{
+	static const enum ivm_mapping_kind order[] = {
+		IVM_MAPPING_USER, IVM_MAPPING_KERNEL, IVM_MAPPING_MODULE,
+	};
+	size_t k, i, nr = ivm_mappings_count(pp->mappings);
+
+	for (k = 0; k < sizeof(order) / sizeof(order[0]); k++)
+		for (i = 0; i < nr; i++) {
+			const struct ivm_mapping *m =
+				ivm_mappings_at(pp->mappings, i);
+			const struct map_use *u = &pp->map_use[i];
+
+			if (m->kind != order[k] || !u->locations)
+				continue;
+			pb_uint(&pp->sub, MAPPING_ID, m->id);
+			pb_uint(&pp->sub, MAPPING_MEMORY_START, m->start);
+			pb_uint(&pp->sub, MAPPING_MEMORY_LIMIT, m->limit);
+			pb_uint(&pp->sub, MAPPING_FILE_OFFSET, m->offset);
+			pb_uint(&pp->sub, MAPPING_FILENAME,
+				(uint64_t)string_id(pp, m->file));
+			pb_uint(&pp->sub, MAPPING_BUILD_ID,
+				(uint64_t)string_id(pp, m->build_id));
+			pb_uint(&pp->sub, MAPPING_HAS_FUNCTIONS, u->functions > 0);
+			pb_uint(&pp->sub, MAPPING_HAS_FILENAMES, u->filenames > 0);
+			pb_uint(&pp->sub, MAPPING_HAS_LINE_NUMBERS, u->lines > 0);
+			/* Line numbers come from DWARF, which has inlines. */
+			pb_uint(&pp->sub, MAPPING_HAS_INLINE_FRAMES, u->lines > 0);
+			pb_message(&pp->out, PROFILE_MAPPING, &pp->sub);
+		}
 }
 
 static void value_type(struct pprof *pp, unsigned int field, const char *type,
@@ -313,6 +432,39 @@ static void label(struct pprof *pp, struct pb *sample, const char *key,
 	else
 		pb_uint(&pp->sub2, LABEL_NUM, (uint64_t)num);
 	pb_message(sample, SAMPLE_LABEL, &pp->sub2);
+}
+
+/*
+ * Labels of what the stack belongs to beyond its thread and process: its
+ * group (keyed by what the tree groups by: "comm", "title" or a label's
+ * key), its process's title and its dimension labels, so profile viewers
+ * (Pyroscope, Parca) can filter by them.
+ */
+static void context_labels(struct pprof *pp, const struct ivm_calltree *tree,
+			   uint32_t leaf, uint32_t process, struct pb *sample)
+{
+	const char *group = ivm_calltree_group_name(tree);
+	struct ivm_report_context ctx;
+	const struct ivm_label *labels = NULL;
+	size_t nr = 0, i;
+	bool group_is_label = false;
+
+	ivm_report_context_of(tree, leaf, &ctx);
+	if (ctx.labels != IVM_CALLTREE_NONE)
+		labels = ivm_calltree_labels(
+			tree, ivm_calltree_node(tree, ctx.labels)->key, &nr);
+	for (i = 0; i < nr; i++) {
+		label(pp, sample, labels[i].key, labels[i].value, 0);
+		group_is_label |= !strcmp(labels[i].key, group);
+	}
+	if (ctx.group != IVM_CALLTREE_NONE && !group_is_label)
+		label(pp, sample, group, ivm_calltree_string(
+			tree, (uint32_t)ivm_calltree_node(tree, ctx.group)->key),
+		      0);
+	if (process != IVM_CALLTREE_NONE &&
+	    ivm_calltree_node(tree, process)->title)
+		label(pp, sample, "title", ivm_calltree_string(
+			tree, ivm_calltree_node(tree, process)->title), 0);
 }
 
 /* Samples of one leaf node: one per kind with a count there. */
@@ -348,6 +500,7 @@ static void write_samples(struct pprof *pp, const struct ivm_calltree *tree,
 			pb_varint(&pp->sub, k == kind ? node->self[kind] : 0);
 		pb_message(sample, SAMPLE_VALUE, &pp->sub);
 		label(pp, sample, "kind", ivm_sample_kind_name(kind), 0);
+		context_labels(pp, tree, leaf, process, sample);
 		if (thread != IVM_CALLTREE_NONE) {
 			const struct ivm_calltree_node *t =
 				ivm_calltree_node(tree, thread);
@@ -401,22 +554,41 @@ static struct ivm_error *gzip_write(FILE *out, const uint8_t *data, size_t len)
 	return NULL;
 }
 
+/* Context a reader shows with -comments: which guest, which kernel. */
+static void comment(struct pprof *pp, const char *key, const char *value)
+{
+	char *c;
+
+	if (!value || !*value)
+		return;
+	if (asprintf(&c, "%s: %s", key, value) < 0) {
+		pp->failed = true;
+		return;
+	}
+	pb_uint(&pp->out, PROFILE_COMMENT, (uint64_t)string_id(pp, c));
+	free(c);
+}
+
 struct ivm_error *ivm_report_pprof(const struct ivm_calltree *tree,
 				   const struct ivm_report_options *opts)
 {
-	struct pprof pp = { 0 };
+	struct pprof pp = { .mappings = opts->mappings };
 	struct pb sample = { 0 }, ids = { 0 };
 	struct ivm_report_frame *frames;
 	struct ivm_error *err = NULL;
 	uint32_t i, nr = ivm_calltree_nr_nodes(tree);
-	size_t s;
+	size_t s, nr_maps = ivm_mappings_count(opts->mappings);
 	int kind;
 
 	if (nr > UINT32_MAX / 2)
 		return ivm_error_create(IVM_ERROR_INVALID, "call tree too large");
 	frames = calloc(IVM_REPORT_MAX_STACK, sizeof(*frames));
-	if (!frames)
+	pp.map_use = calloc(nr_maps ? nr_maps : 1, sizeof(*pp.map_use));
+	if (!frames || !pp.map_use) {
+		free(frames);
+		free(pp.map_use);
 		return &ivm_enomem;
+	}
 	for (kind = 0; kind < IVM_SAMPLE_NR_KINDS; kind++)
 		value_type(&pp, PROFILE_SAMPLE_TYPE, ivm_sample_kind_name(kind),
 			   "count");
@@ -429,8 +601,17 @@ struct ivm_error *ivm_report_pprof(const struct ivm_calltree *tree,
 		if (kind < IVM_SAMPLE_NR_KINDS)
 			write_samples(&pp, tree, opts, i, frames, &sample, &ids);
 	}
+	write_mappings(&pp);
+	if (opts->run.start_ns)
+		pb_uint(&pp.out, PROFILE_TIME_NANOS, opts->run.start_ns);
+	if (opts->run.duration_ns)
+		pb_uint(&pp.out, PROFILE_DURATION_NANOS, opts->run.duration_ns);
+	/* Idle transitions are what is sampled, every idle_every-th one. */
 	value_type(&pp, PROFILE_PERIOD_TYPE, "idle_transitions", "count");
-	pb_uint(&pp.out, PROFILE_PERIOD, 1);
+	pb_uint(&pp.out, PROFILE_PERIOD,
+		opts->run.idle_every ? opts->run.idle_every : 1);
+	comment(&pp, "guest", opts->run.guest);
+	comment(&pp, "kernel", opts->run.kernel);
 	pb_uint(&pp.out, PROFILE_DEFAULT_SAMPLE_TYPE,
 		(uint64_t)string_id(&pp, ivm_sample_kind_name(
 			opts->kind >= 0 ? opts->kind : IVM_SAMPLE_TO_IDLE)));
@@ -453,6 +634,8 @@ struct ivm_error *ivm_report_pprof(const struct ivm_calltree *tree,
 	free(pp.function_ix.ids);
 	free(pp.location_ix.keys);
 	free(pp.location_ix.ids);
+	free(pp.locations);
+	free(pp.map_use);
 	free(pp.out.buf);
 	free(pp.sub.buf);
 	free(pp.sub2.buf);

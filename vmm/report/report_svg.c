@@ -104,10 +104,13 @@ static unsigned int name_hash(const char *s)
 	return h;
 }
 
-/* Colour families per kind: to-idle blue, from-idle orange, on-cpu green. */
+/*
+ * Colour families per kind: to-idle blue, from-idle orange, on-cpu green,
+ * switch purple.
+ */
 static void frame_colour(const struct flame *f, char *buf, size_t len)
 {
-	static const int hue[IVM_SAMPLE_NR_KINDS] = { 212, 28, 115 };
+	static const int hue[IVM_SAMPLE_NR_KINDS] = { 212, 28, 115, 280 };
 	unsigned int h = name_hash(f->name);
 	int base = f->kind >= 0 && f->kind < IVM_SAMPLE_NR_KINDS ?
 		   hue[f->kind] : 0;
@@ -238,16 +241,23 @@ static void add_stack(struct flames *fl, const struct ivm_calltree *tree,
 		      const struct ivm_report_options *opts, uint32_t leaf,
 		      int kind, uint64_t count, struct ivm_report_frame *frames)
 {
+	struct ivm_report_context ctx;
 	uint32_t process, thread, at;
 	char buf[512];
-	size_t n;
+	size_t n, j;
 
 	n = ivm_report_stack(tree, opts, leaf, frames, IVM_REPORT_MAX_STACK,
 			     &process, &thread);
+	ivm_report_context_of(tree, leaf, &ctx);
 	fl->v[0].count += count;
 	at = step(fl, 0, kind == IVM_SAMPLE_TO_IDLE ? "to-idle" :
-		  kind == IVM_SAMPLE_FROM_IDLE ? "from-idle" : "on-cpu",
+		  kind == IVM_SAMPLE_FROM_IDLE ? "from-idle" :
+		  kind == IVM_SAMPLE_SWITCH ? "switch" : "on-cpu",
 		  kind, STYLE_KIND, count);
+	if (ctx.group != IVM_CALLTREE_NONE)
+		at = step(fl, at, ivm_report_group_name(tree, ctx.group, buf,
+							sizeof(buf)),
+			  kind, STYLE_TASK, count);
 	if (process != IVM_CALLTREE_NONE)
 		at = step(fl, at, ivm_report_task_name(
 			ivm_calltree_node(tree, process), buf, sizeof(buf)),
@@ -256,6 +266,11 @@ static void add_stack(struct flames *fl, const struct ivm_calltree *tree,
 		at = step(fl, at, ivm_report_task_name(
 			ivm_calltree_node(tree, thread), buf, sizeof(buf)),
 			kind, STYLE_TASK, count);
+	for (j = 0; ctx.labels != IVM_CALLTREE_NONE &&
+	     j < ivm_report_nr_labels(tree, ctx.labels); j++)
+		at = step(fl, at, ivm_report_label_name(tree, ctx.labels, j,
+							buf, sizeof(buf)),
+			  kind, STYLE_TASK, count);
 	while (n-- && at != NONE) {
 		const struct ivm_report_frame *f = &frames[n];
 

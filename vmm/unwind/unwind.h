@@ -67,12 +67,14 @@ enum {
 	IVM_STACK_USER_REGS_PARTIAL	= 1u << 10,
 	/* an end-of-stack hint (top of a kernel thread, entry code) */
 	IVM_STACK_END_HINT		= 1u << 11,
+	/* the CFI for a pc exists, but the guest did not hold its bytes */
+	IVM_STACK_TRUNCATED_NO_CFI	= 1u << 12,
 };
 
 #define IVM_STACK_TRUNCATED_MASK                                        \
 	(IVM_STACK_TRUNCATED_FAULT | IVM_STACK_TRUNCATED_CAP |          \
 	 IVM_STACK_TRUNCATED_LOOP | IVM_STACK_TRUNCATED_BAD_ORC |       \
-	 IVM_STACK_TRUNCATED_BOUNDS)
+	 IVM_STACK_TRUNCATED_BOUNDS | IVM_STACK_TRUNCATED_NO_CFI)
 
 struct ivm_stack {
 	struct ivm_frame *frames;	/* caller-owned, cap entries */

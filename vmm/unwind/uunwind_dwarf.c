@@ -5,74 +5,15 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/bytes.h"
+#include "unwind/cfi_rows.h"
+#include "unwind/uimage.h"
 #include "unwind/uunwind_dwarf.h"
-
-/*
- * DWARF register numbers of x86-64 (System V psABI, figure 3.36): not the
- * order of struct pt_regs.  16 is the return address column.
- */
-enum {
-	DW_RAX, DW_RDX, DW_RCX, DW_RBX, DW_RSI, DW_RDI, DW_RBP, DW_RSP,
-	DW_R8, DW_R9, DW_R10, DW_R11, DW_R12, DW_R13, DW_R14, DW_R15,
-	DW_RA,
-	NR_DW_REGS
-};
-
-/*
- * Registers recovered from caller to caller.  The others are caller-saved
- * by the ABI: after one step they are unknown, and an expression that
- * needs one ends the stack.  rsp is not here: it is the CFA.
- */
-static const uint8_t saved_regs[] = {
-	DW_RBX, DW_RBP, DW_R12, DW_R13, DW_R14, DW_R15,
-};
-#define NR_SAVED (sizeof(saved_regs) / sizeof(saved_regs[0]))
-
-enum rule_kind {
-	RULE_UNDEFINED,		/* no value (call-clobbered, end of stack) */
-	RULE_SAME,		/* the callee did not change it */
-	RULE_CFA,		/* CFA + off */
-	RULE_REG,		/* register reg + off */
-	RULE_EXPR,		/* a DWARF expression: ops, nops */
-	RULE_LOST,		/* a rule we cannot follow: value unknown */
-};
-
-/*
- * One register's rule, decoded from libdw's location expression.  With
- * is_value the result is the register's value; otherwise it is the guest
- * address where the value is saved.  ops of RULE_EXPR belong to the
- * binary's Dwarf_CFI (libdw interns them there), so a row stays valid as
- * long as the binary is open.
- */
-struct rule {
-	uint8_t kind;		/* enum rule_kind */
-	uint8_t reg;		/* RULE_REG */
-	bool is_value;
-	uint32_t nops;		/* RULE_EXPR */
-	int64_t off;		/* RULE_CFA, RULE_REG */
-	const Dwarf_Op *ops;	/* RULE_EXPR */
-};
-
-enum row_state {
-	ROW_EMPTY,		/* cache slot unused */
-	ROW_OK,
-	ROW_NONE,		/* no CFI covers this pc */
-	ROW_BAD,		/* CFI exists but cannot be used */
-};
-
-/* What the CFI says at one pc, reduced to what the unwinder uses. */
-struct cfi_row {
-	uint64_t pc;		/* link-time lookup address (cache key) */
-	uint8_t state;		/* enum row_state */
-	bool signal;		/* a signal trampoline: caller pc is exact */
-	struct rule cfa;	/* RULE_REG or RULE_EXPR, is_value */
-	struct rule ra;
-	struct rule saved[NR_SAVED];
-};
 
 /* Power of two.  About 128 KiB per binary; see the bench for the gain. */
 #define ROW_CACHE_SIZE 512u
@@ -95,7 +36,7 @@ struct ivm_ubinary {
 	size_t phnum;
 	bool cache_on;
 	struct ivm_ubinary_stats stats;
-	struct cfi_row cache[ROW_CACHE_SIZE];
+	struct ivm_cfi_row cache[ROW_CACHE_SIZE];
 };
 
 /* ---- opening a binary ---------------------------------------------------- */
@@ -436,8 +377,8 @@ void ivm_ubinary_set_cache(struct ivm_ubinary *b, bool on)
  * are decoded; anything else in ops_mem (which dies with this call) is
  * refused rather than pointed to.
  */
-static bool decode_rule(const Dwarf_Op *ops, size_t nops,
-			const Dwarf_Op *ops_mem, struct rule *r)
+bool ivm_cfi_decode_rule(const Dwarf_Op *ops, size_t nops,
+			const Dwarf_Op *ops_mem, struct ivm_cfi_rule *r)
 {
 	memset(r, 0, sizeof(*r));
 	if (nops == 0) {
@@ -491,18 +432,18 @@ static bool decode_rule(const Dwarf_Op *ops, size_t nops,
 	return true;
 }
 
-static bool decode_register(Dwarf_Frame *frame, int regno, struct rule *r)
+static bool decode_register(Dwarf_Frame *frame, int regno, struct ivm_cfi_rule *r)
 {
 	Dwarf_Op ops_mem[3], *ops = NULL;
 	size_t nops = 0;
 
 	if (dwarf_frame_register(frame, regno, ops_mem, &ops, &nops))
 		return false;
-	return decode_rule(ops, nops, ops_mem, r);
+	return ivm_cfi_decode_rule(ops, nops, ops_mem, r);
 }
 
 /* Decode the frame libdw computed for pc into row. */
-static void decode_frame(Dwarf_Frame *frame, struct cfi_row *row)
+static void decode_frame(Dwarf_Frame *frame, struct ivm_cfi_row *row)
 {
 	Dwarf_Op *ops = NULL;
 	size_t nops = 0;
@@ -559,7 +500,7 @@ static void decode_frame(Dwarf_Frame *frame, struct cfi_row *row)
 }
 
 static void lookup_uncached(struct ivm_ubinary *b, uint64_t pc,
-			    struct cfi_row *row)
+			    struct ivm_cfi_row *row)
 {
 	Dwarf_CFI *cfis[2] = { b->eh_cfi, b->debug_cfi };
 
@@ -585,10 +526,10 @@ static void lookup_uncached(struct ivm_ubinary *b, uint64_t pc,
 	}
 }
 
-static const struct cfi_row *lookup_row(struct ivm_ubinary *b, uint64_t pc,
-					struct cfi_row *scratch)
+static const struct ivm_cfi_row *lookup_row(struct ivm_ubinary *b, uint64_t pc,
+					struct ivm_cfi_row *scratch)
 {
-	struct cfi_row *slot;
+	struct ivm_cfi_row *slot;
 
 	b->stats.lookups++;
 	if (!b->cache_on) {
@@ -835,7 +776,7 @@ static enum step eval_expr(struct walker *w, const struct regset *rs,
  * The value of a register in the caller by rule r.  *known is false for
  * an undefined register (not an error).
  */
-static enum step apply_rule(struct walker *w, const struct rule *r,
+static enum step apply_rule(struct walker *w, const struct ivm_cfi_rule *r,
 			    const struct regset *rs, unsigned int reg,
 			    uint64_t cfa, uint64_t *val, bool *known)
 {
@@ -901,7 +842,7 @@ enum outcome {
 };
 
 /* One step by CFI: rs is the callee's state, next becomes the caller's. */
-static enum outcome step_cfi(struct walker *w, const struct cfi_row *row,
+static enum outcome step_cfi(struct walker *w, const struct ivm_cfi_row *row,
 			     const struct regset *rs, uint64_t sp,
 			     uint64_t limit, struct regset *next, uint64_t *ra)
 {
@@ -970,6 +911,130 @@ static enum outcome step_fp(struct walker *w, const struct regset *rs,
 	return OUT_FRAME;
 }
 
+/*
+ * Return-address scanning, where the CFI of pc exists but the guest did
+ * not hold its bytes: the caller's return address is the first word
+ * above sp that lies in a mapping's code right after a direct call (e8
+ * rel32) of pc's function, or of a PLT stub of the caller's own mapping
+ * whose GOT slot holds pc's function (a call into another object): its
+ * start by the guest's own symbols when they cover pc, else a place at
+ * most IVM_UUNWIND_SCAN_FUNC bytes before pc in pc's mapping.  Indirect calls cannot be checked and are
+ * passed over: a caller that made one is skipped, its caller found
+ * instead.  A guess, though a checked one: the frame is marked inexact,
+ * and the callee-saved registers of the caller are unknown (the skipped
+ * code may have saved them anywhere).
+ */
+#define IVM_UUNWIND_SCAN_FUNC (64u << 10)
+
+/*
+ * Where the PLT stub at target jumps: the GOT slot of its jmp *disp32(%rip)
+ * (after an endbr64 and a bnd prefix, or not).  False for anything else.
+ */
+static bool plt_destination(struct walker *w, uint64_t target, uint64_t *ret)
+{
+	uint8_t b[12];
+	struct ivm_error *err = w->mem->read(w->mem->ctx, target, b,
+					     sizeof(b));
+	size_t i;
+
+	if (err) {
+		ivm_error_destroy(err);
+		return false;
+	}
+	for (i = 0; i + 6 <= sizeof(b) && i <= 5; i++) {
+		uint64_t slot;
+
+		if (b[i] != 0xff || b[i + 1] != 0x25)
+			continue;
+		slot = target + i + 6 +
+		       (uint64_t)(int64_t)(int32_t)ivm_le32(b + i + 2);
+		return read_u64(w, slot, 8, ret) == STEP_OK;
+	}
+	return false;
+}
+
+/* The start of pc's function by the guest's symbols of its mapping. */
+static bool function_start(const struct ivm_umapping *m, uint64_t pc,
+			   uint64_t *ret)
+{
+	const struct ivm_uelf_syms *syms;
+	const struct ivm_uelf_sym *sym;
+
+	if (!m->image)
+		return false;
+	syms = ivm_uimage_syms(m->image, m->file, m->bias);
+	sym = syms ? ivm_uelf_syms_find(syms, pc - m->bias) : NULL;
+	if (!sym)
+		return false;
+	*ret = sym->vaddr + m->bias;
+	return true;
+}
+
+/* Whether the code before ra is a direct call that may have called pc. */
+static bool after_call(struct walker *w, const struct ivm_umapping *maps,
+		       size_t nr_maps, uint64_t ra, uint64_t pc)
+{
+	const struct ivm_umapping *caller = find_mapping(maps, nr_maps, ra - 1);
+	const struct ivm_umapping *callee = find_mapping(maps, nr_maps, pc);
+	uint8_t b[5];
+	struct ivm_error *err;
+	uint64_t target, start;
+
+	if (!caller || ra - caller->start < sizeof(b) || ra == pc + 1 ||
+	    ra == pc)
+		return false;
+	err = w->mem->read(w->mem->ctx, ra - sizeof(b), b, sizeof(b));
+	if (err) {
+		ivm_error_destroy(err);
+		return false;
+	}
+	if (b[0] != 0xe8)
+		return false;
+	target = ra + (uint64_t)(int64_t)(int32_t)ivm_le32(b + 1);
+	/* A call into another object goes through a PLT stub: where to. */
+	if (!callee || target < callee->start || target >= callee->end) {
+		if (target < caller->start || target >= caller->end ||
+		    !plt_destination(w, target, &target))
+			return false;
+	}
+	if (!callee || target < callee->start || target >= callee->end)
+		return false;
+	if (function_start(callee, pc, &start))
+		return target == start;
+	return target <= pc && pc - target < IVM_UUNWIND_SCAN_FUNC;
+}
+
+/*
+ * Bytes of stack scanned for a return address: frames with a path buffer
+ * (PHP's php_execute_script holds one of MAXPATHLEN) are over 4 KiB.
+ */
+#define IVM_UUNWIND_SCAN_BYTES 32768u
+
+static enum outcome step_scan(struct walker *w, const struct ivm_umapping *maps,
+			      size_t nr_maps, const struct regset *rs,
+			      uint64_t pc, uint64_t limit, struct regset *next,
+			      uint64_t *ra)
+{
+	uint64_t sp, at, v;
+
+	if (!reg_get(rs, DW_RSP, &sp) || sp & 7)
+		return OUT_BAD;
+	/* Word by word: the reader's page cache makes each one cheap. */
+	for (at = sp; at - sp < IVM_UUNWIND_SCAN_BYTES && at < limit - 8;
+	     at += 8) {
+		if (read_u64(w, at, 8, &v) != STEP_OK)
+			return OUT_FAULT;
+		if (!find_mapping(maps, nr_maps, v - 1) ||
+		    !after_call(w, maps, nr_maps, v, pc))
+			continue;
+		*ra = v;
+		memset(next, 0, sizeof(*next));
+		reg_set(next, DW_RSP, at + 8);
+		return OUT_FRAME;
+	}
+	return OUT_BAD;
+}
+
 static void load_regs(const struct ivm_x86_regs *regs, struct regset *rs)
 {
 	memset(rs, 0, sizeof(*rs));
@@ -1010,7 +1075,8 @@ struct ivm_error *ivm_uunwind_dwarf(const struct ivm_kmem_reader *mem,
 		return ivm_error_create(IVM_ERROR_INVALID,
 					"user dwarf unwind: bad arguments");
 	for (size_t i = 0; i < nr_maps; i++)
-		if (!maps[i].binary || maps[i].start >= maps[i].end)
+		if ((!maps[i].binary && (!maps[i].image || !maps[i].file)) ||
+		    maps[i].start >= maps[i].end)
 			return ivm_error_create(IVM_ERROR_INVALID,
 						"user dwarf unwind: bad mapping %zu",
 						i);
@@ -1032,8 +1098,8 @@ struct ivm_error *ivm_uunwind_dwarf(const struct ivm_kmem_reader *mem,
 	 */
 	for (;;) {
 		const struct ivm_umapping *map;
-		const struct cfi_row *row = NULL;
-		struct cfi_row scratch;
+		const struct ivm_cfi_row *row = NULL;
+		struct ivm_cfi_row scratch;
 		struct regset next;
 		enum outcome out;
 		uint32_t flags = IVM_FRAME_USER;
@@ -1047,11 +1113,38 @@ struct ivm_error *ivm_uunwind_dwarf(const struct ivm_kmem_reader *mem,
 		uint64_t where = exact ? pc : pc - 1;
 
 		map = find_mapping(maps, nr_maps, where);
-		if (map)
+		if (map && map->binary)
 			row = lookup_row(map->binary, where - map->bias,
 					 &scratch);
+		else if (map)
+			row = ivm_uimage_row(map->image, map->file,
+					     where - map->bias, &scratch);
 		if (row && row->state == ROW_OK) {
 			out = step_cfi(&w, row, &rs, sp, limit, &next, &ra);
+		} else if (row && row->state == ROW_FAULT) {
+			/*
+			 * The CFI exists but the guest did not hold its bytes:
+			 * a return address checked against its call, else the
+			 * frame pointer; one that leads nowhere (or reads rbp
+			 * 0, which code without frame pointers uses as it
+			 * likes) is no clean end: say why it ends.
+			 */
+			flags |= IVM_FRAME_INEXACT;
+			out = step_scan(&w, maps, nr_maps, &rs, where, limit,
+					&next, &ra);
+			/*
+			 * Frame pointers only where they lead to a direct
+			 * call of pc's function: rbp may be any value in code
+			 * built without them.
+			 */
+			if (out != OUT_FRAME &&
+			    step_fp(&w, &rs, limit, &next, &ra) == OUT_FRAME &&
+			    after_call(&w, maps, nr_maps, ra, where))
+				out = OUT_FRAME;
+			if (out != OUT_FRAME) {
+				st->flags |= IVM_STACK_TRUNCATED_NO_CFI;
+				return NULL;
+			}
 		} else {
 			out = step_fp(&w, &rs, limit, &next, &ra);
 			flags |= IVM_FRAME_INEXACT;
@@ -1100,4 +1193,73 @@ struct ivm_error *ivm_uunwind_dwarf(const struct ivm_kmem_reader *mem,
 		reg_set(&next, DW_RA, ra);
 		rs = next;
 	}
+}
+
+/* ---- rows as text ------------------------------------------------------- */
+
+static int format_rule(char *buf, size_t len, const char *name,
+		       const struct ivm_cfi_rule *r)
+{
+	static const char *const kinds[] = { "undef", "same", "cfa", "reg",
+					     "expr", "lost" };
+	int n = snprintf(buf, len, " %s=%s%s", name,
+			 r->kind < 6 ? kinds[r->kind] : "?",
+			 r->is_value ? "(val)" : "");
+	size_t used = n > 0 ? (size_t)n : 0;
+
+	if (r->kind == RULE_CFA || r->kind == RULE_REG) {
+		n = snprintf(buf + (used < len ? used : len),
+			     used < len ? len - used : 0, "%s%u%+lld",
+			     r->kind == RULE_REG ? "r" : "",
+			     r->kind == RULE_REG ? r->reg : 0,
+			     (long long)r->off);
+		used += n > 0 ? (size_t)n : 0;
+	}
+	for (uint32_t i = 0; r->kind == RULE_EXPR && i < r->nops; i++) {
+		n = snprintf(buf + (used < len ? used : len),
+			     used < len ? len - used : 0, "%s%#x:%llx:%llx",
+			     i ? "," : ":", r->ops[i].atom,
+			     (unsigned long long)r->ops[i].number,
+			     (unsigned long long)r->ops[i].number2);
+		used += n > 0 ? (size_t)n : 0;
+	}
+	return (int)used;
+}
+
+char *ivm_cfi_row_format(const struct ivm_cfi_row *row, char *buf,
+			 size_t len)
+{
+	static const char *const names[NR_SAVED] = { "rbx", "rbp", "r12",
+						     "r13", "r14", "r15" };
+	size_t used;
+	int n;
+
+	n = snprintf(buf, len, "%s%s", row->state == ROW_OK ? "ok" :
+		     row->state == ROW_NONE ? "none" :
+		     row->state == ROW_BAD ? "bad" :
+		     row->state == ROW_FAULT ? "fault" : "?",
+		     row->signal ? " signal" : "");
+	used = n > 0 ? (size_t)n : 0;
+	if (row->state != ROW_OK)
+		return buf;
+#define APPEND(name, r) do {						\
+		n = format_rule(buf + (used < len ? used : len),	\
+				used < len ? len - used : 0, name, r);	\
+		used += n > 0 ? (size_t)n : 0;				\
+	} while (0)
+	APPEND("cfa", &row->cfa);
+	APPEND("ra", &row->ra);
+	for (size_t i = 0; i < NR_SAVED; i++)
+		APPEND(names[i], &row->saved[i]);
+#undef APPEND
+	return buf;
+}
+
+char *ivm_ubinary_describe_row(struct ivm_ubinary *b, uint64_t pc, char *buf,
+			       size_t len)
+{
+	struct ivm_cfi_row row;
+
+	lookup_uncached(b, pc, &row);
+	return ivm_cfi_row_format(&row, buf, len);
 }

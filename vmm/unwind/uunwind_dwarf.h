@@ -101,14 +101,21 @@ struct ivm_error *ivm_ubinary_bias(const struct ivm_ubinary *b,
 				   uint64_t map_start, uint64_t map_offset,
 				   uint64_t *ret);
 
+struct ivm_uimage;
+
 /*
  * Guest user addresses [start, end) are code of binary, loaded at bias
- * (guest address = link-time address + bias).  binary is borrowed.
+ * (guest address = link-time address + bias).  The CFI comes from the
+ * host copy binary when there is one, else from the guest's own bytes of
+ * the file: image (uimage.h), read through file (a reader by file offset,
+ * valid for the unwind).  All borrowed.
  */
 struct ivm_umapping {
 	uint64_t start, end;
 	uint64_t bias;
 	struct ivm_ubinary *binary;
+	struct ivm_uimage *image;
+	const struct ivm_kmem_reader *file;
 };
 
 /*
@@ -132,6 +139,10 @@ void ivm_ubinary_stats(const struct ivm_ubinary *b,
 		       struct ivm_ubinary_stats *ret);
 /* Turn the row cache off (or back on), empty it, zero the counters. */
 void ivm_ubinary_set_cache(struct ivm_ubinary *b, bool on);
+
+/* The row libdw gives at link-time pc, as text (cfi_rows.h); for tests. */
+char *ivm_ubinary_describe_row(struct ivm_ubinary *b, uint64_t pc, char *buf,
+			       size_t len);
 
 /* Most DWARF expression operations evaluated for one rule. */
 #define IVM_UUNWIND_DWARF_MAX_OPS 64

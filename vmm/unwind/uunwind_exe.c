@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "base/bytes.h"
+#include "unwind/uelf.h"
 #include "unwind/uunwind_exe.h"
 
 #define PAGE_SIZE_4K 4096ull
@@ -21,36 +22,8 @@ static bool user_addr(uint64_t va, uint64_t len, int la57)
 	return va >= PAGE_SIZE_4K && len <= max && va <= max - len;
 }
 
-/* The GNU build-id note among notes (len bytes) into id, or false. */
-static bool find_build_id(const uint8_t *notes, size_t len,
-			  uint8_t id[IVM_UBINARY_MAX_BUILD_ID], size_t *id_len)
-{
-	size_t off = 0;
-
-	/* Every step moves off forward by at least the 12-byte header. */
-	while (len - off >= 12) {
-		uint32_t namesz = ivm_le32(notes + off);
-		uint32_t descsz = ivm_le32(notes + off + 4);
-		uint32_t type = ivm_le32(notes + off + 8);
-		uint64_t name = off + 12;
-		uint64_t desc = name + (((uint64_t)namesz + 3) & ~3ull);
-		uint64_t next = desc + (((uint64_t)descsz + 3) & ~3ull);
-
-		if (desc > len || desc + descsz > len)
-			return false;
-		if (type == NT_GNU_BUILD_ID && namesz == 4 &&
-		    !memcmp(notes + name, "GNU", 4) && descsz > 0 &&
-		    descsz <= IVM_UBINARY_MAX_BUILD_ID) {
-			memcpy(id, notes + desc, descsz);
-			*id_len = descsz;
-			return true;
-		}
-		if (next > len)
-			return false;
-		off = (size_t)next;
-	}
-	return false;
-}
+_Static_assert(IVM_UBINARY_MAX_BUILD_ID >= IVM_UELF_MAX_BUILD_ID,
+	       "a build-id uelf accepts fits struct ivm_uexe");
 
 struct auxv_info {
 	uint64_t phdr, phent, phnum;
@@ -78,19 +51,6 @@ static void parse_auxv(const uint8_t *auxv, size_t len, struct auxv_info *a)
 	}
 }
 
-/* One program header, decoded from its 56 little-endian bytes. */
-static void get_phdr(const uint8_t *p, Elf64_Phdr *ph)
-{
-	ph->p_type = ivm_le32(p);
-	ph->p_flags = ivm_le32(p + 4);
-	ph->p_offset = ivm_le64(p + 8);
-	ph->p_vaddr = ivm_le64(p + 16);
-	ph->p_paddr = ivm_le64(p + 24);
-	ph->p_filesz = ivm_le64(p + 32);
-	ph->p_memsz = ivm_le64(p + 40);
-	ph->p_align = ivm_le64(p + 48);
-}
-
 struct ivm_error *ivm_uexe_identify(const struct ivm_kmem_reader *umem,
 				    const uint8_t *auxv, size_t auxv_len,
 				    int la57, struct ivm_uexe *ret)
@@ -99,6 +59,7 @@ struct ivm_error *ivm_uexe_identify(const struct ivm_kmem_reader *umem,
 	uint8_t phdrs[IVM_UEXE_MAX_PHNUM * sizeof(Elf64_Phdr)];
 	uint8_t notes[IVM_UEXE_MAX_NOTES];
 	struct auxv_info a;
+	struct ivm_uelf elf;
 	struct ivm_error *err;
 	uint64_t hdr, phoff, base = UINT64_MAX, phdr_vaddr = UINT64_MAX;
 	uint16_t type;
@@ -149,28 +110,23 @@ struct ivm_error *ivm_uexe_identify(const struct ivm_kmem_reader *umem,
 			 a.phnum * sizeof(Elf64_Phdr));
 	if (err)
 		return err;
-	for (i = 0; i < a.phnum; i++) {
-		Elf64_Phdr ph;
+	err = ivm_uelf_parse_phdrs(phdrs, a.phnum, &elf, &phdr_vaddr);
+	if (err)
+		return err;
+	for (i = 0; i < elf.nr_loads; i++) {
+		const struct ivm_uelf_load *l = &elf.loads[i];
 
-		get_phdr(phdrs + i * sizeof(ph), &ph);
-		if (ph.p_type == PT_PHDR)
-			phdr_vaddr = ph.p_vaddr;
-		if (ph.p_type != PT_LOAD || !ph.p_memsz)
-			continue;
-		if (ph.p_vaddr + ph.p_memsz < ph.p_vaddr)
-			return ivm_error_create(IVM_ERROR_PROTOCOL,
-						"guest PT_LOAD %zu wraps", i);
 		/* The segment that maps file offset 0 places the header. */
-		if ((ph.p_offset & PAGE_MASK_4K) == 0 && base == UINT64_MAX)
-			base = ph.p_vaddr & PAGE_MASK_4K;
-		if (!(ph.p_flags & PF_X))
+		if ((l->offset & PAGE_MASK_4K) == 0 && base == UINT64_MAX)
+			base = l->vaddr & PAGE_MASK_4K;
+		if (!(l->flags & PF_X))
 			continue;
 		if (ret->nr_exec == IVM_UBINARY_MAX_EXEC)
 			return ivm_error_create(IVM_ERROR_PROTOCOL,
 						"more than %d executable segments",
 						IVM_UBINARY_MAX_EXEC);
 		ret->exec[ret->nr_exec++] = (struct ivm_ubinary_segment){
-			ph.p_vaddr, ph.p_memsz, ph.p_offset };
+			l->vaddr, l->memsz, l->offset };
 	}
 	if (base == UINT64_MAX || !ret->nr_exec)
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
@@ -188,15 +144,13 @@ struct ivm_error *ivm_uexe_identify(const struct ivm_kmem_reader *umem,
 					(unsigned long long)ret->bias,
 					(unsigned long long)a.phdr);
 	for (i = 0; i < a.phnum; i++) {
-		Elf64_Phdr ph;
-		uint64_t va, len;
+		const uint8_t *p = phdrs + i * sizeof(Elf64_Phdr);
+		uint64_t va, len, filesz = ivm_le64(p + 32);
 
-		get_phdr(phdrs + i * sizeof(ph), &ph);
-		if (ph.p_type != PT_NOTE || !ph.p_filesz)
+		if (ivm_le32(p) != PT_NOTE || !filesz)
 			continue;
-		len = ph.p_filesz < sizeof(notes) ? ph.p_filesz :
-						    sizeof(notes);
-		va = ph.p_vaddr + ret->bias;
+		len = filesz < sizeof(notes) ? filesz : sizeof(notes);
+		va = ivm_le64(p + 16) + ret->bias;
 		if (!user_addr(va, len, la57))
 			continue;
 		err = umem->read(umem->ctx, va, notes, len);
@@ -204,8 +158,9 @@ struct ivm_error *ivm_uexe_identify(const struct ivm_kmem_reader *umem,
 			ivm_error_destroy(err);
 			continue;
 		}
-		if (find_build_id(notes, len, ret->build_id,
-				  &ret->build_id_len))
+		ret->build_id_len = ivm_uelf_find_build_id(notes, len,
+							    ret->build_id);
+		if (ret->build_id_len)
 			return NULL;
 	}
 	return ivm_error_create(IVM_ERROR_NOT_FOUND,
@@ -217,45 +172,31 @@ struct ivm_error *ivm_uexe_file_build_id(const struct ivm_kmem_reader *file,
 					 uint8_t id[IVM_UBINARY_MAX_BUILD_ID],
 					 size_t *len)
 {
-	uint8_t ehdr[sizeof(Elf64_Ehdr)];
-	uint8_t phdrs[IVM_UEXE_MAX_PHNUM * sizeof(Elf64_Phdr)];
-	uint8_t notes[IVM_UEXE_MAX_NOTES];
 	struct ivm_error *err;
-	uint64_t phoff, phnum;
-	size_t i;
+	struct ivm_uelf elf;
 
-	err = file->read(file->ctx, 0, ehdr, sizeof(ehdr));
-	if (err)
-		return err;
-	phoff = ivm_le64(ehdr + offsetof(Elf64_Ehdr, e_phoff));
-	phnum = ivm_le_load(ehdr + offsetof(Elf64_Ehdr, e_phnum), 2);
-	if (memcmp(ehdr, ELFMAG, SELFMAG) || ehdr[EI_CLASS] != ELFCLASS64 ||
-	    ehdr[EI_DATA] != ELFDATA2LSB ||
-	    ivm_le_load(ehdr + offsetof(Elf64_Ehdr, e_phentsize), 2) !=
-	    sizeof(Elf64_Phdr) || !phnum || phnum > IVM_UEXE_MAX_PHNUM ||
-	    phoff > UINT64_MAX - sizeof(phdrs))
-		return ivm_error_create(IVM_ERROR_NOT_FOUND,
-					"not a 64-bit ELF file with program headers");
-	err = file->read(file->ctx, phoff, phdrs, phnum * sizeof(Elf64_Phdr));
-	if (err)
-		return err;
-	for (i = 0; i < phnum; i++) {
-		Elf64_Phdr ph;
-		size_t n;
+	/* One parser of ELF headers and notes: uelf's. */
+	err = ivm_uelf_parse(file, &elf);
+	if (err && err->code == IVM_ERROR_PROTOCOL) {
+		struct ivm_error *nf = ivm_error_create(IVM_ERROR_NOT_FOUND,
+							"no ELF file with program headers: %s",
+							ivm_error_string(err));
 
-		get_phdr(phdrs + i * sizeof(ph), &ph);
-		if (ph.p_type != PT_NOTE || !ph.p_filesz ||
-		    ph.p_offset > UINT64_MAX - sizeof(notes))
-			continue;
-		n = ph.p_filesz < sizeof(notes) ? ph.p_filesz : sizeof(notes);
-		err = file->read(file->ctx, ph.p_offset, notes, n);
-		if (err)
-			return err;
-		if (find_build_id(notes, n, id, len))
-			return NULL;
+		ivm_error_destroy(err);
+		return nf;
 	}
-	return ivm_error_create(IVM_ERROR_NOT_FOUND,
-				"the ELF file has no build-id note");
+	if (err)
+		return err;
+	if (!elf.build_id_len && elf.build_id_fault != UINT64_MAX)
+		return ivm_error_fault(elf.build_id_fault,
+				       "the ELF file's notes at offset %#llx are not held",
+				       (unsigned long long)elf.build_id_fault);
+	if (!elf.build_id_len)
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"the ELF file has no build-id note");
+	memcpy(id, elf.build_id, elf.build_id_len);
+	*len = elf.build_id_len;
+	return NULL;
 }
 
 struct ivm_error *ivm_uexe_check(const struct ivm_uexe *x,

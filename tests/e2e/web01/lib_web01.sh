@@ -39,8 +39,8 @@ kernel_raw_frames() {
 }
 
 # user_frame_stats FOLDED COMM_REGEX: "samples named raw" over the user
-# frames of the processes whose comm matches (printed, not asserted, while
-# user stacks on web01 are issue 14's work).
+# frames of the processes whose comm matches: named is a function or
+# FILE+0xADDR, raw a bare address.
 user_frame_stats() {
 	echo "$1" | awk -v re="$2" '
 	{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
@@ -52,4 +52,26 @@ user_frame_stats() {
 		if (f[i] ~ /^0x[0-9a-f]+$/) raw += n; else named += n
 	  }
 	} END { printf "%d %d %d\n", samples, named, raw }'
+}
+
+# reach_start_stats FOLDED COMM_REGEX: "samples whole" over the to-idle
+# stacks (report -f folded -K to_idle) of the processes whose comm
+# matches: whole ones have user frames that reach the thread start (their
+# outermost frame is libc's clone) or main (__libc_start_main), none of
+# them a bare address.
+reach_start_stats() {
+	echo "$1" | awk -v re="$2" '
+	{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
+	  k = split(line, f, ";")
+	  if (f[1] !~ re) next
+	  samples += n
+	  first = ""; bare = 0
+	  for (i = 3; i <= k; i++) {
+		if (f[i] ~ /_\[k\]/) continue
+		if (first == "") first = f[i]
+		if (f[i] ~ /^0x[0-9a-f]+$/) bare = 1
+	  }
+	  if (!bare && (first ~ /^libc\.so\.6\+/ || first ~ /^_start/ ||
+			line ~ /;__libc_start_main;/)) whole += n
+	} END { printf "%d %d\n", samples, whole }'
 }

@@ -1,6 +1,6 @@
 # idlevm stack reads every server process's threads from outside: kernel
-# frames fully named through the syscall entry.  User frames are printed
-# with how many are named (the next step, issue 14), not asserted yet.
+# frames fully named through the syscall entry, user frames named from
+# guest memory alone (the guest's .dynsym, else FILE+0xADDR), never '?'.
 . tests/e2e/web01/lib_web01.sh
 
 pids=$(web01_server_pids)
@@ -13,6 +13,8 @@ while read -r pid comm; do
 	for try in 1 2 3 4 5; do
 		out=$("$idlevm" stack --domain "$IVM_DOMAIN" --pid "$pid" 2>&1) || {
 			echo "stack --pid $pid ($comm), try $try: $out"
+			# php-fpm recycles its workers: one may be gone.
+			case $out in *"no guest process"*) good=1; break ;; esac
 			continue
 		}
 		# Per thread: its kernel frames must all be named, and a
@@ -43,5 +45,6 @@ while read -r pid comm; do
 	total_user=$((total_user + ${u% *}))
 	raw_user=$((raw_user + ${u#* }))
 done <<<"$pids"
-echo "user frames of the server's threads: $total_user, of which unnamed: $raw_user (issue 14)"
+echo "user frames of the server's threads: $total_user, of which unnamed: $raw_user"
+[ "$raw_user" = 0 ] || fail "$raw_user user frames of the server's threads are unnamed"
 [ "$bad" = 0 ] || fail "$bad server processes without a well-formed kernel stack"

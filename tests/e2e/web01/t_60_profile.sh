@@ -1,5 +1,10 @@
 # A 20 s profile of web01 under its load, then the report: the server's
-# processes are among the to-idle samples, with kernel frames fully named.
+# processes are among the to-idle samples, with kernel frames fully named,
+# and user frames named from guest memory alone (no --binary, --symdir or
+# debuginfod): a function of the guest's .dynsym or FILE+0xADDR, never a
+# bare address; their stacks reach main or the thread start through libc
+# (php-fpm's own .eh_frame is mostly not in guest memory: its workers'
+# figure is printed and held to a lower bar).
 . tests/e2e/web01/lib_web01.sh
 
 prof=$IVM_RUNDIR/web01.prof
@@ -12,7 +17,9 @@ folded=$("$idlevm" report -f folded -K to_idle "$prof" 2>/dev/null) ||
 	fail "idlevm report -f folded failed"
 
 total=$(echo "$folded" | awk '{s += $NF} END {print s + 0}')
-[ "$total" -ge 200 ] || fail "only $total to-idle samples in 20 s"
+# About 200 a second on an idle host; a host busy with other guests slows
+# the guest, and so its idle transitions, by an order of magnitude.
+[ "$total" -ge 20 ] || fail "only $total to-idle samples in 20 s"
 echo "to-idle samples by process:"
 echo "$folded" | awk '{split($1, a, ";"); sub(/_\[[0-9]+\]$/, "", a[1]); n[a[1]] += $NF; t += $NF}
 	END {for (k in n) printf "  %5.1f%% %6d %s\n", n[k] * 100 / t, n[k], k}' | sort -rn | head -n 12
@@ -23,7 +30,17 @@ for c in nginx php-fpm8.2 redis-server; do
 	[ "$n" -gt 0 ] || fail "no to-idle samples of $c"
 	stats=$(user_frame_stats "$folded" "^$c")
 	set -- $stats
-	echo "$c: $n to-idle samples; user frames: $2 named, $3 unnamed (issue 14)"
+	echo "$c: $n to-idle samples; user frames: $2 named, $3 unnamed"
+	[ "$3" = 0 ] || fail "$c: $3 sample-weighted user frames are bare addresses"
+	stats=$(reach_start_stats "$folded" "^${c}_")
+	set -- $stats
+	echo "$c: $2 of $1 to-idle stacks reach main or the thread start through libc"
+	case $c in
+	php-fpm8.2) bar=70 ;;
+	*) bar=90 ;;
+	esac
+	[ $(($2 * 100)) -ge $(($1 * bar)) ] ||
+		fail "$c: only $2 of $1 to-idle stacks are whole (want $bar%)"
 done
 
 raw=$(kernel_raw_frames "$folded")

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The idle summary and the timeline writers on synthetic profile records:
+ * the run block tells transitions seen, captured and lost; guest comms
+ * that would break JSON or HTML are rewritten; the JSON has one track per
+ * vCPU and the periods and runs between them.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/idle_summary.h"
+#include "report/timeline.h"
+
+static void add_period(struct ivm_idle_summary *s, uint32_t vcpu,
+		       uint64_t start, uint64_t end, uint32_t wake,
+		       const char *to, const char *from)
+{
+	struct ivm_profile_record rec = { .type = IVM_RECORD_IDLE_PERIOD };
+
+	rec.idle.vcpu = vcpu;
+	rec.idle.start_ns = start;
+	rec.idle.end_ns = end;
+	rec.idle.wake_mask = wake;
+	snprintf(rec.idle.to_idle.comm, IVM_COMM_LEN, "%s", to);
+	snprintf(rec.idle.from_idle.comm, IVM_COMM_LEN, "%s", from);
+	rec.idle.to_idle.tid = 7;
+	cr_assert_null(ivm_idle_summary_add(s, &rec));
+}
+
+static void add_stats(struct ivm_idle_summary *s)
+{
+	static const struct ivm_stat st[] = {
+		{ "elapsed_ms", 2500 }, { "to_idle", 9 }, { "from_idle", 8 },
+		{ "idle_periods_seen", 8 }, { "idle_periods_ended", 8 },
+		{ "idle_periods_unseen", 2 }, { "idle_periods_replayed", 1 },
+		{ "discarded_ran", 1 },
+	};
+	struct ivm_profile_record rec = { .type = IVM_RECORD_END };
+	struct ivm_label meta[] = { { "idle_source", "sched" },
+				    { "guest", "we\"b<01>" } };
+
+	rec.stats.items = st;
+	rec.stats.nr = sizeof(st) / sizeof(st[0]);
+	cr_assert_null(ivm_idle_summary_add(s, &rec));
+	rec.type = IVM_RECORD_META;
+	rec.meta.items = meta;
+	rec.meta.nr = 2;
+	cr_assert_null(ivm_idle_summary_add(s, &rec));
+}
+
+static char *render(struct ivm_idle_summary *s, int what)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	cr_assert_not_null(f);
+	if (what == 0)
+		ivm_idle_summary_print(s, f);
+	else if (what == 1)
+		cr_assert_null(ivm_timeline_json(s, f));
+	else
+		cr_assert_null(ivm_timeline_html(s, f));
+	fclose(f);
+	return buf;
+}
+
+static unsigned int count(const char *hay, const char *needle)
+{
+	unsigned int n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay++)
+		n++;
+	return n;
+}
+
+Test(idle_report, run_block_and_periods)
+{
+	struct ivm_idle_summary s;
+	char *text;
+
+	ivm_idle_summary_init(&s);
+	add_stats(&s);
+	add_period(&s, 0, 1000, 51000, 1u << IVM_IRQ_TIMER, "worker", "holder");
+	add_period(&s, 1, 2000, 2500, 1u << IVM_IRQ_CALL, "worker", "holder");
+	add_period(&s, 1, 9000, 2009000, 0, "holder", "worker");
+	text = render(&s, 0);
+	cr_assert(strstr(text, "duration: 2.5 s; idle source: sched; vCPUs: 2"), "%s", text);
+	cr_assert(strstr(text, "guest to-idle switches: 10 (8 seen at a look, 2 between looks, 1 of those rebuilt); captured 9 (90.0%)"), "%s", text);
+	cr_assert(strstr(text, "between looks, not rebuilt 1; target ran during the read 1"), "%s", text);
+	cr_assert(strstr(text, "== idle periods: 3 recorded =="), "%s", text);
+	cr_assert(strstr(text, "timer share of known wake causes: 50.0% of 2"), "%s", text);
+	cr_assert(strstr(text, "2  worker           -> holder"), "%s", text);
+	free(text);
+	ivm_idle_summary_deinit(&s);
+}
+
+Test(idle_report, hostile_comms_and_json_tracks)
+{
+	struct ivm_idle_summary s;
+	char *json, *html;
+
+	ivm_idle_summary_init(&s);
+	add_stats(&s);
+	add_period(&s, 0, 1000, 5000, 1u << IVM_IRQ_DEVICE, "a\"b\\c<d>", "x\ny");
+	add_period(&s, 0, 9000, 12000, 1u << IVM_IRQ_TIMER, "a", "z");
+	add_period(&s, 1, 2000, 3000, 0, "q", "r");
+	json = render(&s, 1);
+	html = render(&s, 2);
+	/* No guest byte closes a string or a tag early. */
+	cr_assert_null(strstr(json, "a\"b"));
+	cr_assert(strstr(json, "a_b_c_d_"), "%s", json);
+	cr_assert(strstr(json, "\"guest\":\"we_b_01_\""), "%s", json);
+	cr_assert_null(strstr(html, "<d>"));
+	cr_assert_eq(count(json, "\"name\":\"thread_name\""), 2);
+	cr_assert_eq(count(json, "\"cat\":\"idle\""), 3);
+	/* One run between the two periods of vCPU 0, from 5 us for 4 us. */
+	cr_assert_eq(count(json, "\"cat\":\"running\""), 1);
+	cr_assert(strstr(json, "\"ts\":4.000,\"dur\":4.000"), "%s", json);
+	cr_assert_eq(count(html, "class=\"idle\""), 3);
+	cr_assert_eq(count(html, "class=\"track\""), 2);
+	free(json);
+	free(html);
+	ivm_idle_summary_deinit(&s);
+}

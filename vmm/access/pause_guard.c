@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: MIT
+/* A guardian that resumes a guest its paused parent left behind: see
+ * pause_guard.h. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "access/pause_guard.h"
+#include "access/qmp.h"
+
+extern char **environ;
+
+/* The guardian's end of the socket pair in its own process. */
+#define GUARD_FD 3
+/* How long the guardian keeps trying to reach the guest (libvirtd may be
+ * restarting, QEMU may not have noticed the old QMP client is gone). */
+#define GUARD_RETRY_S 30
+
+struct ivm_pause_guard {
+	int fd;			/* our end; -1 once the guardian is gone */
+	pid_t pid;
+	bool armed;
+};
+
+struct ivm_error *ivm_pause_guard_start(const struct ivm_pause_target *target,
+					const char *path,
+					struct ivm_pause_guard **ret)
+{
+	posix_spawn_file_actions_t actions;
+	posix_spawnattr_t attr;
+	struct ivm_pause_guard *g;
+	const char *argv[10];
+	char fdarg[16];
+	sigset_t none;
+	int sv[2], n = 0, rc;
+	pid_t pid;
+
+	if (!target || (!target->domain_uuid == !target->qmp_path))
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"pause guard: name a libvirt domain or a QMP socket");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return ivm_error_os(errno, "pause guard: socketpair");
+	snprintf(fdarg, sizeof(fdarg), "%d", GUARD_FD);
+	argv[n++] = "idlevm";
+	argv[n++] = "__pause-guard";
+	argv[n++] = "--fd";
+	argv[n++] = fdarg;
+	if (target->qmp_path) {
+		argv[n++] = "--qmp";
+		argv[n++] = target->qmp_path;
+	} else {
+		argv[n++] = "--uuid";
+		argv[n++] = target->domain_uuid;
+		if (target->libvirt_uri) {
+			argv[n++] = "--connect";
+			argv[n++] = target->libvirt_uri;
+		}
+	}
+	argv[n] = NULL;
+
+	/*
+	 * Its own session, default signal mask, nothing of ours but its end
+	 * of the pair and stderr: a guardian must outlive whatever kills us.
+	 */
+	sigemptyset(&none);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
+					POSIX_SPAWN_SETSIGMASK);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawn_file_actions_init(&actions);
+	posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&actions, sv[1], GUARD_FD);
+	posix_spawn_file_actions_addclosefrom_np(&actions, GUARD_FD + 1);
+	rc = posix_spawn(&pid, path ? path : "/proc/self/exe", &actions, &attr,
+			 (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&actions);
+	posix_spawnattr_destroy(&attr);
+	close(sv[1]);
+	if (rc) {
+		close(sv[0]);
+		return ivm_error_os(rc, "pause guard: starting %s",
+				    path ? path : "/proc/self/exe");
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		close(sv[0]);
+		return &ivm_enomem;
+	}
+	g->fd = sv[0];
+	g->pid = pid;
+	*ret = g;
+	return NULL;
+}
+
+static bool say(struct ivm_pause_guard *g, char word)
+{
+	ssize_t n;
+
+	if (g->fd < 0)
+		return false;
+	do
+		n = send(g->fd, &word, 1, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == 1;
+}
+
+struct ivm_error *ivm_pause_guard_arm(struct ivm_pause_guard *g)
+{
+	if (!say(g, 'A'))
+		return ivm_error_create(IVM_ERROR_GONE,
+					"pause guard (pid %d) is gone: not pausing a guest nobody would resume",
+					(int)g->pid);
+	g->armed = true;
+	return NULL;
+}
+
+int ivm_pause_guard_pid(const struct ivm_pause_guard *g)
+{
+	return (int)g->pid;
+}
+
+void ivm_pause_guard_disarm(struct ivm_pause_guard *g)
+{
+	if (g->armed && say(g, 'D'))
+		g->armed = false;
+}
+
+void ivm_pause_guard_destroy(struct ivm_pause_guard *g)
+{
+	if (!g)
+		return;
+	/*
+	 * End of file is the guardian's cue; an unarmed one exits at once.
+	 * An armed one goes on to resume the guest: do not wait for that,
+	 * it is in a session of its own and init reaps it.
+	 */
+	if (g->fd >= 0)
+		close(g->fd);
+	waitpid(g->pid, NULL, WNOHANG);
+	free(g);
+}
+
+/* ---- the guardian ------------------------------------------------------ */
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Our own messages say what failed; libvirt's would repeat each retry. */
+static void quiet_libvirt(void *ctx, virErrorPtr error)
+{
+}
+
+/* 1: resumed, 0: nothing to do, -1: not reached (retry). */
+static int resume_libvirt(const char *uri, const char *uuid, const char **why)
+{
+	virConnectPtr conn = virConnectOpen(uri);
+	virDomainPtr dom;
+	int state = 0, reason = 0, rc = -1;
+
+	if (!conn) {
+		*why = "cannot connect to libvirt";
+		return -1;
+	}
+	dom = virDomainLookupByUUIDString(conn, uuid);
+	if (!dom) {
+		/* Gone: nothing left to resume. */
+		virConnectClose(conn);
+		return 0;
+	}
+	if (virDomainGetState(dom, &state, &reason, 0) < 0) {
+		*why = "cannot read the domain's state";
+	} else if (state != VIR_DOMAIN_PAUSED ||
+		   reason != VIR_DOMAIN_PAUSED_USER) {
+		rc = 0;		/* running, or paused by someone else's rules */
+	} else if (virDomainResume(dom) < 0) {
+		*why = "virDomainResume failed";
+	} else {
+		rc = 1;
+	}
+	virDomainFree(dom);
+	virConnectClose(conn);
+	return rc;
+}
+
+static int resume_qmp(const char *path, const char **why)
+{
+	struct json_object *status = NULL, *s;
+	struct ivm_error *err;
+	struct ivm_qmp *qmp;
+	int rc = -1;
+
+	err = ivm_qmp_connect_socket(path, &qmp);
+	if (err) {
+		/* No socket any more: QEMU is gone, nothing to resume. */
+		rc = (err->code == IVM_ERROR_OS &&
+		      (err->errnum == ENOENT || err->errnum == ECONNREFUSED)) ?
+			     0 : -1;
+		*why = "cannot connect to QEMU's QMP socket";
+		ivm_error_destroy(err);
+		return rc;
+	}
+	err = ivm_qmp_execute(qmp, "query-status", NULL, &status);
+	if (!err && json_object_object_get_ex(status, "status", &s) &&
+	    json_object_is_type(s, json_type_string)) {
+		/* Only the state a "stop" leaves: not a migration, not S3. */
+		if (strcmp(json_object_get_string(s), "paused")) {
+			rc = 0;
+		} else if (!(err = ivm_qmp_cont(qmp))) {
+			rc = 1;
+		} else {
+			*why = "cont failed";
+		}
+	} else {
+		*why = "query-status failed";
+	}
+	json_object_put(status);
+	ivm_error_destroy(err);
+	ivm_qmp_destroy(qmp);
+	return rc;
+}
+
+int ivm_pause_guard_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "fd", required_argument, NULL, 'f' },
+		{ "uuid", required_argument, NULL, 'u' },
+		{ "connect", required_argument, NULL, 'c' },
+		{ "qmp", required_argument, NULL, 'q' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *uuid = NULL, *uri = NULL, *qmp_path = NULL;
+	const char *what, *why = NULL;
+	int fd = -1, c, rc = -1, waited;
+	char word, last = 'D';
+	ssize_t n;
+
+	/* Whatever reaches the parent's terminal or group is not for us. */
+	virSetErrorFunc(NULL, quiet_libvirt);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			fd = atoi(optarg);
+			break;
+		case 'u':
+			uuid = optarg;
+			break;
+		case 'c':
+			uri = optarg;
+			break;
+		case 'q':
+			qmp_path = optarg;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (fd < 0 || !uuid == !qmp_path) {
+		fprintf(stderr, "idlevm __pause-guard: internal command of idlevm\n");
+		return 2;
+	}
+	for (;;) {
+		n = read(fd, &word, 1);
+		if (n == 1) {
+			if (word == 'A' || word == 'D')
+				last = word;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		break;		/* end of file (or the pair broke): the parent is done */
+	}
+	if (last != 'A')
+		return 0;
+	what = qmp_path ? qmp_path : uuid;
+	for (waited = 0; waited <= GUARD_RETRY_S * 10; waited++) {
+		rc = qmp_path ? resume_qmp(qmp_path, &why) :
+				resume_libvirt(uri, uuid, &why);
+		if (rc >= 0)
+			break;
+		sleep_ms(100);
+	}
+	if (rc == 1)
+		fprintf(stderr, "idlevm pause guard: resumed guest %s, left paused by an idlevm that ended while it had it paused\n",
+			what);
+	else if (rc < 0)
+		fprintf(stderr, "idlevm pause guard: could not resume guest %s (%s): resume it by hand (virsh resume)\n",
+			what, why ? why : "?");
+	return rc < 0 ? 1 : 0;
+}

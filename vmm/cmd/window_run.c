@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <sched.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/window_run.h"
+
+extern char **environ;
+
+struct ivm_error *ivm_window_run_init(struct ivm_window_run *w,
+				      const struct ivm_window_dir_config *cfg,
+				      bool pprof)
+{
+	memset(w, 0, sizeof(*w));
+	w->pprof = pprof;
+	return ivm_window_dir_create(cfg, &w->dir);
+}
+
+struct ivm_error *ivm_window_run_open(struct ivm_window_run *w,
+				      struct ivm_profile_writer **ret)
+{
+	struct ivm_error *err;
+	const char *path;
+
+	free(w->path);
+	w->path = NULL;
+	err = ivm_window_dir_next(w->dir, time(NULL), &path);
+	if (err)
+		return err;
+	w->path = strdup(path);
+	if (!w->path)
+		return &ivm_enomem;
+	return ivm_profile_writer_create(w->path, ret);
+}
+
+/* Wait for the pprof child, if any, and say how it went. */
+static void reap(struct ivm_window_run *w)
+{
+	int status;
+	pid_t r;
+
+	if (!w->report)
+		return;
+	do
+		r = waitpid(w->report, &status, 0);
+	while (r < 0 && errno == EINTR);
+	if (r > 0 && WIFEXITED(status) && !WEXITSTATUS(status)) {
+		w->pprofs++;
+	} else {
+		w->pprof_failures++;
+		fprintf(stderr, "idlevm: no pprof %s (%s %d); its window's profile stays\n",
+			w->report_path,
+			r > 0 && WIFSIGNALED(status) ? "signal" : "exit",
+			r < 0 ? -1 : WIFSIGNALED(status) ? WTERMSIG(status) :
+			WEXITSTATUS(status));
+	}
+	free(w->report_path);
+	w->report_path = NULL;
+	w->report = 0;
+}
+
+/*
+ * `idlevm report -f pprof -o PB PROF`, by this very binary, in a process
+ * group of its own (a Ctrl-C to the terminal is for the profiler, which
+ * then waits for it) and at normal priority (the profiler may wait for
+ * events at real-time priority; symbolizing must not).
+ */
+static void start_report(struct ivm_window_run *w)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+	posix_spawnattr_t attr;
+	char *pb = ivm_window_dir_pprof_path(w->path);
+	char *argv[] = { "idlevm", "report", "-f", "pprof", "-o", pb, w->path,
+			 NULL };
+	pid_t pid;
+	int rc;
+
+	if (!pb) {
+		w->pprof_failures++;
+		return;
+	}
+	reap(w);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
+				 POSIX_SPAWN_SETSCHEDULER);
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setschedpolicy(&attr, SCHED_OTHER);
+	posix_spawnattr_setschedparam(&attr, &sp);
+	rc = posix_spawn(&pid, "/proc/self/exe", NULL, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
+	if (rc) {
+		fprintf(stderr, "idlevm: no pprof for %s: %s\n", w->path,
+			strerror(rc));
+		w->pprof_failures++;
+		free(pb);
+		return;
+	}
+	w->report = pid;
+	w->report_path = pb;
+}
+
+void ivm_window_run_finished(struct ivm_window_run *w)
+{
+	/* A window whose file could not even be created has nothing. */
+	if (!w->path || access(w->path, F_OK)) {
+		free(w->path);
+		w->path = NULL;
+		return;
+	}
+	w->windows++;
+	if (w->pprof)
+		start_report(w);
+	else
+		reap(w);
+	w->pruned += ivm_window_dir_prune(w->dir);
+	free(w->path);
+	w->path = NULL;
+}
+
+struct ivm_error *ivm_window_run_next(void *ctx,
+				      struct ivm_profile_writer **ret)
+{
+	struct ivm_window_run *w = ctx;
+
+	ivm_window_run_finished(w);
+	return ivm_window_run_open(w, ret);
+}
+
+void ivm_window_run_deinit(struct ivm_window_run *w)
+{
+	reap(w);
+	if (w->dir)
+		w->pruned += ivm_window_dir_prune(w->dir);
+	ivm_window_dir_destroy(w->dir);
+	w->dir = NULL;
+	free(w->path);
+	w->path = NULL;
+}

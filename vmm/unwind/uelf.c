@@ -1,0 +1,938 @@
+// SPDX-License-Identifier: MIT
+#include <elf.h>
+#include <lzma.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/bytes.h"
+#include "unwind/uelf.h"
+
+#define PHDR_SIZE 56u
+#define SYM_SIZE 24u
+
+/* ---- headers ------------------------------------------------------------- */
+
+size_t ivm_uelf_find_build_id(const uint8_t *notes, size_t len, uint8_t *id)
+{
+	size_t off = 0;
+
+	/* Every step moves off forward by at least the 12-byte header. */
+	while (len - off >= 12) {
+		uint32_t namesz = ivm_le32(notes + off);
+		uint32_t descsz = ivm_le32(notes + off + 4);
+		uint32_t type = ivm_le32(notes + off + 8);
+		uint64_t name = off + 12;
+		uint64_t desc = name + (((uint64_t)namesz + 3) & ~3ull);
+		uint64_t next = desc + (((uint64_t)descsz + 3) & ~3ull);
+
+		if (desc > len || desc + descsz > len)
+			return 0;
+		if (type == NT_GNU_BUILD_ID && namesz == 4 &&
+		    !memcmp(notes + name, "GNU", 4) && descsz > 0 &&
+		    descsz <= IVM_UELF_MAX_BUILD_ID) {
+			memcpy(id, notes + desc, descsz);
+			return descsz;
+		}
+		if (next > len)
+			return 0;
+		off = (size_t)next;
+	}
+	return 0;
+}
+
+struct ivm_error *ivm_uelf_parse_phdrs(const uint8_t *phdrs, size_t phnum,
+				       struct ivm_uelf *elf,
+				       uint64_t *phdr_vaddr)
+{
+	size_t i;
+
+	*phdr_vaddr = UINT64_MAX;
+	elf->nr_loads = 0;
+	elf->dynamic = elf->dynamic_size = 0;
+	elf->eh.vaddr = 0;
+	for (i = 0; i < phnum && i < IVM_UELF_MAX_PHNUM; i++) {
+		const uint8_t *p = phdrs + i * PHDR_SIZE;
+		uint32_t type = ivm_le32(p), flags = ivm_le32(p + 4);
+		uint64_t offset = ivm_le64(p + 8), vaddr = ivm_le64(p + 16);
+		uint64_t filesz = ivm_le64(p + 32), memsz = ivm_le64(p + 40);
+
+		if (vaddr + memsz < vaddr || offset + filesz < offset)
+			return ivm_error_create(IVM_ERROR_PROTOCOL,
+						"program header %zu wraps", i);
+		switch (type) {
+		case PT_PHDR:
+			*phdr_vaddr = vaddr;
+			break;
+		case PT_LOAD:
+			if (!memsz)
+				break;
+			if (filesz > memsz)
+				return ivm_error_create(IVM_ERROR_PROTOCOL,
+							"PT_LOAD %zu: more file than memory",
+							i);
+			if (elf->nr_loads == IVM_UELF_MAX_LOADS)
+				return ivm_error_create(IVM_ERROR_PROTOCOL,
+							"more than %d PT_LOAD segments",
+							IVM_UELF_MAX_LOADS);
+			elf->loads[elf->nr_loads++] = (struct ivm_uelf_load){
+				vaddr, memsz, offset, filesz, flags };
+			break;
+		case PT_DYNAMIC:
+			elf->dynamic = vaddr;
+			elf->dynamic_size = filesz;
+			break;
+		case PT_GNU_EH_FRAME:
+			elf->eh.vaddr = vaddr;
+			break;
+		}
+	}
+	return NULL;
+}
+
+bool ivm_uelf_offset(const struct ivm_uelf *elf, uint64_t vaddr,
+		     uint64_t len, uint64_t *ret)
+{
+	size_t i;
+
+	if (vaddr + len < vaddr)
+		return false;
+	for (i = 0; i < elf->nr_loads; i++) {
+		const struct ivm_uelf_load *l = &elf->loads[i];
+
+		if (vaddr >= l->vaddr && vaddr - l->vaddr <= l->filesz &&
+		    len <= l->filesz - (vaddr - l->vaddr)) {
+			*ret = l->offset + (vaddr - l->vaddr);
+			return true;
+		}
+	}
+	return false;
+}
+
+bool ivm_uelf_bias(const struct ivm_uelf *elf, uint64_t map_start,
+		   uint64_t map_offset, uint64_t *ret)
+{
+	size_t i;
+
+	for (i = 0; i < elf->nr_loads; i++) {
+		const struct ivm_uelf_load *l = &elf->loads[i];
+
+		if ((l->offset & ~4095ull) == map_offset) {
+			/* Unsigned wrap is the arithmetic of a bias. */
+			*ret = map_start - (l->vaddr & ~4095ull);
+			return true;
+		}
+	}
+	return false;
+}
+
+bool ivm_uelf_in_segment(const struct ivm_uelf *elf, uint64_t vaddr,
+			 uint64_t len)
+{
+	size_t i;
+
+	if (vaddr + len < vaddr)
+		return false;
+	for (i = 0; i < elf->nr_loads; i++) {
+		const struct ivm_uelf_load *l = &elf->loads[i];
+
+		if (vaddr >= l->vaddr && vaddr - l->vaddr <= l->memsz &&
+		    len <= l->memsz - (vaddr - l->vaddr))
+			return true;
+	}
+	return false;
+}
+
+struct ivm_error *ivm_uelf_read(const struct ivm_kmem_reader *file,
+				const struct ivm_uelf *elf, uint64_t vaddr,
+				void *buf, size_t len)
+{
+	uint64_t off;
+
+	if (!ivm_uelf_offset(elf, vaddr, len, &off))
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%zu bytes at %#llx are in no segment of the file",
+					len, (unsigned long long)vaddr);
+	return file->read(file->ctx, off, buf, len);
+}
+
+static struct ivm_error *vread(void *ctx, uint64_t va, void *buf, size_t len)
+{
+	const struct ivm_uelf_vreader *v = ctx;
+
+	return ivm_uelf_read(v->file, v->elf, va, buf, len);
+}
+
+void ivm_uelf_vreader_init(struct ivm_uelf_vreader *v,
+			   const struct ivm_kmem_reader *file,
+			   const struct ivm_uelf *elf,
+			   struct ivm_kmem_reader *ret)
+{
+	v->file = file;
+	v->elf = elf;
+	ret->read = vread;
+	ret->ctx = v;
+}
+
+/*
+ * A DW_EH_PE-encoded value of .eh_frame_hdr's header: absptr, udata4,
+ * sdata4, udata8 or sdata8, absolute, pc-relative or relative to the
+ * header (datarel).  False for anything else.
+ */
+static bool eh_value(struct ivm_cursor *c, uint8_t enc, uint64_t hdr,
+		     uint64_t field, uint64_t *ret)
+{
+	uint64_t v;
+
+	switch (enc & 0x0f) {
+	case 0x00:		/* absptr */
+	case 0x04:		/* udata8 */
+	case 0x0c:		/* sdata8 */
+		v = ivm_get_u64(c);
+		break;
+	case 0x03:		/* udata4 */
+		v = ivm_get_u32(c);
+		break;
+	case 0x0b:		/* sdata4 */
+		v = (uint64_t)(int64_t)(int32_t)ivm_get_u32(c);
+		break;
+	default:
+		return false;
+	}
+	switch (enc & 0x70) {
+	case 0x00:
+		break;
+	case 0x10:		/* pcrel */
+		v += field;
+		break;
+	case 0x30:		/* datarel: from the start of .eh_frame_hdr */
+		v += hdr;
+		break;
+	default:
+		return false;
+	}
+	*ret = v;
+	return !c->bad;
+}
+
+/* Decode .eh_frame_hdr's header; leaves eh->vaddr 0 when unusable. */
+static void parse_eh_hdr(const struct ivm_kmem_reader *file,
+			 struct ivm_uelf *elf)
+{
+	struct ivm_uelf_eh_hdr *eh = &elf->eh;
+	uint8_t buf[4 + 8 + 8];
+	struct ivm_cursor c;
+	uint64_t hdr = eh->vaddr, count, len = sizeof(buf);
+	struct ivm_error *err;
+	uint8_t ptr_enc, count_enc, table_enc;
+
+	eh->vaddr = 0;
+	/* A header with 4-byte fields is 12 bytes; read what there is. */
+	if (!ivm_uelf_offset(elf, hdr, len, &count))
+		len = 12;
+	err = ivm_uelf_read(file, elf, hdr, buf, len);
+	if (err) {
+		ivm_error_destroy(err);
+		return;
+	}
+	ivm_cursor_init(&c, buf, len);
+	if (ivm_get_u8(&c) != 1)	/* version */
+		return;
+	ptr_enc = ivm_get_u8(&c);
+	count_enc = ivm_get_u8(&c);
+	table_enc = ivm_get_u8(&c);
+	if (!eh_value(&c, ptr_enc, hdr, hdr + 4, &eh->eh_frame) ||
+	    !eh_value(&c, count_enc, hdr, hdr + (len - c.left), &count))
+		return;
+	/* Binary search needs fixed-size, header-relative entries. */
+	if ((table_enc & 0x70) != 0x30)
+		return;
+	switch (table_enc & 0x0f) {
+	case 0x03: eh->entry_size = 4; eh->entry_signed = false; break;
+	case 0x0b: eh->entry_size = 4; eh->entry_signed = true; break;
+	case 0x04: eh->entry_size = 8; eh->entry_signed = false; break;
+	case 0x0c: eh->entry_size = 8; eh->entry_signed = true; break;
+	default: return;
+	}
+	if (!count || count > IVM_UELF_MAX_FDES)
+		return;
+	eh->table = hdr + (len - c.left);
+	eh->count = count;
+	if (!ivm_uelf_offset(elf, eh->table, count * 2 * eh->entry_size,
+			     &len))
+		return;
+	eh->vaddr = hdr;
+}
+
+struct ivm_error *ivm_uelf_parse(const struct ivm_kmem_reader *file,
+				 struct ivm_uelf *ret)
+{
+	uint8_t ehdr[64];
+	uint8_t phdrs[IVM_UELF_MAX_PHNUM * PHDR_SIZE];
+	uint8_t notes[IVM_UELF_MAX_NOTES];
+	struct ivm_error *err;
+	uint64_t phdr_vaddr;
+	size_t i;
+
+	memset(ret, 0, sizeof(*ret));
+	err = file->read(file->ctx, 0, ehdr, sizeof(ehdr));
+	if (err)
+		return err;
+	ret->type = (uint16_t)ivm_le_load(ehdr + 16, 2);
+	ret->entry = ivm_le64(ehdr + 24);
+	ret->phoff = ivm_le64(ehdr + 32);
+	ret->shoff = ivm_le64(ehdr + 40);
+	ret->phnum = (uint16_t)ivm_le_load(ehdr + 56, 2);
+	ret->shentsize = (uint16_t)ivm_le_load(ehdr + 58, 2);
+	ret->shnum = (uint16_t)ivm_le_load(ehdr + 60, 2);
+	ret->shstrndx = (uint16_t)ivm_le_load(ehdr + 62, 2);
+	if (memcmp(ehdr, ELFMAG, SELFMAG) || ehdr[EI_CLASS] != ELFCLASS64 ||
+	    ehdr[EI_DATA] != ELFDATA2LSB ||
+	    ivm_le_load(ehdr + 18, 2) != EM_X86_64 ||
+	    (ret->type != ET_EXEC && ret->type != ET_DYN))
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"not an x86-64 executable or shared library");
+	if (ivm_le_load(ehdr + 54, 2) != PHDR_SIZE || !ret->phnum ||
+	    ret->phnum > IVM_UELF_MAX_PHNUM ||
+	    ret->phoff > UINT64_MAX - IVM_UELF_MAX_PHNUM * PHDR_SIZE)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%u program headers of %u bytes",
+					ret->phnum,
+					(unsigned int)ivm_le_load(ehdr + 54, 2));
+	err = file->read(file->ctx, ret->phoff, phdrs, ret->phnum * PHDR_SIZE);
+	if (err)
+		return err;
+	err = ivm_uelf_parse_phdrs(phdrs, ret->phnum, ret, &phdr_vaddr);
+	if (err)
+		return err;
+	ret->build_id_fault = UINT64_MAX;
+	/*
+	 * No PT_LOAD is no error: such a file has a build-id all the same;
+	 * what needs a segment (rows, names) finds none and says so.
+	 */
+	for (i = 0; i < ret->phnum && !ret->build_id_len; i++) {
+		const uint8_t *p = phdrs + i * PHDR_SIZE;
+		uint64_t off = ivm_le64(p + 8), len = ivm_le64(p + 32);
+
+		if (ivm_le32(p) != PT_NOTE || !len)
+			continue;
+		if (len > sizeof(notes))
+			len = sizeof(notes);
+		err = file->read(file->ctx, off, notes, len);
+		if (err) {
+			if (ret->build_id_fault == UINT64_MAX)
+				ret->build_id_fault = off;
+			ivm_error_destroy(err);
+			continue;
+		}
+		ret->build_id_len = ivm_uelf_find_build_id(notes, len,
+							   ret->build_id);
+	}
+	if (ret->eh.vaddr)
+		parse_eh_hdr(file, ret);
+	return NULL;
+}
+
+/* ---- sections --------------------------------------------------------------- */
+
+struct ivm_error *ivm_uelf_find_section(const struct ivm_kmem_reader *file,
+					const struct ivm_uelf *elf,
+					const char *name,
+					struct ivm_uelf_section *ret)
+{
+	uint8_t *shdrs, str[64];
+	uint64_t names_off, names_size, want = strlen(name) + 1;
+	struct ivm_error *err;
+	size_t i;
+
+	if (!elf->shoff || !elf->shnum)
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"no section headers");
+	if (elf->shentsize != 64 || elf->shnum > IVM_UELF_MAX_SHNUM ||
+	    elf->shstrndx >= elf->shnum || want > sizeof(str) ||
+	    elf->shoff > UINT64_MAX - 64ull * elf->shnum)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"%u section headers of %u bytes",
+					elf->shnum, elf->shentsize);
+	shdrs = malloc(64ull * elf->shnum);
+	if (!shdrs)
+		return &ivm_enomem;
+	err = file->read(file->ctx, elf->shoff, shdrs, 64ull * elf->shnum);
+	if (err)
+		goto out;
+	names_off = ivm_le64(shdrs + 64 * elf->shstrndx + 24);
+	names_size = ivm_le64(shdrs + 64 * elf->shstrndx + 32);
+	for (i = 0; i < elf->shnum; i++) {
+		const uint8_t *sh = shdrs + 64 * i;
+		uint32_t at = ivm_le32(sh);
+
+		/* Names are short: read each where it is, within the table. */
+		if (at >= names_size || names_size - at < want ||
+		    names_off > UINT64_MAX - at)
+			continue;
+		err = file->read(file->ctx, names_off + at, str, want);
+		if (err)
+			goto out;
+		if (memcmp(str, name, want))
+			continue;
+		ret->type = ivm_le32(sh + 4);
+		ret->vaddr = ivm_le64(sh + 16);
+		ret->offset = ivm_le64(sh + 24);
+		ret->size = ivm_le64(sh + 32);
+		if (ret->offset + ret->size < ret->offset)
+			err = ivm_error_create(IVM_ERROR_PROTOCOL,
+					       "section %s wraps", name);
+		goto out;
+	}
+	err = ivm_error_create(IVM_ERROR_NOT_FOUND, "no section %s", name);
+out:
+	free(shdrs);
+	return err;
+}
+
+/* ---- the dynamic symbol table -------------------------------------------- */
+
+/*
+ * A d_ptr of the dynamic section as a link-time address: as it is in the
+ * file, or as ld.so rewrote it in a loaded object's memory (plus bias).
+ */
+static bool dyn_ptr(const struct ivm_uelf *elf, uint64_t v, uint64_t bias,
+		    uint64_t *ret)
+{
+	if (ivm_uelf_in_segment(elf, v, 1)) {
+		*ret = v;
+		return true;
+	}
+	if (bias && ivm_uelf_in_segment(elf, v - bias, 1)) {
+		*ret = v - bias;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Symbols of the GNU hash table at gnu: one past the highest index any
+ * bucket's chain reaches.  Buckets hold each chain's first symbol; a
+ * chain runs while the low bit of its hash values is clear.
+ */
+static struct ivm_error *gnu_hash_count(const struct ivm_kmem_reader *file,
+					const struct ivm_uelf *elf,
+					uint64_t gnu, uint64_t *ret)
+{
+	uint8_t hdr[16];
+	uint32_t nbuckets, symoffset, bloom_size, *buckets, max = 0;
+	uint64_t at;
+	struct ivm_error *err;
+	uint32_t i;
+
+	err = ivm_uelf_read(file, elf, gnu, hdr, sizeof(hdr));
+	if (err)
+		return err;
+	nbuckets = ivm_le32(hdr);
+	symoffset = ivm_le32(hdr + 4);
+	bloom_size = ivm_le32(hdr + 8);
+	if (!nbuckets || nbuckets > IVM_UELF_MAX_BUCKETS ||
+	    bloom_size > IVM_UELF_MAX_BUCKETS || symoffset > IVM_UELF_MAX_SYMS)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"GNU hash table of %u buckets, %u bloom words",
+					nbuckets, bloom_size);
+	at = gnu + 16 + 8ull * bloom_size;
+	buckets = malloc(4ull * nbuckets);
+	if (!buckets)
+		return &ivm_enomem;
+	err = ivm_uelf_read(file, elf, at, buckets, 4ull * nbuckets);
+	if (err) {
+		free(buckets);
+		return err;
+	}
+	for (i = 0; i < nbuckets; i++) {
+		uint32_t b = ivm_le32((const uint8_t *)&buckets[i]);
+
+		if (b > max)
+			max = b;
+	}
+	free(buckets);
+	if (max > IVM_UELF_MAX_SYMS)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"GNU hash bucket names symbol %u", max);
+	if (max < symoffset) {
+		/* Every bucket empty: only the unhashed symbols. */
+		*ret = symoffset;
+		return NULL;
+	}
+	/* The chain of the highest bucket: its end bit ends the table. */
+	at += 4ull * nbuckets + 4ull * (max - symoffset);
+	for (;;) {
+		uint8_t chunk[256];
+		size_t n;
+
+		err = ivm_uelf_read(file, elf, at, chunk, 4);
+		if (err)
+			return err;
+		/* Read ahead within the same page when possible. */
+		n = 4096 - (size_t)(at & 4095);
+		n = n < sizeof(chunk) ? n & ~3ul : sizeof(chunk);
+		if (n > 4) {
+			err = ivm_uelf_read(file, elf, at, chunk, n);
+			if (err) {
+				ivm_error_destroy(err);
+				n = 4;
+			}
+		} else {
+			n = 4;
+		}
+		for (i = 0; i < n / 4; i++, max++) {
+			if (max >= IVM_UELF_MAX_SYMS)
+				return ivm_error_create(IVM_ERROR_PROTOCOL,
+							"GNU hash chain runs past %u symbols",
+							IVM_UELF_MAX_SYMS);
+			if (ivm_le32(chunk + 4 * i) & 1) {
+				*ret = (uint64_t)max + 1;
+				return NULL;
+			}
+		}
+		at += n;
+	}
+}
+
+struct ivm_error *ivm_uelf_read_dynsym(const struct ivm_kmem_reader *file,
+				       const struct ivm_uelf *elf,
+				       uint64_t bias,
+				       struct ivm_uelf_syms **ret)
+{
+	uint8_t dyn[IVM_UELF_MAX_DYNAMIC * 16];
+	uint64_t symtab = 0, strtab = 0, strsz = 0, gnu = 0, hash = 0;
+	uint64_t syment = SYM_SIZE, nsyms = 0, len;
+	struct ivm_error *err;
+	uint8_t *raw = NULL;
+	char *str = NULL;
+	size_t i, n;
+
+	if (!elf->dynamic || elf->dynamic_size < 16)
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"no dynamic section");
+	len = elf->dynamic_size < sizeof(dyn) ? elf->dynamic_size & ~15ull :
+						sizeof(dyn);
+	err = ivm_uelf_read(file, elf, elf->dynamic, dyn, len);
+	if (err)
+		return err;
+	for (i = 0, n = len / 16; i < n; i++) {
+		uint64_t tag = ivm_le64(dyn + 16 * i);
+		uint64_t val = ivm_le64(dyn + 16 * i + 8);
+		uint64_t *slot = NULL;
+
+		if (tag == DT_NULL)
+			break;
+		switch (tag) {
+		case DT_SYMTAB: slot = &symtab; break;
+		case DT_STRTAB: slot = &strtab; break;
+		case DT_GNU_HASH: slot = &gnu; break;
+		case DT_HASH: slot = &hash; break;
+		case DT_STRSZ: strsz = val; continue;
+		case DT_SYMENT: syment = val; continue;
+		default: continue;
+		}
+		if (!dyn_ptr(elf, val, bias, slot))
+			return ivm_error_create(IVM_ERROR_PROTOCOL,
+						"dynamic tag %llu points outside the file (%#llx)",
+						(unsigned long long)tag,
+						(unsigned long long)val);
+	}
+	if (!symtab || !strtab || !strsz || (!gnu && !hash))
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"no dynamic symbol table");
+	if (syment != SYM_SIZE || strsz > IVM_UELF_MAX_STRTAB)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"dynamic symbols of %llu bytes, %llu bytes of names",
+					(unsigned long long)syment,
+					(unsigned long long)strsz);
+	if (gnu) {
+		err = gnu_hash_count(file, elf, gnu, &nsyms);
+	} else {
+		uint8_t h[8];
+
+		/* DT_HASH: nbucket, nchain; nchain is the symbol count. */
+		err = ivm_uelf_read(file, elf, hash, h, sizeof(h));
+		nsyms = err ? 0 : ivm_le32(h + 4);
+		if (!err && nsyms > IVM_UELF_MAX_SYMS)
+			err = ivm_error_create(IVM_ERROR_PROTOCOL,
+					       "%llu dynamic symbols",
+					       (unsigned long long)nsyms);
+	}
+	if (err)
+		return err;
+	raw = malloc(nsyms ? nsyms * SYM_SIZE : 1);
+	str = malloc(strsz);
+	if (!raw || !str) {
+		err = &ivm_enomem;
+		goto out;
+	}
+	err = ivm_uelf_read(file, elf, symtab, raw, nsyms * SYM_SIZE);
+	if (!err)
+		err = ivm_uelf_read(file, elf, strtab, str, strsz);
+	if (!err)
+		err = ivm_uelf_syms_build(raw, nsyms, str, strsz, ret);
+out:
+	free(raw);
+	free(str);
+	return err;
+}
+
+/* ---- symbol tables --------------------------------------------------------- */
+
+struct sym_sort {
+	struct ivm_uelf_sym sym;
+	uint8_t bind;
+};
+
+/*
+ * Of two symbols at the same place (aliases: glibc's write, __write,
+ * __libc_write), the name a person would look for: fewer leading
+ * underscores, then global over weak over local, then the shorter, then
+ * the alphabetically first.  Deterministic whatever the table order.
+ */
+static int better(const struct sym_sort *a, const struct sym_sort *b,
+		  const char *strtab)
+{
+	const char *na = strtab + a->sym.name, *nb = strtab + b->sym.name;
+	size_t ua = strspn(na, "_"), ub = strspn(nb, "_");
+	static const int rank[] = { [STB_LOCAL] = 2, [STB_GLOBAL] = 0,
+				    [STB_WEAK] = 1 };
+	int ra = a->bind <= STB_WEAK ? rank[a->bind] : 3;
+	int rb = b->bind <= STB_WEAK ? rank[b->bind] : 3;
+	size_t la, lb;
+
+	if (ua != ub)
+		return ua < ub ? -1 : 1;
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	la = strlen(na);
+	lb = strlen(nb);
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return strcmp(na, nb);
+}
+
+static int cmp_sym(const void *pa, const void *pb, void *strtab)
+{
+	const struct sym_sort *a = pa, *b = pb;
+
+	if (a->sym.vaddr != b->sym.vaddr)
+		return a->sym.vaddr < b->sym.vaddr ? -1 : 1;
+	if (a->sym.size != b->sym.size)
+		return a->sym.size > b->sym.size ? -1 : 1;
+	return better(a, b, strtab);
+}
+
+struct ivm_error *ivm_uelf_syms_build(const uint8_t *raw, size_t nr,
+				      const char *strtab, size_t strsz,
+				      struct ivm_uelf_syms **ret)
+{
+	struct ivm_uelf_syms *s = calloc(1, sizeof(*s));
+	struct sym_sort *tmp = NULL;
+	size_t i, n = 0, k;
+
+	if (!s)
+		return &ivm_enomem;
+	s->strsz = strsz + 1;
+	s->strtab = malloc(s->strsz);
+	tmp = malloc((nr ? nr : 1) * sizeof(*tmp));
+	if (!s->strtab || !tmp) {
+		free(tmp);
+		ivm_uelf_syms_destroy(s);
+		return &ivm_enomem;
+	}
+	memcpy(s->strtab, strtab, strsz);
+	s->strtab[strsz] = '\0';
+	for (i = 0; i < nr; i++) {
+		const uint8_t *p = raw + i * SYM_SIZE;
+		uint32_t name = ivm_le32(p);
+		uint8_t info = p[4], type = ELF64_ST_TYPE(info);
+		uint16_t shndx = (uint16_t)ivm_le_load(p + 6, 2);
+		uint64_t value = ivm_le64(p + 8), size = ivm_le64(p + 16);
+
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !size ||
+		    shndx == SHN_UNDEF || shndx == SHN_ABS ||
+		    name >= strsz || !s->strtab[name] ||
+		    value + size < value)
+			continue;
+		tmp[n].sym = (struct ivm_uelf_sym){ value, size, name };
+		tmp[n].bind = ELF64_ST_BIND(info);
+		n++;
+	}
+	qsort_r(tmp, n, sizeof(*tmp), cmp_sym, s->strtab);
+	s->syms = malloc((n ? n : 1) * sizeof(*s->syms));
+	if (!s->syms) {
+		free(tmp);
+		ivm_uelf_syms_destroy(s);
+		return &ivm_enomem;
+	}
+	/* Aliases (same start and size) keep the best name only. */
+	for (i = 0, k = 0; i < n; i++) {
+		if (k && s->syms[k - 1].vaddr == tmp[i].sym.vaddr &&
+		    s->syms[k - 1].size == tmp[i].sym.size)
+			continue;
+		s->syms[k++] = tmp[i].sym;
+	}
+	s->nr = k;
+	free(tmp);
+	*ret = s;
+	return NULL;
+}
+
+static int cmp_sym_plain(const void *pa, const void *pb)
+{
+	const struct ivm_uelf_sym *a = pa, *b = pb;
+
+	if (a->vaddr != b->vaddr)
+		return a->vaddr < b->vaddr ? -1 : 1;
+	if (a->size != b->size)
+		return a->size > b->size ? -1 : 1;
+	/* a's entries come first in the array: stable by name offset. */
+	return a->name < b->name ? -1 : a->name > b->name;
+}
+
+struct ivm_error *ivm_uelf_syms_merge(const struct ivm_uelf_syms *a,
+				      const struct ivm_uelf_syms *b,
+				      struct ivm_uelf_syms **ret)
+{
+	struct ivm_uelf_syms *s = calloc(1, sizeof(*s));
+	size_t i, k, nr = a->nr + b->nr;
+
+	if (!s)
+		return &ivm_enomem;
+	s->strsz = a->strsz + b->strsz;
+	s->strtab = malloc(s->strsz);
+	s->syms = malloc((nr ? nr : 1) * sizeof(*s->syms));
+	if (!s->strtab || !s->syms) {
+		ivm_uelf_syms_destroy(s);
+		return &ivm_enomem;
+	}
+	memcpy(s->strtab, a->strtab, a->strsz);
+	memcpy(s->strtab + a->strsz, b->strtab, b->strsz);
+	memcpy(s->syms, a->syms, a->nr * sizeof(*s->syms));
+	for (i = 0; i < b->nr; i++) {
+		s->syms[a->nr + i] = b->syms[i];
+		s->syms[a->nr + i].name += (uint32_t)a->strsz;
+	}
+	/* Names of a lie below a->strsz: sorting by name puts a's first. */
+	qsort(s->syms, nr, sizeof(*s->syms), cmp_sym_plain);
+	for (i = 0, k = 0; i < nr; i++) {
+		if (k && s->syms[k - 1].vaddr == s->syms[i].vaddr &&
+		    s->syms[k - 1].size == s->syms[i].size)
+			continue;
+		s->syms[k++] = s->syms[i];
+	}
+	s->nr = k;
+	*ret = s;
+	return NULL;
+}
+
+/* ---- .gnu_debugdata ---------------------------------------------------------- */
+
+struct mem_file {
+	const uint8_t *bytes;
+	size_t size;
+};
+
+static struct ivm_error *mem_read(void *ctx, uint64_t off, void *buf,
+				  size_t len)
+{
+	const struct mem_file *m = ctx;
+
+	if (off > m->size || len > m->size - off)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"MiniDebugInfo: %zu bytes at %#llx are past its end",
+					len, (unsigned long long)off);
+	memcpy(buf, m->bytes + off, len);
+	return NULL;
+}
+
+/* xz-decompress data into a buffer of at most IVM_UELF_MAX_MINIDEBUG. */
+static struct ivm_error *unxz(const uint8_t *data, size_t len, uint8_t **out,
+			      size_t *out_len)
+{
+	lzma_stream strm = LZMA_STREAM_INIT;
+	size_t cap = len * 4 > 65536 ? len * 4 : 65536;
+	uint8_t *buf = NULL;
+	lzma_ret r;
+
+	if (lzma_stream_decoder(&strm, 256u << 20, 0) != LZMA_OK)
+		return &ivm_enomem;
+	strm.next_in = data;
+	strm.avail_in = len;
+	for (;;) {
+		if (!buf || !strm.avail_out) {
+			size_t used = buf ? cap : 0;
+			uint8_t *n;
+
+			if (buf)
+				cap *= 2;
+			if (cap > IVM_UELF_MAX_MINIDEBUG)
+				cap = IVM_UELF_MAX_MINIDEBUG;
+			if (buf && used >= cap) {
+				lzma_end(&strm);
+				free(buf);
+				return ivm_error_create(IVM_ERROR_PROTOCOL,
+							"MiniDebugInfo over %u bytes",
+							IVM_UELF_MAX_MINIDEBUG);
+			}
+			n = realloc(buf, cap);
+			if (!n) {
+				lzma_end(&strm);
+				free(buf);
+				return &ivm_enomem;
+			}
+			buf = n;
+			strm.next_out = buf + used;
+			strm.avail_out = cap - used;
+		}
+		r = lzma_code(&strm, LZMA_FINISH);
+		if (r == LZMA_STREAM_END)
+			break;
+		if (r != LZMA_OK) {
+			lzma_end(&strm);
+			free(buf);
+			return ivm_error_create(IVM_ERROR_PROTOCOL,
+						"MiniDebugInfo: not xz (%d)", r);
+		}
+	}
+	*out_len = strm.total_out;
+	*out = buf;
+	lzma_end(&strm);
+	return NULL;
+}
+
+struct ivm_error *ivm_uelf_minidebug_syms(const uint8_t *data, size_t len,
+					  struct ivm_uelf_syms **ret)
+{
+	struct ivm_uelf_section symtab, strtab;
+	struct ivm_kmem_reader r;
+	struct mem_file m;
+	struct ivm_uelf inner;
+	struct ivm_error *err;
+	uint8_t *elf = NULL, *raw = NULL;
+	char *str = NULL;
+	size_t elf_len = 0;
+
+	err = unxz(data, len, &elf, &elf_len);
+	if (err)
+		return err;
+	m = (struct mem_file){ elf, elf_len };
+	r = (struct ivm_kmem_reader){ mem_read, &m };
+	/* Only its section headers matter; it need not have segments. */
+	memset(&inner, 0, sizeof(inner));
+	if (elf_len < 64 || memcmp(elf, ELFMAG, SELFMAG) ||
+	    elf[EI_CLASS] != ELFCLASS64 || elf[EI_DATA] != ELFDATA2LSB) {
+		err = ivm_error_create(IVM_ERROR_PROTOCOL,
+				       "MiniDebugInfo is not a 64-bit ELF file");
+		goto out;
+	}
+	inner.shoff = ivm_le64(elf + 40);
+	inner.shentsize = (uint16_t)ivm_le_load(elf + 58, 2);
+	inner.shnum = (uint16_t)ivm_le_load(elf + 60, 2);
+	inner.shstrndx = (uint16_t)ivm_le_load(elf + 62, 2);
+	err = ivm_uelf_find_section(&r, &inner, ".symtab", &symtab);
+	if (!err)
+		err = ivm_uelf_find_section(&r, &inner, ".strtab", &strtab);
+	if (err) {
+		if (err->code == IVM_ERROR_NOT_FOUND)
+			err->code = IVM_ERROR_PROTOCOL;
+		goto out;
+	}
+	if (symtab.type != SHT_SYMTAB || strtab.type != SHT_STRTAB ||
+	    symtab.size / SYM_SIZE > IVM_UELF_MAX_SYMS ||
+	    strtab.size > IVM_UELF_MAX_STRTAB || !strtab.size) {
+		err = ivm_error_create(IVM_ERROR_PROTOCOL,
+				       "MiniDebugInfo: a symbol table of %llu bytes, names of %llu",
+				       (unsigned long long)symtab.size,
+				       (unsigned long long)strtab.size);
+		goto out;
+	}
+	raw = malloc(symtab.size ? symtab.size : 1);
+	str = malloc(strtab.size);
+	if (!raw || !str) {
+		err = &ivm_enomem;
+		goto out;
+	}
+	err = mem_read(&m, symtab.offset, raw, symtab.size);
+	if (!err)
+		err = mem_read(&m, strtab.offset, str, strtab.size);
+	if (!err)
+		err = ivm_uelf_syms_build(raw, symtab.size / SYM_SIZE, str,
+					  strtab.size, ret);
+out:
+	free(raw);
+	free(str);
+	free(elf);
+	return err;
+}
+
+struct ivm_error *ivm_uelf_read_gnu_debugdata(const struct ivm_kmem_reader *file,
+					      const struct ivm_uelf *elf,
+					      struct ivm_uelf_syms **ret)
+{
+	struct ivm_uelf_section sec;
+	struct ivm_error *err;
+	uint8_t *data;
+
+	err = ivm_uelf_find_section(file, elf, ".gnu_debugdata", &sec);
+	if (err)
+		return err;
+	if (sec.type != SHT_PROGBITS || !sec.size ||
+	    sec.size > IVM_UELF_MAX_DEBUGDATA)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					".gnu_debugdata of %llu bytes",
+					(unsigned long long)sec.size);
+	data = malloc(sec.size);
+	if (!data)
+		return &ivm_enomem;
+	err = file->read(file->ctx, sec.offset, data, sec.size);
+	if (!err)
+		err = ivm_uelf_minidebug_syms(data, sec.size, ret);
+	free(data);
+	return err;
+}
+
+void ivm_uelf_syms_destroy(struct ivm_uelf_syms *s)
+{
+	if (!s)
+		return;
+	free(s->syms);
+	free(s->strtab);
+	free(s);
+}
+
+const char *ivm_uelf_syms_lookup(const struct ivm_uelf_syms *s,
+				 uint64_t vaddr, uint64_t *off)
+{
+	const struct ivm_uelf_sym *sym = ivm_uelf_syms_find(s, vaddr);
+
+	if (!sym)
+		return NULL;
+	*off = vaddr - sym->vaddr;
+	return s->strtab + sym->name;
+}
+
+const struct ivm_uelf_sym *ivm_uelf_syms_find(const struct ivm_uelf_syms *s,
+					      uint64_t vaddr)
+{
+	size_t lo = 0, hi = s ? s->nr : 0, i;
+
+	/* The last symbol starting at or before vaddr... */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->syms[mid].vaddr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ...or an earlier, larger one that still covers it (nesting). */
+	for (i = lo; i-- > 0 && lo - i <= 64;) {
+		const struct ivm_uelf_sym *sym = &s->syms[i];
+
+		if (vaddr - sym->vaddr < sym->size)
+			return sym;
+	}
+	return NULL;
+}
