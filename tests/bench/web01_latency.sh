@@ -196,6 +196,9 @@ run_round() {
 	local log=$RUNDIR/idlevm.out
 	n_round=$((n_round + 1))
 	if [ "$config" != detached ]; then
+		# Not the last round's output: the redirection below happens
+		# in the background job, after the loop may have looked.
+		rm -f "$log"
 		# shellcheck disable=SC2046
 		# -D: a bound should the bench die without stopping it.
 		"$IDLEVM" profile --domain "$DOMAIN" -o "$prof" --no-report \
