@@ -40,50 +40,15 @@
 #include "unwind/uunwind_dwarf.h"
 #include "unwind/uunwind_exe.h"
 
+#include "live_workload.h"
+
 #define MAX_FRAMES 64
 
-static pid_t workload = -1;
-static int workload_out = -1;
+static const struct ivm_kmem_reader reader = {
+	live_workload_read, NULL
+};
 
-static struct ivm_error *read_workload(void *ctx, uint64_t va, void *buf,
-				       size_t len)
-{
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)va, len };
-
-	(void)ctx;
-	if (process_vm_readv(workload, &local, 1, &remote, 1, 0) !=
-	    (ssize_t)len)
-		return ivm_error_fault(va, "process_vm_readv at %#llx",
-				       (unsigned long long)va);
-	return NULL;
-}
-
-static const struct ivm_kmem_reader reader = { read_workload, NULL };
-
-static void stop_workload(void)
-{
-	if (workload > 0) {
-		kill(workload, SIGKILL);
-		/*
-		 * The worker we trace is reaped by us (__WALL) before its
-		 * thread group leader can be: wait for any child until the
-		 * workload itself is gone.
-		 */
-		for (;;) {
-			pid_t r = waitpid(-1, NULL, __WALL);
-
-			if (r == workload || (r < 0 && errno != EINTR))
-				break;
-		}
-	}
-	if (workload_out >= 0)
-		close(workload_out);
-	workload = -1;
-	workload_out = -1;
-}
-
-TestSuite(uunwind_dwarf_ls, .fini = stop_workload);
+TestSuite(uunwind_dwarf_ls, .fini = live_workload_stop);
 
 /* Start bin with 2 workers; return the tid of its first worker. */
 static pid_t start_workload(const char *bin)
@@ -403,7 +368,7 @@ static void sample_workload(const char *bin)
 		    t.sleep, t.running, t.elsewhere, t.fp_lost, t.lock);
 	/* The lock path is 60% of blocking time: it must have shown up. */
 	cr_assert_geq(t.lock, 1, "no lock-path sample in %u", t.samples);
-	stop_workload();
+	live_workload_stop();
 	ivm_ksyms_destroy(syms);
 	ivm_ubinary_destroy(b);
 }

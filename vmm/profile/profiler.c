@@ -81,6 +81,9 @@ static const uint64_t follow_ns[NR_FOLLOW] = {
 	100000ull, 250000ull, 500000ull, 1000000ull, 2000000ull, 4000000ull,
 };
 
+/* STATS items at most: the profiler's own, and three per --label. */
+#define MAX_STATS (64 + 3 * IVM_LABELS_MAX)
+
 struct profiler {
 	struct ivm_guest *guest;
 	const struct ivm_profiler_config *cfg;
@@ -117,7 +120,7 @@ struct profiler {
 	struct ivm_last_ran *last_ran;
 	/* Continuous windows: when the current one ends, its first stats. */
 	uint64_t window_end_ns;
-	struct ivm_stat window_base[64];
+	struct ivm_stat window_base[MAX_STATS];
 	size_t nr_window_base;
 	struct ivm_proc_table *procs;	/* processes said in the file */
 };
@@ -1139,6 +1142,9 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	fill_idle_stats(p, st, &n);
 	st[n++] = (struct ivm_stat){ "polls", r->polls };
 	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
+	if (p->engine && ivm_capture_engine_labels(p->engine))
+		n += ivm_labels_fill_stats(ivm_capture_engine_labels(p->engine),
+					   st + n, MAX_STATS - n);
 	/* Of this window only (next_window() took the counts at its start). */
 	for (i = 0; i < n && i < p->nr_window_base; i++)
 		if (st[i].value >= p->window_base[i].value)
@@ -1272,6 +1278,13 @@ static struct ivm_error *write_meta(struct profiler *p)
 	/* A report of the file defaults to the same symbols. */
 	if (c->symdir)
 		META("symdir", c->symdir);
+	/* What each label is, in order: the report's dimensions. */
+	for (i = 0; i < c->nr_labels; i++) {
+		char spec[IVM_LABEL_KEY_MAX + IVM_ELF_MAX_NAME + 16];
+
+		META(IVM_META_LABEL, ivm_label_spec_format(&c->labels[i], spec,
+							   sizeof(spec)));
+	}
 	for (i = 0; i < c->nr_binaries; i++) {
 		char *path = realpath(c->binaries[i], NULL);
 
@@ -1417,6 +1430,10 @@ static struct ivm_error *setup(struct profiler *p)
 		if (err)
 			return err;
 	}
+	err = ivm_capture_engine_set_labels(p->engine, p->cfg->labels,
+					    p->cfg->nr_labels);
+	if (err)
+		return err;
 	p->vcpus = calloc(g->nr_vcpus, sizeof(*p->vcpus));
 	if (!p->vcpus)
 		return &ivm_enomem;
@@ -1569,7 +1586,7 @@ static void set_realtime(struct profiler *p, bool on)
  */
 static struct ivm_error *next_window(struct profiler *p, uint64_t now)
 {
-	struct ivm_stat stats[64];
+	struct ivm_stat stats[MAX_STATS];
 	struct ivm_error *err;
 	size_t nr;
 
@@ -1604,7 +1621,7 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	struct profiler p = { .guest = guest, .cfg = config, .writer = writer,
 			      .res = result, .source = config->idle_source };
 	uint64_t interval, next, last_flush, now, end_ns = 0;
-	struct ivm_stat stats[64];
+	struct ivm_stat stats[MAX_STATS];
 	struct ivm_error *err, *ferr;
 	size_t nr_stats;
 
@@ -1695,6 +1712,15 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 	if (config->status_line)
 		status_line(&p, ivm_mono_ns(), true);
 	fill_stats(&p, stats, &nr_stats);
+	if (p.engine && ivm_capture_engine_labels(p.engine)) {
+		struct ivm_labels *l = ivm_capture_engine_labels(p.engine);
+		size_t i;
+
+		for (i = 0; i < ivm_labels_count(l); i++) {
+			result->labels[i] = *ivm_labels_stats(l, i);
+			result->label_why[i] = ivm_labels_last_why(l, i);
+		}
+	}
 	ferr = write_new_ksyms(&p);
 	if (ferr) {
 		ivm_error_destroy(ferr);	/* the samples matter more */
