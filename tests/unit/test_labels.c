@@ -513,3 +513,107 @@ Test(labels, builtin_layout_is_libc6_dbg_struct_pthread)
 	cr_assert_not_null(err);
 	ivm_error_destroy(err);
 }
+
+/* ---- the reader as captures use it -------------------------------------------- */
+
+/*
+ * ivm_labels_read on a live static build, its executable from the host
+ * file (as with --binary): every kind of label, a symbol the program
+ * lacks (no label, counted absent), and the counts.
+ */
+static void check_reader(const char *bin)
+{
+	static const char *const args[] = {
+		"worker=tls:labelset_worker", "wname=tls:labelset_worker_name:str",
+		"code=var:labelset_code", "name=var:labelset_name:str",
+		"big=var:labelset_big:u64", "tenant=key:labelset_key_tenant:str",
+		"far=key:labelset_key_far:u64", "reused=key:labelset_key_reused:str",
+		"none=var:no_such_symbol_anywhere",
+	};
+	enum { NR = sizeof(args) / sizeof(args[0]) };
+	struct ivm_label_spec specs[NR];
+	struct ivm_labels_guest g = { 0 };
+	struct ivm_labels *l;
+	struct ivm_label out[IVM_LABELS_MAX];
+	struct ivm_elf_headers h;
+	struct ivm_uexe exe = { 0 };
+	struct worker_line w[2];
+	char want[IVM_LABELS_MAX][64];
+	size_t i, nr;
+	int k;
+
+	cr_assert_eq(NR, IVM_LABELS_MAX + 1, "one more than fits: split in two");
+	for (i = 0; i < NR; i++)
+		cr_assert_null(ivm_label_spec_parse(args[i], &specs[i]));
+	start_workload(bin, w);
+	cr_assert_null(ivm_elf_host_file_open(bin, &host, &file));
+	cr_assert_null(ivm_elf_headers_read(&file, &h));
+	ivm_elf_host_file_close(&host);
+	exe.dyn = h.type == ET_DYN;
+	exe.bias = bias_of(bin, &h);
+	/* The first 8, then the absent one with one of them. */
+	cr_assert_null(ivm_labels_create(specs, IVM_LABELS_MAX, &g, &l));
+	for (k = 0; k < 2; k++) {
+		struct ivm_label_target t = {
+			.pid = (uint32_t)workload, .tid = (uint32_t)w[k].tid,
+			.mm = 0x1000, .cr3 = 0x2000, .fsbase = fs_base_of(w[k].tid),
+			.exe = &exe, .host_path = bin, .umem = &umem,
+		};
+
+		snprintf(want[0], 64, "%d", w[k].n);
+		snprintf(want[1], 64, "worker-%d", w[k].n);
+		snprintf(want[2], 64, "31337");
+		snprintf(want[3], 64, "labelset");
+		snprintf(want[4], 64, "1311768467463790320");
+		snprintf(want[5], 64, "%s", w[k].tenant);
+		snprintf(want[6], 64, "%lu", w[k].far);
+		snprintf(want[7], 64, "(null)");
+		ivm_labels_read(l, &t, 1000, out, &nr);
+		cr_assert_eq(nr, IVM_LABELS_MAX);
+		for (i = 0; i < nr; i++) {
+			cr_assert_str_eq(out[i].key, specs[i].key);
+			cr_assert_str_eq(out[i].value, want[i], "%s: %s is %s",
+					 bin, out[i].key, out[i].value);
+		}
+	}
+	for (i = 0; i < IVM_LABELS_MAX; i++) {
+		cr_assert_eq(ivm_labels_stats(l, i)->read, 2);
+		cr_assert_eq(ivm_labels_stats(l, i)->unreadable, 0);
+	}
+	ivm_labels_destroy(l);
+
+	specs[0] = specs[NR - 1];
+	cr_assert_null(ivm_labels_create(specs, 2, &g, &l));
+	{
+		struct ivm_label_target t = {
+			.mm = 0x1000, .cr3 = 0x2000,
+			.fsbase = fs_base_of(w[0].tid), .exe = &exe,
+			.host_path = bin, .umem = &umem,
+		};
+
+		ivm_labels_read(l, &t, 1000, out, &nr);
+		cr_assert_eq(nr, 1, "no label for a symbol the program lacks");
+		cr_assert_str_eq(out[0].key, "wname");
+		cr_assert_eq(ivm_labels_stats(l, 0)->absent, 1);
+		/* A thread pointer that is not the thread's: "?", counted. */
+		t.fsbase += 4096;
+		ivm_labels_read(l, &t, 2000, out, &nr);
+		cr_assert_eq(nr, 1);
+		cr_assert_str_eq(out[0].value, "?", "never a wrong value");
+		cr_assert_eq(ivm_labels_stats(l, 1)->unreadable, 1);
+		cr_assert_str_eq(ivm_labels_last_why(l, 1),
+				 "the fs base holds no thread control block");
+	}
+	ivm_labels_destroy(l);
+	live_workload_stop();
+}
+
+Test(labels_real, reader_static, .timeout = 60)
+{
+	check_reader("build/guest/labelset");
+}
+
+Test(labels_real, reader_static_pie, .timeout = 60)
+{
+	check_reader("build/guest/labelset-pie");
+}

@@ -207,7 +207,7 @@ struct ivm_error *ivm_pthread_getspecific(const struct ivm_kmem_reader *umem,
 					  uint64_t tp, uint32_t key,
 					  uint64_t *ret)
 {
-	uint64_t self, first, level2, seq, data, key_seq;
+	uint64_t tcb, self, first, level2, seq, data, key_seq;
 	uint32_t idx1, idx2;
 	struct ivm_error *err;
 
@@ -221,7 +221,9 @@ struct ivm_error *ivm_pthread_getspecific(const struct ivm_kmem_reader *umem,
 	if (idx1 >= l->level1)
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"key %u: beyond specific[]", key);
-	err = read_u64(umem, tp + l->self, &self);
+	err = read_u64(umem, tp, &tcb);
+	if (!err)
+		err = read_u64(umem, tp + l->self, &self);
 	if (!err)
 		err = read_u64(umem, tp + l->specific, &first);
 	if (err)
@@ -230,7 +232,7 @@ struct ivm_error *ivm_pthread_getspecific(const struct ivm_kmem_reader *umem,
 	 * Is this glibc's struct pthread?  Its header points at itself, and
 	 * specific[0] at its own first block, set when the thread was made.
 	 */
-	if (self != tp || !first ||
+	if (self != tp || tcb != tp || !first ||
 	    (l->specific_1stblock != UINT32_MAX &&
 	     first != tp + l->specific_1stblock) ||
 	    (l->sizeof_pthread && (first < tp ||
@@ -321,6 +323,7 @@ struct proc_slot {
 	uint64_t mm, cr3;	/* mm 0: empty */
 	bool done;		/* looked up, for good */
 	uint64_t retry_ns;	/* not done: when to try again */
+	unsigned int tries;	/* lookups that could not finish */
 	struct resolved r[IVM_LABELS_MAX];
 	bool has_pthread;
 	struct ivm_pthread_layout pthread;
@@ -511,6 +514,50 @@ static struct ivm_error *find_libc(struct ivm_labels *l,
 	return NULL;
 }
 
+/*
+ * The load bias of the executable of t (headers h) from the VMA mapping
+ * its file from offset 0; *maps gets the VMAs read (the caller's to free).
+ */
+static struct ivm_error *exe_bias_from_maps(struct ivm_labels *l,
+					    const struct ivm_label_target *t,
+					    const struct ivm_elf_headers *h,
+					    struct ivm_mm_maps **maps,
+					    uint64_t *ret)
+{
+	struct ivm_guest_file exe;
+	const struct ivm_vma *v;
+	struct ivm_error *err;
+	size_t i;
+
+	if (!l->g.mm_src)
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"no guest kernel to read mappings from");
+	err = ivm_mm_exe_file(l->g.mm_src, t->mm, &exe);
+	if (!err && !*maps)
+		err = ivm_mm_maps_read(l->g.mm_src, t->mm, 0, maps);
+	if (err)
+		return err;
+	for (i = 0; (v = ivm_mm_maps_get(*maps, i)); i++)
+		if (v->file.inode == exe.inode && !v->pgoff &&
+		    bias_of(h, v->start, 0, ret))
+			return NULL;
+	return ivm_error_create(IVM_ERROR_NOT_FOUND,
+				"no mapping of the executable's first page");
+}
+
+/*
+ * When to look again after a lookup that could not finish: pages the
+ * guest lacks may come, but a table that stays out of reach is not
+ * scanned every second: IVM_LABELS_RETRY_NS, doubling up to 64 times it.
+ */
+static uint64_t retry_at(struct proc_slot *s, uint64_t now_ns)
+{
+	unsigned int shift = s->tries < 6 ? s->tries : 6;
+
+	s->tries++;
+	return now_ns + (IVM_LABELS_RETRY_NS << shift);
+}
+
 /* Mark every spec of slot s unreadable for why; retry later if temporary. */
 static void resolve_failed(struct proc_slot *s, size_t n, const char *why,
 			   bool temporary, uint64_t now_ns)
@@ -520,7 +567,7 @@ static void resolve_failed(struct proc_slot *s, size_t n, const char *why,
 	for (i = 0; i < n; i++)
 		s->r[i] = (struct resolved){ .state = R_UNREADABLE, .why = why };
 	s->done = !temporary;
-	s->retry_ns = now_ns + IVM_LABELS_RETRY_NS;
+	s->retry_ns = retry_at(s, now_ns);
 }
 
 /* Look up every spec's symbol for the process of t, into slot s. */
@@ -558,13 +605,20 @@ static void resolve(struct ivm_labels *l, const struct ivm_label_target *t,
 			       IVM_ERROR_FAULT, now_ns);
 		goto out;
 	}
-	/* Its bias: the capture's, from the auxiliary vector. */
-	if (exe.h.type == ET_DYN && !(t->exe && t->exe->dyn)) {
-		resolve_failed(s, l->n, "the PIE's load bias is unknown",
-			       true, now_ns);
-		goto out;
+	/*
+	 * Its bias: the capture's, from the auxiliary vector; else from the
+	 * mapping of its first page among the process's VMAs.
+	 */
+	if (exe.h.type == ET_DYN && t->exe && t->exe->dyn) {
+		exe.bias = t->exe->bias;
+	} else if (exe.h.type == ET_DYN) {
+		err = exe_bias_from_maps(l, t, &exe.h, &maps, &exe.bias);
+		if (err) {
+			resolve_failed(s, l->n, "the PIE's load bias is unknown",
+				       err->code == IVM_ERROR_FAULT, now_ns);
+			goto out;
+		}
 	}
-	exe.bias = exe.h.type == ET_DYN ? t->exe->bias : 0;
 
 	for (i = 0; i < l->n; i++) {
 		names[i] = l->specs[i].symbol;
@@ -575,10 +629,17 @@ static void resolve(struct ivm_labels *l, const struct ivm_label_target *t,
 	err = ivm_elf_find_symbols(&exe.reader, &exe.h, exe.bias, names,
 				   l->n + (need_pthread ? NR_GLIBC : 0), sym,
 				   found, &incomplete);
+	if (err && err->code == IVM_ERROR_NOT_FOUND) {
+		/* No symbol table at all (a stripped static program): none. */
+		for (i = 0; i < l->n; i++)
+			s->r[i] = (struct resolved){ .state = R_ABSENT };
+		s->done = true;
+		goto out;
+	}
 	if (err) {
 		resolve_failed(s, l->n, err->code == IVM_ERROR_FAULT ?
 			       "the executable's symbol tables are not in guest memory" :
-			       "the executable has no usable symbol table",
+			       "the executable's symbol tables are malformed",
 			       err->code == IVM_ERROR_FAULT, now_ns);
 		goto out;
 	}
@@ -627,7 +688,11 @@ static void resolve(struct ivm_labels *l, const struct ivm_label_target *t,
 		err = layout_of(&exe, sym + l->n, found + l->n, &s->pthread);
 		if (err && err->code == IVM_ERROR_NOT_FOUND) {
 			ivm_error_destroy(err);
-			err = ivm_mm_maps_read(l->g.mm_src, t->mm, 0, &maps);
+			err = maps ? NULL :
+			      !l->g.mm_src ?
+			      ivm_error_create(IVM_ERROR_NOT_FOUND,
+					       "no guest kernel to read mappings from") :
+			      ivm_mm_maps_read(l->g.mm_src, t->mm, 0, &maps);
 			if (!err)
 				err = find_libc(l, t, maps, &libc);
 			if (!err)
@@ -656,14 +721,14 @@ static void resolve(struct ivm_labels *l, const struct ivm_label_target *t,
 		if (err && err->code == IVM_ERROR_FAULT) {
 			/* Try again: the pages may come. */
 			s->done = false;
-			s->retry_ns = now_ns + IVM_LABELS_RETRY_NS;
+			s->retry_ns = retry_at(s, now_ns);
 			ivm_error_destroy(err);
 			goto out;
 		}
 		ivm_error_destroy(err);
 	}
 	s->done = !retry;
-	s->retry_ns = now_ns + IVM_LABELS_RETRY_NS;
+	s->retry_ns = retry_at(s, now_ns);
 	err = NULL;
 out:
 	ivm_error_destroy(err);
@@ -689,10 +754,22 @@ static struct ivm_error *read_value(struct ivm_labels *l,
 		return ivm_error_create(IVM_ERROR_NOT_FOUND, "no fs base");
 	}
 	if (sp->source == IVM_LABEL_TLS) {
-		*why = "the TLS block does not hold the variable";
-		err = ivm_tls_static_address(t->fsbase, r->tls_vaddr,
-					     r->tls_memsz, r->tls_align,
-					     r->tls_offset, &addr);
+		/*
+		 * The x86-64 TLS ABI has the thread control block's first
+		 * word point to itself (%fs:0 is the thread pointer): a fs
+		 * base that is no thread's, or stale, fails here.
+		 */
+		*why = "the fs base holds no thread control block";
+		err = t->umem->read(t->umem->ctx, t->fsbase, b, 8);
+		if (!err && ivm_le64(b) != t->fsbase)
+			err = ivm_error_create(IVM_ERROR_PROTOCOL,
+					       "no TCB at the fs base");
+		if (!err) {
+			*why = "the TLS block does not hold the variable";
+			err = ivm_tls_static_address(t->fsbase, r->tls_vaddr,
+						     r->tls_memsz, r->tls_align,
+						     r->tls_offset, &addr);
+		}
 		if (err)
 			return err;
 	}

@@ -8,7 +8,8 @@
  * A SOURCE names a variable of the sampled thread's process:
  *   tls:SYMBOL   a __thread variable of the executable: static TLS,
  *                x86-64 variant II (the TLS block ends at the thread
- *                pointer, the fs base: task->thread.fsbase);
+ *                pointer, the fs base: task->thread.fsbase, whose first
+ *                word must point to itself, as the ABI has it);
  *   var:SYMBOL   a global of the executable (at its load bias for a PIE);
  *   key:SYMBOL   the value the thread stored with pthread_setspecific()
  *                under the pthread_key_t held in SYMBOL: glibc's struct
@@ -35,9 +36,9 @@
  *
  * A value that cannot be read (a fault, a layout that does not check
  * out, a symbol that cannot be looked up because the guest does not hold
- * its table) is the label "?" and counted, never a wrong value.  A
- * process whose executable has no such symbol at all (another program)
- * gets no label.
+ * all of its tables) is the label "?" and counted, never a wrong value.
+ * A process whose executable has no such symbol (another program, or a
+ * stripped static one without any symbol table) gets no label.
  */
 #ifndef IVM_LABELS_H
 #define IVM_LABELS_H
@@ -158,7 +159,8 @@ struct ivm_error *ivm_pthread_layout_from_db(const struct ivm_pthread_db *db,
  * pointer is tp, read through umem (its user memory): NULL (0) for a key
  * never set, or set under an older key of the same number (its sequence
  * number is not the key's).  IVM_ERROR_PROTOCOL when tp holds no struct
- * pthread of layout l (its self pointer or first block disagree), the
+ * pthread of layout l (its TCB's first word, its header's self pointer
+ * or its first block disagree), the
  * key is out of range, or l->keys is 0 (the sequence cannot be checked);
  * the reader's error for a fault.
  */
@@ -217,7 +219,8 @@ void ivm_labels_destroy(struct ivm_labels *l);
  * per spec that applies to its process, in spec order.  Symbols are
  * looked up once per address space (again after a failure, at most every
  * IVM_LABELS_RETRY_NS); values are read every time.  Keys and values are
- * owned by l, valid until its next call.
+ * owned by l, valid until its next call.  (Retries back off: twice as
+ * long after each, up to 64 x IVM_LABELS_RETRY_NS.)
  */
 #define IVM_LABELS_RETRY_NS 1000000000ull
 void ivm_labels_read(struct ivm_labels *l, const struct ivm_label_target *t,
