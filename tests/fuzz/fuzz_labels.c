@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The label readers on hostile guest bytes (profile/labels.h,
- * unwind/elf_symbols.h).  The first byte picks what the rest is:
+ * unwind/uelf.h).  The first byte picks what the rest is:
  *  0  an ELF file (a guest's executable or libc, read by file offset):
  *     its headers, the symbols labels look for (.symtab, .dynsym through
  *     the sections or through PT_DYNAMIC, whose pointers may be relocated
@@ -22,7 +22,7 @@
 #include "base/bytes.h"
 #include "fuzz_image.h"
 #include "profile/labels.h"
-#include "unwind/elf_symbols.h"
+#include "unwind/uelf.h"
 
 #define FUZZ_TP 0x7f0000100000ull
 
@@ -32,8 +32,8 @@ static void elf_file(const uint8_t *data, size_t size)
 		"labelset_worker", "labelset_code", "__pthread_keys",
 		"_thread_db_pthread_specific", "ls_request_class_name", "main",
 	};
-	struct ivm_elf_symbol sym[6];
-	struct ivm_elf_headers h;
+	struct ivm_uelf_symbol sym[6];
+	struct ivm_uelf h;
 	struct fuzz_image file;
 	struct ivm_error *err;
 	bool found[6], incomplete;
@@ -42,13 +42,14 @@ static void elf_file(const uint8_t *data, size_t size)
 
 	if (!fuzz_image_init(&file, 0, data, size))
 		return;
-	err = ivm_elf_headers_read(&file.reader, &h);
+	err = ivm_uelf_parse(&file.reader, &h);
 	if (!err) {
-		if (h.nr_loads < 1 || h.nr_loads > IVM_ELF_MAX_LOADS ||
-		    (h.tls_memsz && (h.tls_align & (h.tls_align - 1))))
+		/* No PT_LOAD is accepted (uelf.h): a symbol then reads nothing. */
+		if (h.nr_loads > IVM_UELF_MAX_LOADS || !h.tls_align ||
+		    (h.tls_align & (h.tls_align - 1)))
 			abort();
-		err = ivm_elf_find_symbols(&file.reader, &h, bias, names, 6,
-					   sym, found, &incomplete);
+		err = ivm_uelf_find_symbols(&file.reader, &h, bias, names, 6,
+					    sym, found, &incomplete);
 	}
 	for (i = 0; !err && i < 6; i++) {
 		uint8_t b[8];
@@ -57,10 +58,10 @@ static void elf_file(const uint8_t *data, size_t size)
 
 		if (!found[i])
 			continue;
-		if (sym[i].table != IVM_ELF_SYMTAB &&
-		    sym[i].table != IVM_ELF_DYNSYM)
+		if (sym[i].table != IVM_UELF_SYMTAB &&
+		    sym[i].table != IVM_UELF_DYNSYM)
 			abort();
-		e = ivm_elf_read_vaddr(&file.reader, &h, sym[i].value, b, 8);
+		e = ivm_uelf_read(&file.reader, &h, sym[i].value, b, 8);
 		ivm_error_destroy(e);
 		if (h.tls_memsz) {
 			e = ivm_tls_static_address(FUZZ_TP, h.tls_vaddr,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Labels read from a program's own variables (profile/labels.h,
- * unwind/elf_symbols.h), against real glibc 2.36 builds run here: the
+ * unwind/uelf.h), against real glibc 2.36 builds run here: the
  * labelset workload built static, static-pie and dynamic
  * (build/guest/labelset{,-pie,-dyn}; this host's glibc is Debian 12's, as
  * the guests').  It prints what each worker holds and where; the test
@@ -36,7 +36,7 @@
 
 #include "base/bytes.h"
 #include "profile/labels.h"
-#include "unwind/elf_symbols.h"
+#include "unwind/uelf.h"
 #include "live_workload.h"
 
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
@@ -191,7 +191,7 @@ static uint64_t fs_base_of(pid_t tid)
 }
 
 /* The load bias of the workload's executable (a PIE's), from its maps. */
-static uint64_t bias_of(const char *bin, const struct ivm_elf_headers *h)
+static uint64_t bias_of(const char *bin, const struct ivm_uelf *h)
 {
 	char path[64], line[512], *real = realpath(bin, NULL);
 	unsigned long long start, off;
@@ -221,20 +221,20 @@ static uint64_t bias_of(const char *bin, const struct ivm_elf_headers *h)
 	return bias;
 }
 
-static struct ivm_elf_host_file host;
+static struct ivm_uelf_host_file host;
 static struct ivm_kmem_reader file;
 
 /* The symbols names (n of them) of the ELF file at path. */
-static void lookup(const char *path, struct ivm_elf_headers *h,
+static void lookup(const char *path, struct ivm_uelf *h,
 		   const char *const *names, size_t n,
-		   struct ivm_elf_symbol *sym, bool *found)
+		   struct ivm_uelf_symbol *sym, bool *found)
 {
 	bool incomplete;
 
-	cr_assert_null(ivm_elf_host_file_open(path, &host, &file));
-	cr_assert_null(ivm_elf_headers_read(&file, h));
-	cr_assert_null(ivm_elf_find_symbols(&file, h, 0, names, n, sym, found,
-					    &incomplete));
+	cr_assert_null(ivm_uelf_host_file_open(path, &host, &file));
+	cr_assert_null(ivm_uelf_parse(&file, h));
+	cr_assert_null(ivm_uelf_find_symbols(&file, h, 0, names, n, sym, found,
+					     &incomplete));
 	cr_assert(!incomplete);
 }
 
@@ -265,8 +265,8 @@ static void libc_db(struct ivm_pthread_db *db, uint64_t *keys)
 	uint8_t *dst[8] = { NULL, db->specific, db->level2_data,
 			    db->key_data_seq, db->key_data_data, db->keys,
 			    db->key_struct_seq, db->sizeof_pthread };
-	struct ivm_elf_symbol ds[8];
-	struct ivm_elf_headers lh;
+	struct ivm_uelf_symbol ds[8];
+	struct ivm_uelf lh;
 	bool df[8];
 	size_t i;
 
@@ -274,13 +274,13 @@ static void libc_db(struct ivm_pthread_db *db, uint64_t *keys)
 	for (i = 0; i < 8; i++) {
 		cr_assert(df[i], "%s not in libc", db_names[i]);
 		if (i)
-			cr_assert_null(ivm_elf_read_vaddr(&file, &lh, ds[i].value,
-							  dst[i],
-							  i == 7 ? 4 : 12));
+			cr_assert_null(ivm_uelf_read(&file, &lh, ds[i].value,
+						     dst[i],
+						     i == 7 ? 4 : 12));
 	}
-	cr_assert_eq(ds[0].table, IVM_ELF_DYNSYM);
+	cr_assert_eq(ds[0].table, IVM_UELF_DYNSYM);
 	*keys = ds[0].value;
-	ivm_elf_host_file_close(&host);
+	ivm_uelf_host_file_close(&host);
 }
 
 /*
@@ -288,7 +288,7 @@ static void libc_db(struct ivm_pthread_db *db, uint64_t *keys)
  * libthread_db descriptors, read from the host file: the same file), or
  * the built-in one for a static build.
  */
-static void layout_for(const struct ivm_elf_symbol *sym, const bool *found,
+static void layout_for(const struct ivm_uelf_symbol *sym, const bool *found,
 		       uint64_t bias, struct ivm_pthread_layout *l)
 {
 	struct ivm_pthread_db db;
@@ -319,8 +319,8 @@ static void layout_for(const struct ivm_elf_symbol *sym, const bool *found,
 static void check_program(const char *bin)
 {
 	struct worker_line w[2];
-	struct ivm_elf_symbol sym[NR_NAMES];
-	struct ivm_elf_headers h;
+	struct ivm_uelf_symbol sym[NR_NAMES];
+	struct ivm_uelf h;
 	struct ivm_pthread_layout l;
 	bool found[NR_NAMES];
 	uint64_t bias, tp, addr, v;
@@ -330,7 +330,7 @@ static void check_program(const char *bin)
 
 	start_workload(bin, w);
 	lookup(bin, &h, names, NR_NAMES, sym, found);
-	ivm_elf_host_file_close(&host);
+	ivm_uelf_host_file_close(&host);
 	for (k = 0; k < KEYS; k++)
 		cr_assert(found[k], "%s: %s not found", bin, names[k]);
 	cr_assert(!found[NONE]);
@@ -438,8 +438,8 @@ static long member_offset(Dwarf_Die *die, const char *name)
 
 Test(labels, builtin_layout_is_libc6_dbg_struct_pthread)
 {
-	struct ivm_elf_headers h;
-	struct ivm_elf_symbol s;
+	struct ivm_uelf h;
+	struct ivm_uelf_symbol s;
 	struct ivm_pthread_db db = { 0 };
 	struct ivm_pthread_layout l;
 	static const char *const id_name[] = { "__pthread_keys" };
@@ -455,13 +455,13 @@ Test(labels, builtin_layout_is_libc6_dbg_struct_pthread)
 	int fd;
 
 	/* The host libc's build-id names its debug file (libc6-dbg). */
-	cr_assert_null(ivm_elf_host_file_open(LIBC, &host, &file));
+	cr_assert_null(ivm_uelf_host_file_open(LIBC, &host, &file));
 	cr_assert_null(ivm_uexe_file_build_id(&file, id, &len));
-	cr_assert_null(ivm_elf_headers_read(&file, &h));
-	cr_assert_null(ivm_elf_find_symbols(&file, &h, 0, id_name, 1, &s,
-					    &found, &incomplete));
+	cr_assert_null(ivm_uelf_parse(&file, &h));
+	cr_assert_null(ivm_uelf_find_symbols(&file, &h, 0, id_name, 1, &s,
+					     &found, &incomplete));
 	cr_assert(found);
-	ivm_elf_host_file_close(&host);
+	ivm_uelf_host_file_close(&host);
 	for (i = 0; i < len && i < 20; i++)
 		snprintf(hex + 2 * i, 3, "%02x", id[i]);
 	snprintf(path, sizeof(path), "%s/%.2s/%s.debug", LIBC_DEBUG_DIR, hex,
@@ -535,7 +535,7 @@ static void check_reader(const char *bin)
 	struct ivm_labels_guest g = { 0 };
 	struct ivm_labels *l;
 	struct ivm_label out[IVM_LABELS_MAX];
-	struct ivm_elf_headers h;
+	struct ivm_uelf h;
 	struct ivm_uexe exe = { 0 };
 	struct worker_line w[2];
 	char want[IVM_LABELS_MAX][64];
@@ -546,9 +546,9 @@ static void check_reader(const char *bin)
 	for (i = 0; i < NR; i++)
 		cr_assert_null(ivm_label_spec_parse(args[i], &specs[i]));
 	start_workload(bin, w);
-	cr_assert_null(ivm_elf_host_file_open(bin, &host, &file));
-	cr_assert_null(ivm_elf_headers_read(&file, &h));
-	ivm_elf_host_file_close(&host);
+	cr_assert_null(ivm_uelf_host_file_open(bin, &host, &file));
+	cr_assert_null(ivm_uelf_parse(&file, &h));
+	ivm_uelf_host_file_close(&host);
 	exe.dyn = h.type == ET_DYN;
 	exe.bias = bias_of(bin, &h);
 	/* The first 8, then the absent one with one of them. */

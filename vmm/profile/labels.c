@@ -402,31 +402,17 @@ static const char *const glibc_names[] = {
 /* An ELF object of the process: how to read it, and where it is loaded. */
 struct object {
 	struct ivm_kmem_reader reader;
-	struct ivm_elf_headers h;
+	struct ivm_uelf h;
 	uint64_t bias;
-	struct ivm_elf_host_file host;
+	struct ivm_uelf_host_file host;
 	struct ivm_gfile_file gf;
 	struct ivm_guest_file file;
 	struct ivm_gfile_space own;
 };
 
-/* The bias of h mapped by a VMA at start from file offset pgoff. */
-static bool bias_of(const struct ivm_elf_headers *h, uint64_t start,
-		    uint64_t pgoff, uint64_t *ret)
-{
-	size_t i;
-
-	for (i = 0; i < h->nr_loads; i++)
-		if ((h->loads[i].offset & ~4095ull) == pgoff) {
-			*ret = start - (h->loads[i].vaddr & ~4095ull);
-			return true;
-		}
-	return false;
-}
-
 /* glibc's layout from object o's symbols (sym, found: glibc_names'). */
 static struct ivm_error *layout_of(const struct object *o,
-				   const struct ivm_elf_symbol *sym,
+				   const struct ivm_uelf_symbol *sym,
 				   const bool *found,
 				   struct ivm_pthread_layout *ret)
 {
@@ -460,8 +446,8 @@ static struct ivm_error *layout_of(const struct object *o,
 			return ivm_error_create(IVM_ERROR_PROTOCOL,
 						"%s: %llu bytes", glibc_names[i],
 						(unsigned long long)sym[i].size);
-		err = ivm_elf_read_vaddr(&o->reader, &o->h, sym[i].value,
-					 dst[i], len);
+		err = ivm_uelf_read(&o->reader, &o->h, sym[i].value,
+				    dst[i], len);
 		if (err)
 			return err;
 	}
@@ -504,10 +490,10 @@ static struct ivm_error *find_libc(struct ivm_labels *l,
 	o->gf = (struct ivm_gfile_file){ .g = l->g.gfile, .file = &o->file,
 					 .own = &o->own };
 	ivm_gfile_file_reader(&o->gf, &o->reader);
-	err = ivm_elf_headers_read(&o->reader, &o->h);
+	err = ivm_uelf_parse(&o->reader, &o->h);
 	if (err)
 		return err;
-	if (!bias_of(&o->h, v->start, v->pgoff, &o->bias))
+	if (!ivm_uelf_bias(&o->h, v->start, v->pgoff, &o->bias))
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"libc's mapping at %#llx is none of its segments",
 					(unsigned long long)v->start);
@@ -520,7 +506,7 @@ static struct ivm_error *find_libc(struct ivm_labels *l,
  */
 static struct ivm_error *exe_bias_from_maps(struct ivm_labels *l,
 					    const struct ivm_label_target *t,
-					    const struct ivm_elf_headers *h,
+					    const struct ivm_uelf *h,
 					    struct ivm_mm_maps **maps,
 					    uint64_t *ret)
 {
@@ -539,7 +525,7 @@ static struct ivm_error *exe_bias_from_maps(struct ivm_labels *l,
 		return err;
 	for (i = 0; (v = ivm_mm_maps_get(*maps, i)); i++)
 		if (v->file.inode == exe.inode && !v->pgoff &&
-		    bias_of(h, v->start, 0, ret))
+		    ivm_uelf_bias(h, v->start, 0, ret))
 			return NULL;
 	return ivm_error_create(IVM_ERROR_NOT_FOUND,
 				"no mapping of the executable's first page");
@@ -575,7 +561,7 @@ static void resolve(struct ivm_labels *l, const struct ivm_label_target *t,
 		    struct proc_slot *s, uint64_t now_ns)
 {
 	const char *names[IVM_LABELS_MAX + NR_GLIBC];
-	struct ivm_elf_symbol sym[IVM_LABELS_MAX + NR_GLIBC];
+	struct ivm_uelf_symbol sym[IVM_LABELS_MAX + NR_GLIBC];
 	bool found[IVM_LABELS_MAX + NR_GLIBC], need_pthread = false;
 	bool incomplete, retry;
 	struct ivm_mm_maps *maps = NULL;
@@ -585,8 +571,8 @@ static void resolve(struct ivm_labels *l, const struct ivm_label_target *t,
 
 	/* The executable: the host copy the capture found, else the guest's. */
 	if (t->host_path) {
-		err = ivm_elf_host_file_open(t->host_path, &exe.host,
-					     &exe.reader);
+		err = ivm_uelf_host_file_open(t->host_path, &exe.host,
+					      &exe.reader);
 	} else if (l->g.gfile) {
 		err = ivm_mm_exe_file(l->g.mm_src, t->mm, &exe.file);
 		exe.gf = (struct ivm_gfile_file){ .g = l->g.gfile,
@@ -597,7 +583,7 @@ static void resolve(struct ivm_labels *l, const struct ivm_label_target *t,
 				       "no host copy, and the page cache is out of reach");
 	}
 	if (!err)
-		err = ivm_elf_headers_read(&exe.reader, &exe.h);
+		err = ivm_uelf_parse(&exe.reader, &exe.h);
 	if (err) {
 		resolve_failed(s, l->n, err->code == IVM_ERROR_FAULT ?
 			       "the executable's headers are not in guest memory" :
@@ -626,9 +612,9 @@ static void resolve(struct ivm_labels *l, const struct ivm_label_target *t,
 	}
 	for (i = 0; i < NR_GLIBC; i++)
 		names[l->n + i] = glibc_names[i];
-	err = ivm_elf_find_symbols(&exe.reader, &exe.h, exe.bias, names,
-				   l->n + (need_pthread ? NR_GLIBC : 0), sym,
-				   found, &incomplete);
+	err = ivm_uelf_find_symbols(&exe.reader, &exe.h, exe.bias, names,
+				    l->n + (need_pthread ? NR_GLIBC : 0), sym,
+				    found, &incomplete);
 	if (err && err->code == IVM_ERROR_NOT_FOUND) {
 		/* No symbol table at all (a stripped static program): none. */
 		for (i = 0; i < l->n; i++)
@@ -696,12 +682,12 @@ static void resolve(struct ivm_labels *l, const struct ivm_label_target *t,
 			if (!err)
 				err = find_libc(l, t, maps, &libc);
 			if (!err)
-				err = ivm_elf_find_symbols(&libc.reader,
-							   &libc.h, libc.bias,
-							   glibc_names,
-							   NR_GLIBC, sym + l->n,
-							   found + l->n,
-							   &incomplete);
+				err = ivm_uelf_find_symbols(&libc.reader,
+							    &libc.h, libc.bias,
+							    glibc_names,
+							    NR_GLIBC, sym + l->n,
+							    found + l->n,
+							    &incomplete);
 			if (!err && incomplete && !found[l->n])
 				err = ivm_error_fault(0, "libc's symbol tables are not all in guest memory");
 			if (!err)
@@ -733,8 +719,8 @@ static void resolve(struct ivm_labels *l, const struct ivm_label_target *t,
 out:
 	ivm_error_destroy(err);
 	ivm_mm_maps_destroy(maps);
-	ivm_elf_host_file_close(&exe.host);
-	ivm_elf_host_file_close(&libc.host);
+	ivm_uelf_host_file_close(&exe.host);
+	ivm_uelf_host_file_close(&libc.host);
 }
 
 /* Label i's value in the thread t of slot s into l->values[i]. */

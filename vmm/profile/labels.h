@@ -23,7 +23,7 @@
  * the pointer the thread stored: :int and :u64 are that pointer as a
  * number, :str the string it points to.
  *
- * SYMBOL is looked up in the executable (unwind/elf_symbols.h): a host
+ * SYMBOL is looked up in the executable (unwind/uelf.h): a host
  * copy (--binary, --symdir, by build-id) when the capture found one, else
  * the guest's own bytes of it (.symtab through the page cache, .dynsym).
  * glibc's layout comes from the guest's libc itself where it is a shared
@@ -53,7 +53,7 @@
 #include "kernel/mm_maps.h"
 #include "profile/profile_file.h"
 #include "profile/sample.h"
-#include "unwind/elf_symbols.h"
+#include "unwind/uelf.h"
 #include "unwind/uunwind_exe.h"
 
 #define IVM_LABELS_MAX 8		/* --label options */
@@ -78,7 +78,7 @@ enum ivm_label_type {
 struct ivm_label_spec {
 	char key[IVM_LABEL_KEY_MAX];
 	enum ivm_label_source source;
-	char symbol[IVM_ELF_MAX_NAME];
+	char symbol[IVM_UELF_MAX_NAME];
 	enum ivm_label_type type;
 };
 

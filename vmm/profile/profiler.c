@@ -1280,7 +1280,7 @@ static struct ivm_error *write_meta(struct profiler *p)
 		META("symdir", c->symdir);
 	/* What each label is, in order: the report's dimensions. */
 	for (i = 0; i < c->nr_labels; i++) {
-		char spec[IVM_LABEL_KEY_MAX + IVM_ELF_MAX_NAME + 16];
+		char spec[IVM_LABEL_KEY_MAX + IVM_UELF_MAX_NAME + 16];
 
 		META(IVM_META_LABEL, ivm_label_spec_format(&c->labels[i], spec,
 							   sizeof(spec)));
