@@ -4,6 +4,7 @@
  * from outside as idlevm reads a guest: its memory through
  * process_vm_readv (a struct ivm_kmem_reader), its threads stopped with
  * ptrace.  One per test file: workload and workload_out are the file's.
+ * live_workload_start() runs it with its standard output on workload_out;
  * live_workload_stop() kills and reaps it (also the threads a test
  * traced), for TestSuite .fini.
  */
@@ -11,8 +12,10 @@
 #define IVM_TEST_LIVE_WORKLOAD_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/prctl.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,6 +37,34 @@ static inline struct ivm_error *live_workload_read(void *ctx, uint64_t va,
 		return ivm_error_fault(va, "process_vm_readv at %#llx",
 				       (unsigned long long)va);
 	return NULL;
+}
+
+/*
+ * Run argv[0] with argv, its standard output on a pipe whose read end
+ * becomes workload_out; it dies with the test process (PR_SET_PDEATHSIG).
+ * 0, or -1 with errno when the pipe or the fork failed.
+ */
+static inline int live_workload_start(char *const argv[])
+{
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -1;
+	workload = fork();
+	if (workload < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (workload == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(fds[1], STDOUT_FILENO);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	workload_out = fds[0];
+	return 0;
 }
 
 static inline void live_workload_stop(void)

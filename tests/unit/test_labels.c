@@ -132,29 +132,21 @@ struct worker_line {
 /* Run bin with 2 workers until "ready"; fill w[0..1]. */
 static void start_workload(const char *bin, struct worker_line *w)
 {
-	char buf[4096];
+	char *const argv[] = { (char *)bin, "--threads", "2", "--sleep-ms",
+			       "50", "--seconds", "600", NULL };
+	char buf[4096] = "";
 	size_t len = 0;
-	int fds[2], found = 0;
+	int found = 0;
 
 	if (access(bin, X_OK))
 		cr_assert_fail("%s missing: run make guest", bin);
-	cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
-	workload = fork();
-	cr_assert_geq(workload, 0);
-	if (workload == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(fds[1], STDOUT_FILENO);
-		execl(bin, bin, "--threads", "2", "--sleep-ms", "50",
-		      "--seconds", "60", (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	workload_out = fds[0];
+	cr_assert_eq(live_workload_start(argv), 0, "%s: %s", bin,
+		     strerror(errno));
 	while (!strstr(buf, "labelset: ready")) {
 		struct pollfd pfd = { workload_out, POLLIN, 0 };
 		ssize_t n;
 
-		cr_assert_eq(poll(&pfd, 1, 10000), 1, "%s: not ready", bin);
+		cr_assert_eq(poll(&pfd, 1, -1), 1, "%s: not ready", bin);
 		n = read(workload_out, buf + len, sizeof(buf) - 1 - len);
 		cr_assert_gt(n, 0, "%s exited early", bin);
 		len += (size_t)n;
@@ -400,17 +392,17 @@ static void check_program(const char *bin)
 	live_workload_stop();
 }
 
-Test(labels_real, static_glibc, .timeout = 60)
+Test(labels_real, static_glibc, .timeout = 120)
 {
 	check_program("build/guest/labelset");
 }
 
-Test(labels_real, static_pie_glibc, .timeout = 60)
+Test(labels_real, static_pie_glibc, .timeout = 120)
 {
 	check_program("build/guest/labelset-pie");
 }
 
-Test(labels_real, dynamic_glibc, .timeout = 60)
+Test(labels_real, dynamic_glibc, .timeout = 120)
 {
 	check_program("build/guest/labelset-dyn");
 }
@@ -608,12 +600,12 @@ static void check_reader(const char *bin)
 	live_workload_stop();
 }
 
-Test(labels_real, reader_static, .timeout = 60)
+Test(labels_real, reader_static, .timeout = 120)
 {
 	check_reader("build/guest/labelset");
 }
 
-Test(labels_real, reader_static_pie, .timeout = 60)
+Test(labels_real, reader_static_pie, .timeout = 120)
 {
 	check_reader("build/guest/labelset-pie");
 }

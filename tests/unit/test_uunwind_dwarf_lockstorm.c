@@ -60,22 +60,13 @@ TestSuite(uunwind_dwarf_ls, .fini = live_workload_stop);
 /* Start bin with 2 workers; return the tid of its first worker. */
 static pid_t start_workload(const char *bin)
 {
+	char *const argv[] = { (char *)bin, "--threads", "2", "--seconds",
+			       "600", "--report-interval", "0", NULL };
 	char buf[8192];
 	size_t len = 0;
-	int fds[2];
 
-	cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
-	workload = fork();
-	cr_assert_geq(workload, 0);
-	if (workload == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(fds[1], STDOUT_FILENO);
-		execl(bin, bin, "--threads", "2", "--seconds", "600",
-		      "--report-interval", "0", (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	workload_out = fds[0];
+	cr_assert_eq(live_workload_start(argv), 0, "%s: %s", bin,
+		     strerror(errno));
 	/* "lockstorm: start tid=N comm=ls-worker-0 role=worker" */
 	for (;;) {
 		struct pollfd pfd = { workload_out, POLLIN, 0 };
