@@ -316,6 +316,7 @@ static void check_program(const char *bin)
 	struct ivm_pthread_layout l;
 	bool found[NR_NAMES];
 	uint64_t bias, tp, addr, v;
+	struct ivm_error *err;
 	uint8_t b[8];
 	char text[128];
 	int k;
@@ -374,8 +375,10 @@ static void check_program(const char *bin)
 						       ivm_le32(b), &v));
 		cr_assert_eq(v, 0, "%s: the stale value of a deleted key", bin);
 		/* A thread pointer that is no thread's: refused. */
-		cr_assert_not_null(ivm_pthread_getspecific(&umem, &l, tp + 64,
-							   ivm_le32(b), &v));
+		err = ivm_pthread_getspecific(&umem, &l, tp + 64, ivm_le32(b),
+					      &v);
+		cr_assert_not_null(err);
+		ivm_error_destroy(err);
 	}
 	/* var: at the bias; what the program printed. */
 	cr_assert_eq(bias + sym[CODE].value, w[0].code_addr);
