@@ -121,7 +121,7 @@ static void print_label_stats(const struct ivm_label_spec *labels, size_t n,
 		fprintf(stderr,
 			"idlevm: label %s: %" PRIu64 " samples with a value, %"
 			PRIu64 " unreadable ('?', %.1f%%)%s%s, %" PRIu64
-			" of processes without %s\n",
+			" samples of processes without %s\n",
 			labels[i].key, st->read, st->unreadable,
 			all ? 100.0 * (double)st->unreadable / (double)all : 0.0,
 			res->label_why[i] ? ": the last because " : "",
