@@ -474,7 +474,7 @@ static void print_label_stats(const struct report_stream *rs, FILE *out,
 		}
 		fprintf(out, "%slabel %s: %" PRIu64 " samples with a value, %" PRIu64
 			" unreadable ('?'), %" PRIu64
-			" of processes without it\n", indent, rs->dims[i],
+			" samples of processes without it\n", indent, rs->dims[i],
 			v[0], v[1], v[2]);
 	}
 }
