@@ -43,7 +43,9 @@ folded_stacks() {
 			if (x ~ /^0x/ || x ~ /\+0x[0-9a-f]+$/) x = "?"
 			s = s (s == "" ? "" : ";") x
 		}
-		count[s] += c
+		# A sample without frames has no line in pprof -traces.
+		if (s != "")
+			count[s] += c
 	}
 	END { for (s in count) print s, count[s] }' | sort
 }
