@@ -31,7 +31,8 @@ pprof_stacks() {
 
 # folded_stacks FOLDED: `idlevm report -f folded -K KIND` output in the
 # same form: process and thread fields dropped, _[k] and _[i] marks
-# removed, addresses as "?".
+# removed, addresses and FILE+0xOFFSET frames (no name: the pprof keeps
+# only their address, for a later symbolizer) as "?".
 folded_stacks() {
 	echo "$1" | awk '
 	NF {
@@ -39,10 +40,12 @@ folded_stacks() {
 		k = split($0, f, ";"); s = ""
 		for (i = 3; i <= k; i++) {
 			x = f[i]; sub(/_\[i\]$/, "", x); sub(/_\[k\]$/, "", x)
-			if (x ~ /^0x/) x = "?"
+			if (x ~ /^0x/ || x ~ /\+0x[0-9a-f]+$/) x = "?"
 			s = s (s == "" ? "" : ";") x
 		}
-		count[s] += c
+		# A sample without frames has no line in pprof -traces.
+		if (s != "")
+			count[s] += c
 	}
 	END { for (s in count) print s, count[s] }' | sort
 }
@@ -63,7 +66,7 @@ folded_user_functions() {
 		k = split($0, f, ";"); delete seen
 		for (i = 3; i <= k; i++) {
 			x = f[i]; sub(/_\[i\]$/, "", x)
-			if (x ~ /_\[k\]$/ || x ~ /^0x/)
+			if (x ~ /_\[k\]$/ || x ~ /^0x/ || x ~ /\+0x[0-9a-f]+$/)
 				continue
 			if (i == k)
 				flat[x] += c

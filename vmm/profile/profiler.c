@@ -51,9 +51,6 @@ const char *ivm_capture_mode_name(enum ivm_capture_mode mode)
 
 #define NR_FOLLOW 6	/* looks after a wakeup: follow_ns below */
 
-/* Room for every running total fill_stats() writes. */
-#define MAX_STATS 96
-
 struct vcpu_poll {
 	int stat_fd;		/* /proc/PID/task/TID/stat of its thread */
 	bool halted;
@@ -83,6 +80,12 @@ struct vcpu_poll {
 static const uint64_t follow_ns[NR_FOLLOW] = {
 	100000ull, 250000ull, 500000ull, 1000000ull, 2000000ull, 4000000ull,
 };
+
+/*
+ * Room for every running total fill_stats() writes: the profiler's own
+ * (switch sampling's included), and three per --label.
+ */
+#define MAX_STATS (96 + 3 * IVM_LABELS_MAX)
 
 struct profiler {
 	struct ivm_guest *guest;
@@ -1169,6 +1172,9 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	fill_switch_stats(p, st, &n);
 	st[n++] = (struct ivm_stat){ "polls", r->polls };
 	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
+	if (p->engine && ivm_capture_engine_labels(p->engine))
+		n += ivm_labels_fill_stats(ivm_capture_engine_labels(p->engine),
+					   st + n, MAX_STATS - n);
 	/* Of this window only (next_window() took the counts at its start). */
 	for (i = 0; i < n && i < p->nr_window_base; i++)
 		if (st[i].value >= p->window_base[i].value)
@@ -1394,6 +1400,13 @@ static struct ivm_error *write_meta(struct profiler *p)
 	/* A report of the file defaults to the same symbols. */
 	if (c->symdir)
 		META("symdir", c->symdir);
+	/* What each label is, in order: the report's dimensions. */
+	for (i = 0; i < c->nr_labels; i++) {
+		char spec[IVM_LABEL_KEY_MAX + IVM_UELF_MAX_NAME + 16];
+
+		META(IVM_META_LABEL, ivm_label_spec_format(&c->labels[i], spec,
+							   sizeof(spec)));
+	}
 	for (i = 0; i < c->nr_binaries; i++) {
 		char *path = realpath(c->binaries[i], NULL);
 
@@ -1560,6 +1573,10 @@ static struct ivm_error *setup(struct profiler *p)
 		if (err)
 			return err;
 	}
+	err = ivm_capture_engine_set_labels(p->engine, p->cfg->labels,
+					    p->cfg->nr_labels);
+	if (err)
+		return err;
 	p->vcpus = calloc(g->nr_vcpus, sizeof(*p->vcpus));
 	if (!p->vcpus)
 		return &ivm_enomem;
@@ -1870,6 +1887,15 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 			ivm_error_destroy(ferr);
 	}
 	fill_stats(&p, stats, &nr_stats);
+	if (p.engine && ivm_capture_engine_labels(p.engine)) {
+		struct ivm_labels *l = ivm_capture_engine_labels(p.engine);
+		size_t i;
+
+		for (i = 0; i < ivm_labels_count(l); i++) {
+			result->labels[i] = *ivm_labels_stats(l, i);
+			result->label_why[i] = ivm_labels_last_why(l, i);
+		}
+	}
 	ferr = write_new_ksyms(&p);
 	if (ferr) {
 		ivm_error_destroy(ferr);	/* the samples matter more */
