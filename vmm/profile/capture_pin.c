@@ -118,6 +118,13 @@ void ivm_pin_capture_destroy(struct ivm_pin_capture *pc)
 	free(pc);
 }
 
+void ivm_pin_capture_set_wait(struct ivm_pin_capture *pc,
+			      ivm_helper_wait_fn wait, void *ctx)
+{
+	if (pc->helper)
+		ivm_helper_set_wait(pc->helper, wait, ctx);
+}
+
 void ivm_pin_capture_set_policy(struct ivm_pin_capture *pc,
 				enum ivm_pin_policy policy)
 {

@@ -102,6 +102,13 @@ enum ivm_pin_policy {
 void ivm_pin_capture_set_policy(struct ivm_pin_capture *pc,
 				enum ivm_pin_policy policy);
 
+/*
+ * How the helper's round trips wait for replies (helper_client.h): a loop
+ * running several guests serves the others meanwhile.
+ */
+void ivm_pin_capture_set_wait(struct ivm_pin_capture *pc,
+			      ivm_helper_wait_fn wait, void *ctx);
+
 /* The helper's guest pid (its holder threads belong to it), from HELLO. */
 uint32_t ivm_pin_capture_helper_pid(const struct ivm_pin_capture *pc);
 

@@ -1,0 +1,132 @@
+# e2e-timeout: 600
+# Several guests in one run.  The test boots a second demo guest (B) next
+# to the suite's (A), then:
+#  1. `--all-domains --match 'A*'` started before B exists: A at once, B
+#     once it has booted; Ctrl-C ends both runs with whole windows;
+#  2. `--domain A --domain B` (one process, one loop) against two separate
+#     runs at the same time: each guest's to-idle split between the
+#     workload's three blocking paths agrees within max(3 points, 3
+#     standard errors of the difference), and each guest's host CPU is
+#     said;
+#  3. B destroyed in the middle of a windowed run of both: B's last window
+#     is whole and says the guest went away, A goes on to the end.
+# IVM_FLEET_SECONDS (default 20) is the length of each run in 2.
+case $IVM_WORKLOAD in
+lockstorm*) ;;
+*) echo "skip: needs lockstorm, guest runs $IVM_WORKLOAD"; exit 0 ;;
+esac
+. tests/e2e/lib_profile.sh
+IVM_PROG=t69
+. images/lib.sh
+
+secs=${IVM_FLEET_SECONDS:-20}
+A=$IVM_DOMAIN
+B=$IVM_DOMAIN-b
+base=$IVM_RUNDIR/t69
+rm -rf "$base"; mkdir -p "$base"
+rundir_b=""
+pid=""
+cleanup() {
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	ivm_domain_destroy "$B"
+	[ -n "$rundir_b" ] && rm -rf "$rundir_b"
+	true
+}
+trap cleanup EXIT
+
+# whole PROF: its report has no word of damage or of being cut short.
+whole() {
+	"$idlevm" report -n 1 "$1" >/dev/null 2>"$base/err" || return 1
+	! grep -q "cut short\|skipped" "$base/err"
+}
+
+# 1. --all-domains, B starting later.
+"$idlevm" profile --all-domains --match "$A*" --window 10 \
+	--output-dir "$base/all" --no-pprof >"$base/all.log" 2>&1 &
+pid=$!
+rundir_b=$(ivm_rundir_create idlevm-t69)
+ivm_domain_create "$B" "$IVM_WORKLOAD" "$rundir_b" "$IVM_VCPUS" 512
+ivm_wait_ready "$rundir_b/console.log" 180 "$(ivm_domain_qemu_pid "$B")" >/dev/null ||
+	fail "guest $B did not boot"
+end=$((SECONDS + 120))
+until [ "$(ls "$base/all/$B"-[0-9]*.prof 2>/dev/null | wc -l)" -ge 2 ]; do
+	[ $SECONDS -lt $end ] || fail "$B not profiled by --all-domains: $(cat "$base/all.log")"
+	kill -0 "$pid" 2>/dev/null || fail "idlevm ended: $(cat "$base/all.log")"
+	sleep 1
+done
+kill -INT "$pid"
+wait "$pid" || fail "idlevm --all-domains failed: $(cat "$base/all.log")"
+pid=""
+grep -E "profiling|stopped|host CPU|guests over" "$base/all.log"
+grep -q "^idlevm: $B: profiling" "$base/all.log" || fail "no word of $B being profiled"
+grep -q "^idlevm: 2 guests over " "$base/all.log" || fail "not 2 guests in the run"
+for prof in "$base"/all/*.prof; do
+	whole "$prof" || fail "window $prof damaged: $(cat "$base/err")"
+done
+echo "all-domains: $(ls "$base"/all/"$A"-[0-9]*.prof | wc -l) windows of $A, $(ls "$base"/all/"$B"-[0-9]*.prof | wc -l) of $B (started later), all whole"
+
+# 2. One run of both against two separate runs at the same time.
+split_of() {	# PROF LABEL: "lock pipe sleep n" of the workers' to-idle samples
+	local folded
+	folded=$("$idlevm" report -f folded -K to_idle "$1" 2>/dev/null)
+	check_lockstorm_paths "$folded" "$2" >&2 || true
+	echo "$folded" | awk '
+	$0 !~ /;ls-worker/ { next }
+	{ n = $NF; w += n }
+	/futex_wait/ { lock += n } /pipe_read/ { pipe += n } /nanosleep/ { sleep += n }
+	END { if (w) printf "%.2f %.2f %.2f %d\n", lock * 100 / w, pipe * 100 / w, sleep * 100 / w, w }'
+}
+out=$("$idlevm" profile --domain "$A" --domain "$B" -D "$secs" \
+	--output-dir "$base/one" --no-pprof 2>&1) || fail "idlevm --domain A --domain B failed: $out"
+echo "$out" | grep -E "stopped|host CPU|guests over"
+for g in "$A" "$B"; do
+	echo "$out" | grep -q "^idlevm: $g: host CPU [0-9.]* s over" || fail "no host CPU for $g"
+done
+"$idlevm" profile --domain "$A" -D "$secs" -o "$base/a.prof" --no-report >"$base/a.log" 2>&1 &
+pa=$!
+"$idlevm" profile --domain "$B" -D "$secs" -o "$base/b.prof" --no-report >"$base/b.log" 2>&1 ||
+	fail "separate run of $B failed: $(cat "$base/b.log")"
+wait "$pa" || fail "separate run of $A failed: $(cat "$base/a.log")"
+for g in A B; do
+	eval "name=\$$g"
+	one=$(split_of "$(ls "$base"/one/"$name"-[0-9]*.prof)" "$g in one run")
+	sep=$(split_of "$base/$(echo "$g" | tr AB ab).prof" "$g alone")
+	[ -n "$one" ] && [ -n "$sep" ] || fail "$g: no worker to-idle samples"
+	echo "$g: one run: $one; separate: $sep (lock pipe sleep %, workers' samples)"
+	echo "$one $sep" | awk '{
+		for (i = 1; i <= 3; i++) {
+			p = ($i + $(i + 4)) / 200
+			se = sqrt(p * (1 - p) * (1 / $4 + 1 / $8)) * 100
+			tol = 3 * se > 3 ? 3 * se : 3
+			d = $i - $(i + 4); if (d < 0) d = -d
+			printf "  share %d: differs by %.2f points (allowed %.2f)\n", i, d, tol
+			if (d > tol) bad = 1
+		}
+		exit bad }' || fail "$g: split differs between one run and a separate run"
+done
+
+# 3. B goes away in the middle of a windowed run of both.
+"$idlevm" profile --domain "$A" --domain "$B" --window 5 -D 30 \
+	--output-dir "$base/stop" >"$base/stop.log" 2>&1 &
+pid=$!
+end=$((SECONDS + 90))
+until [ "$(ls "$base/stop/$B"-[0-9]*.pb.gz 2>/dev/null | wc -l)" -ge 1 ]; do
+	[ $SECONDS -lt $end ] || fail "no window of $B: $(cat "$base/stop.log")"
+	sleep 1
+done
+ivm_domain_destroy "$B"
+wait "$pid" || fail "idlevm failed when $B went away: $(cat "$base/stop.log")"
+pid=""
+grep -E "stopped|windows in" "$base/stop.log"
+grep -q "^idlevm: $B: stopped after .* (the guest \(shut down\|went away\))" "$base/stop.log" ||
+	fail "$B's run did not end with the guest"
+grep -q "^idlevm: $A: stopped after .* (duration reached)" "$base/stop.log" ||
+	fail "$A's run did not go on to the end"
+for prof in "$base"/stop/*.prof; do
+	whole "$prof" || fail "window $prof damaged: $(cat "$base/err")"
+done
+when() { basename "$1" .prof | sed 's/.*-\([0-9]\{8\}T[0-9]\{6\}Z\).*/\1/'; }
+last_b=$(when "$(ls "$base"/stop/"$B"-[0-9]*.prof | tail -n 1)")
+last_a=$(when "$(ls "$base"/stop/"$A"-[0-9]*.prof | tail -n 1)")
+[ "$last_a" \> "$last_b" ] || fail "$A has no window after $B went away ($last_a, $last_b)"
+echo "$B went away: its last window whole, $A went on"
