@@ -224,10 +224,12 @@ static bool steppable(const struct guest_run *r)
 /*
  * A guest's helper round trip (tens of ms under TCG) waits here rather
  * than in poll(): meanwhile the other guests' events are served, as if
- * each had the thread to itself.  They may wait for their own helper in
- * turn (nesting at most once per guest); a guest in a step is never
- * stepped again before that step ends.  The CPU time the others take is
- * lent: not the waiting guest's cost.
+ * each had the thread to itself, except that their captures make no
+ * round trip of their own (unpinned reads, counted as skipped pins): one
+ * pin in flight per process, so this guest's reply is taken as soon as it
+ * comes, while its leases hold.  A guest in a step is never stepped again
+ * before that step ends.  The CPU time the others take is lent: not the
+ * waiting guest's cost.
  */
 static int serve_others(void *ctx, int fd, uint64_t deadline_ns)
 {
@@ -274,9 +276,18 @@ static int serve_others(void *ctx, int fd, uint64_t deadline_ns)
 
 			if (o == me || !steppable(o))
 				continue;
+			/*
+			 * No round trip of theirs meanwhile: their steps stay
+			 * short, and this guest's reply is taken while its
+			 * leases hold (one pin in flight per process).
+			 */
+			if (o->pin)
+				ivm_pin_capture_pause(o->pin, true);
 			cpu0 = thread_cpu_ns();
 			step_run(o);
 			lent += thread_cpu_ns() - cpu0;
+			if (o->pin)
+				ivm_pin_capture_pause(o->pin, false);
 		}
 	}
 	ivm_profiler_lend_cpu(me->pr, lent);
