@@ -1577,10 +1577,18 @@ static struct ivm_error *next_window(struct profiler *p, uint64_t now)
 	p->nr_window_base = 0;
 	fill_stats(p, p->window_base, &nr);
 	p->nr_window_base = nr;
+	/*
+	 * The new file says again what it needs: kernel names, user
+	 * objects, processes.
+	 */
 	if (p->ksym_hits)
 		ivm_ksym_hits_forget(p->ksym_hits);
-	/* The next file names its user objects itself too. */
 	ivm_uobjects_forget(ivm_capture_engine_objects(p->engine));
+	ivm_proc_table_destroy(p->procs);
+	p->procs = NULL;
+	err = ivm_proc_table_create(&p->procs);
+	if (err)
+		return err;
 	err = p->cfg->next_window(p->cfg->window_ctx, &p->writer);
 	if (!err)
 		err = write_meta(p);
