@@ -1,7 +1,8 @@
 # Reading idlevm's pprof files with the real pprof tool (`go tool pprof`,
 # Debian's golang-go), for the tests that compare it with idlevm's own
 # reports.  Frames are compared by name: a frame neither side could name
-# (idlevm prints its address, pprof its mapping's "[file]") is "?".
+# (idlevm prints its address or FILE+0xADDR, pprof its mapping's "[file]")
+# is "?".
 
 # pprof_stacks PB KIND: every stack of samples of KIND in PB, outermost
 # frame first, as "frame;frame;... COUNT" with the counts of equal stacks
@@ -39,7 +40,7 @@ folded_stacks() {
 		k = split($0, f, ";"); s = ""
 		for (i = 3; i <= k; i++) {
 			x = f[i]; sub(/_\[i\]$/, "", x); sub(/_\[k\]$/, "", x)
-			if (x ~ /^0x/) x = "?"
+			if (x ~ /^0x/ || x ~ /\+0x[0-9a-f]+$/) x = "?"
 			s = s (s == "" ? "" : ";") x
 		}
 		count[s] += c
@@ -63,7 +64,7 @@ folded_user_functions() {
 		k = split($0, f, ";"); delete seen
 		for (i = 3; i <= k; i++) {
 			x = f[i]; sub(/_\[i\]$/, "", x)
-			if (x ~ /_\[k\]$/ || x ~ /^0x/)
+			if (x ~ /_\[k\]$/ || x ~ /^0x/ || x ~ /\+0x[0-9a-f]+$/)
 				continue
 			if (i == k)
 				flat[x] += c
