@@ -1,4 +1,4 @@
-# e2e-timeout: 600
+# e2e-timeout: 900
 # Several guests in one run.  The test boots a second demo guest (B) next
 # to the suite's (A), then:
 #  1. `--all-domains --match 'A*'` started before B exists: A at once, B
@@ -51,7 +51,7 @@ whole() {
 pid=$!
 rundir_b=$(ivm_rundir_create idlevm-t69)
 ivm_domain_create "$B" "$IVM_WORKLOAD" "$rundir_b" "$IVM_VCPUS" 512
-ivm_wait_ready "$rundir_b/console.log" 180 "$(ivm_domain_qemu_pid "$B")" >/dev/null ||
+ivm_wait_ready "$rundir_b/console.log" 300 "$(ivm_domain_qemu_pid "$B")" >/dev/null ||
 	fail "guest $B did not boot"
 end=$((SECONDS + 120))
 until [ "$(ls "$base/all/$B"-[0-9]*.prof 2>/dev/null | wc -l)" -ge 2 ]; do
