@@ -62,9 +62,9 @@ SYM_LIB := $(if $(SYM_SRCS),$(BUILD)/libivmsym.a)
 GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/lockstorm-nofp $(BUILD)/guest/lockstorm-pie \
 	$(BUILD)/guest/lockstorm-dyn \
-	$(BUILD)/guest/spin $(BUILD)/guest/mapfiles
+	$(BUILD)/guest/spin $(BUILD)/guest/mapfiles $(BUILD)/guest/threadpark
 
-.PHONY: all deps check unit fuzz-replay e2e e2e-demo e2e-web01 web01 fuzz bench \
+.PHONY: all deps check unit fuzz-replay e2e e2e-demo e2e-web01 web01 fuzz fuzz-long bench \
 	asan demo image clean \
 	guest workloads-check asan-check FORCE
 
@@ -133,6 +133,10 @@ $(BUILD)/guest/lockstorm-dyn: tests/workloads/lockstorm.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -static,$(GUEST_CFLAGS)) -fomit-frame-pointer -o $@ $<
 
+$(BUILD)/guest/threadpark: tests/workloads/threadpark.c
+	@mkdir -p $(dir $@)
+	$(CC) $(GUEST_CFLAGS) -o $@ $<
+
 $(BUILD)/guest/spin: tests/workloads/spin.c
 	@mkdir -p $(dir $@)
 	$(CC) $(GUEST_CFLAGS) -fno-omit-frame-pointer -o $@ $<
@@ -167,6 +171,16 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(VMM_SRCS) $(PROTO_SRCS) $(SYM_SRCS)
 		$(SYM_SRCS) $(LIBS)
 
 fuzz: $(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES))
+
+# Fuzzing at length (tests/fuzz/fuzz-long): every target (or FUZZ_TARGETS)
+# for FUZZ_RUNS executions each, or FUZZ_TIME seconds each when set, with
+# its dictionary; new coverage is merged into tests/fuzz/corpus/.
+FUZZ_RUNS ?= 10000000
+FUZZ_TIME ?=
+FUZZ_TARGETS ?= $(FUZZ_NAMES)
+fuzz-long: $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
+	@BUILD=$(BUILD) FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_TIME=$(FUZZ_TIME) \
+		tests/fuzz/fuzz-long $(FUZZ_TARGETS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libivm.a $(SYM_LIB)
 	@mkdir -p $(dir $@)
@@ -217,7 +231,7 @@ check: deps
 	@# The image first: it fetches the guest kernel's vmlinux, which the
 	@# unit tests of the ORC, BTF and DWARF readers use for real data.
 	@$(MAKE) --no-print-directory image web01
-	@$(MAKE) --no-print-directory unit fuzz-replay workloads-check
+	@$(MAKE) --no-print-directory unit fuzz-replay workloads-check man-check
 	@$(MAKE) --no-print-directory -j2 asan
 	@$(MAKE) --no-print-directory asan-check
 	@$(MAKE) --no-print-directory e2e
@@ -264,7 +278,17 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 DEB_MAINTAINER ?= The idlevm authors <idlevm@example.org>
 
-.PHONY: install install-helper uninstall deb-helper
+.PHONY: install install-host install-helper uninstall deb deb-host deb-helper \
+	man-check
+
+install: install-host install-helper
+
+install-host: $(BUILD)/idlevm
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR)
+	install -m 0755 $(BUILD)/idlevm $(DESTDIR)$(BINDIR)/idlevm
+	sed 's/@VERSION@/$(VERSION)/' man/idlevm.1 >$(DESTDIR)$(MANDIR)/man1/idlevm.1
+	chmod 0644 $(DESTDIR)$(MANDIR)/man1/idlevm.1
+	install -m 0644 packaging/bash-completion/idlevm $(DESTDIR)$(BASHCOMPDIR)/idlevm
 
 install-helper: $(BUILD)/idlevm-helper
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MANDIR)/man8
@@ -276,7 +300,19 @@ install-helper: $(BUILD)/idlevm-helper
 	chmod 0644 $(DESTDIR)$(UNITDIR)/idlevm-helper.service \
 		$(DESTDIR)$(MANDIR)/man8/idlevm-helper.8
 
-deb-helper: $(BUILD)/idlevm-helper
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/idlevm $(DESTDIR)$(MANDIR)/man1/idlevm.1 \
+		$(DESTDIR)$(BASHCOMPDIR)/idlevm $(DESTDIR)$(SBINDIR)/idlevm-helper \
+		$(DESTDIR)$(UNITDIR)/idlevm-helper.service \
+		$(DESTDIR)$(MANDIR)/man8/idlevm-helper.8
+
+deb: deb-host deb-helper
+
+deb-host deb-helper: deb-%: $(BUILD)/idlevm $(BUILD)/idlevm-helper
 	@BUILD=$(BUILD) VERSION=$(VERSION) GIT_REV=$(GIT_REV) \
 		DEB_MAINTAINER='$(DEB_MAINTAINER)' MAKE='$(MAKE)' \
-		packaging/build-deb idlevm-helper
+		packaging/build-deb $(if $(filter host,$*),idlevm,idlevm-helper)
+
+# Every option of every subcommand is in the man pages (tests/check-man).
+man-check: $(BUILD)/idlevm $(BUILD)/idlevm-helper
+	@tests/check-man $(BUILD)

@@ -9,7 +9,15 @@
 #   IVM_VCPUS        its vCPU count
 #   IVM_BUILD        absolute build directory ($IVM_BUILD/idlevm)
 #   IVM_KVER IVM_KERNEL IVM_INITRD IVM_VMLINUX IVM_SYSTEM_MAP  (image.env)
+#   IVM_GUEST_SH_RTT_MS  slowest of a few guest_sh round trips, measured
+#                        by the runner after boot (see rtt_guest_sh_ms)
+#   IVM_HELPER_RTT_MS    slowest of a few helper pings, likewise
 # A test fails by exiting non-zero; `fail` says why.
+#
+# Tests assert outcomes, not timings: the machine may be loaded.  A wait
+# waits for the outcome (wait_for_output), and any time a test needs is
+# derived from round trips measured on this run (the two above, or
+# measured again by the test), never a constant tuned on a quiet machine.
 
 idlevm=${IVM_BUILD:?}/idlevm
 
@@ -26,9 +34,10 @@ assert_eq() {
 
 # guest_sh 'COMMAND' [TIMEOUT_S]: run COMMAND with /bin/sh in the guest,
 # through the root shell on its second serial port, and print what it
-# wrote (stdout and stderr, which share the serial line).  Returns the
-# command's exit status, or 124 when no answer came within TIMEOUT_S
-# (default $GUEST_SH_TIMEOUT or 30).
+# wrote (stdout and stderr together).  Returns the command's exit status,
+# 124 when no answer came within TIMEOUT_S (default $GUEST_SH_TIMEOUT, else
+# guest_sh_timeout), or 125 when the serial line garbled the output every
+# time it was read (the reason is said on stderr).
 #
 # The guest shell runs without echo; the command's output is framed by
 # begin/end lines carrying a random token, so anything left on the line
@@ -40,23 +49,34 @@ assert_eq() {
 # to the guest until more input arrives (measured: a line stuck for
 # seconds, the last one forever).  So while waiting for the answer this
 # sends an empty line every 0.2 s: a no-op for the shell, and it pushes
-# the command through.
+# the command through.  It also loses output bytes now and then on a
+# loaded host (seen: a newline between two lines of a listing, and one
+# before the end marker, which then went unseen for 175 s), so markers are
+# found anywhere in a line, and the guest keeps the output in a file and
+# sends its md5 with the end line; output that does not match is read
+# again from the file (the command does not run twice), up to 3 times.
 guest_sh() {
-	local cmd=$1 timeout=${2:-${GUEST_SH_TIMEOUT:-30}}
-	local tok="$RANDOM$RANDOM$RANDOM" line partial="" out="" status=""
-	local begun=0 script end=$((SECONDS + timeout)) rc
+	local cmd=$1 timeout=${2:-${GUEST_SH_TIMEOUT:-$(guest_sh_timeout)}}
+	local tok="$RANDOM$RANDOM$RANDOM" line partial out status sum
+	local begun script end=$((SECONDS + timeout)) rc attempt mark got
+	local file=/run/ivm-sh.$tok t0 ms slowest
+	t0=$(ms_now)
 
 	# The markers are split by quotes in what is sent, so only the
 	# guest's printf output matches them, should the text come back.
 	# The guest runs the command under its own timeout, one second
 	# shorter than ours, so that a hung command does not leave the one
-	# guest shell busy for the tests after it.
-	script="printf '%s\\n' '@@IVM-'BEGIN-$tok
+	# guest shell busy for the tests after it.  The files of earlier
+	# calls go first (calls are one at a time).
+	script="rm -f /run/ivm-sh.*
+printf '%s\\n' '@@IVM-'BEGIN-$tok
 timeout -s KILL $((timeout > 1 ? timeout - 1 : 1)) sh -c \"\$(cat <<'IVM_CMD_$tok'
 $cmd
 IVM_CMD_$tok
-)\" </dev/null 2>&1
-printf '\\n%s %s\\n' '@@IVM-'END-$tok \$?
+)\" </dev/null >$file 2>&1
+s=\$?
+cat $file
+printf '\\n%s %s %s\\n' '@@IVM-'END-$tok \$s \$(md5sum <$file | cut -d' ' -f1)
 "
 	coproc IVM_GUEST_SH {
 		exec socat - "UNIX-CONNECT:$IVM_SHELL_SOCK" 2>/dev/null
@@ -64,46 +84,180 @@ printf '\\n%s %s\\n' '@@IVM-'END-$tok \$?
 	local rfd=${IVM_GUEST_SH[0]} wfd=${IVM_GUEST_SH[1]}
 	local pid=$IVM_GUEST_SH_PID
 	printf '%s' "$script" >&"$wfd"
-	while [ "$SECONDS" -lt "$end" ]; do
-		IFS= read -r -t 0.2 -u "$rfd" line
-		rc=$?
-		if [ "$rc" -gt 128 ]; then
-			# Timed out: keep the partial line, nudge the UART.
-			partial+=$line
-			printf '\n' >&"$wfd" 2>/dev/null
-			continue
-		fi
-		[ "$rc" = 0 ] || break	# EOF: socat gone
-		line=$partial$line
-		partial=""
-		line=${line%$'\r'}
-		if [ "$begun" = 0 ]; then
-			[ "$line" = "@@IVM-BEGIN-$tok" ] && begun=1
-			continue
-		fi
-		case $line in
-		"@@IVM-END-$tok "*)
-			status=${line##* }
-			break
-			;;
-		esac
-		out+="$line"$'\n'
+	mark=$tok
+	for attempt in 1 2 3; do
+		partial="" out="" status="" sum="" begun=0
+		while [ "$SECONDS" -lt "$end" ]; do
+			IFS= read -r -t 0.2 -u "$rfd" line
+			rc=$?
+			if [ "$rc" -gt 128 ]; then
+				# Timed out: keep the partial line, nudge the UART.
+				partial+=$line
+				printf '\n' >&"$wfd" 2>/dev/null
+				continue
+			fi
+			[ "$rc" = 0 ] || break	# EOF: socat gone
+			line=$partial$line
+			partial=""
+			line=${line%$'\r'}
+			# A marker may come glued to a neighbouring line when
+			# the line lost a newline: look for it anywhere in it.
+			if [ "$begun" = 0 ]; then
+				case $line in
+				*"@@IVM-BEGIN-$mark"*)
+					begun=1
+					line=${line#*"@@IVM-BEGIN-$mark"}
+					[ -n "$line" ] || continue
+					;;
+				*) continue ;;
+				esac
+			fi
+			case $line in
+			*"@@IVM-END-$mark "*)
+				out+=${line%%"@@IVM-END-$mark "*}
+				line=${line#*"@@IVM-END-$mark "}
+				status=${line%% *}
+				sum=${line#* }
+				break
+				;;
+			esac
+			out+="$line"$'\n'
+		done
+		[ -n "$status" ] || break
+		# The end marker starts with a newline of its own: drop it.
+		got=$(printf '%s' "${out%$'\n'}" | md5sum | cut -d' ' -f1)
+		[ "$got" = "$sum" ] && break
+		echo "guest_sh: the serial line garbled the output (read $attempt): $cmd" >&2
+		[ "$attempt" = 3 ] && { status=125; break; }
+		mark=$tok-$attempt
+		printf '%s' "printf '%s\\n' '@@IVM-'BEGIN-$mark
+cat $file
+printf '\\n%s %s %s\\n' '@@IVM-'END-$mark $status \$(md5sum <$file | cut -d' ' -f1)
+" >&"$wfd"
 	done
 	# Braces: a bare `exec ... 2>/dev/null` would send the rest of the
 	# calling test's stderr (its `fail` messages) to /dev/null.
 	{ exec {wfd}>&- {rfd}<&-; } 2>/dev/null
 	kill "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
+	# The slowest answer of this run, for the timeouts after it.
+	if [ -n "$status" ] && [ -n "${IVM_RUNDIR:-}" ]; then
+		ms=$(( $(ms_now) - t0 ))
+		slowest=$(cat "$IVM_RUNDIR/guest_sh.slowest" 2>/dev/null)
+		[ "$ms" -gt "${slowest:-0}" ] && echo "$ms" >"$IVM_RUNDIR/guest_sh.slowest"
+	fi
 	if [ -z "$status" ]; then
 		echo "guest_sh: no answer from the guest shell within ${timeout} s: $cmd" >&2
 		return 124
 	fi
-	# The end marker starts with a newline of its own: drop it.
+	[ "$status" = 125 ] && [ "$got" != "$sum" ] && return 125
 	printf '%s' "${out%$'\n'}"
 	return "$status"
+}
+
+# guest_sh_timeout: guest_sh's default timeout in seconds: 30, or 100
+# round trips of the guest shell (`true`) as measured after boot, or 10
+# times the slowest guest_sh of this run so far, whichever is longest.  A
+# loaded host slows the guest's serial line and its shell alike, a command
+# that starts a few processes takes many such round trips, and the load
+# may grow after boot (seen: 35 s were not enough for a listing of 8
+# threads when `true` took 1.2 s at boot and 3 s later).
+guest_sh_timeout() {
+	local rtt=${IVM_GUEST_SH_RTT_MS:-0} slowest=0 t
+	[ -n "${IVM_RUNDIR:-}" ] && [ -f "$IVM_RUNDIR/guest_sh.slowest" ] &&
+		slowest=$(cat "$IVM_RUNDIR/guest_sh.slowest" 2>/dev/null)
+	t=$(( (rtt * 100 + 999) / 1000 ))
+	[ $(( (${slowest:-0} * 10 + 999) / 1000 )) -gt "$t" ] &&
+		t=$(( (${slowest:-0} * 10 + 999) / 1000 ))
+	echo $(( t > 30 ? t : 30 ))
+}
+
+# ms_now: wall clock in milliseconds.
+ms_now() { date +%s%3N; }
+
+# rtt_guest_sh_ms [N]: the slowest of N (default 3) round trips of the
+# guest shell (guest_sh true), in ms.
+rtt_guest_sh_ms() {
+	local i t0 t1 max=0
+	for ((i = 0; i < ${1:-3}; i++)); do
+		t0=$(ms_now)
+		guest_sh true >/dev/null || return 1
+		t1=$(ms_now)
+		[ $((t1 - t0)) -gt "$max" ] && max=$((t1 - t0))
+	done
+	echo "$max"
+}
+
+# rtt_helper_ms [N]: the slowest of N (default 10) pings of the in-guest
+# helper through the domain's channel, in ms (rounded up).
+rtt_helper_ms() {
+	"$idlevm" helper --domain "$IVM_DOMAIN" ping --count "${1:-10}" 2>/dev/null |
+		awk '/ pings: / { sub(/.*max /, ""); printf "%d\n", $1 + 0.999; ok = 1 }
+		     END { exit !ok }'
+}
+
+# wait_for_output FILE REGEX PID: wait until FILE has a line matching the
+# extended REGEX; fails (status 1) as soon as PID, the process writing
+# FILE, is gone without it.  No time limit of its own: the runner's
+# per-test timeout is the hang guard.
+wait_for_output() {
+	while ! grep -qE -- "$2" "$1" 2>/dev/null; do
+		kill -0 "$3" 2>/dev/null || grep -qE -- "$2" "$1" 2>/dev/null ||
+			return 1
+		sleep 0.1
+	done
+}
+
+# wait_for_samples PROF PID: wait until the profile PROF, which idlevm
+# profile (PID) is writing, holds a to-idle sample (it flushes every
+# second); fails as soon as PID is gone without one.
+wait_for_samples() {
+	until "$idlevm" report -f folded -K to_idle "$1" 2>/dev/null | grep -q .; do
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.5
+	done
+}
+
+# wait_for_guest_threads PID COMM_PREFIX N: wait until guest process PID
+# has N threads whose comm starts with COMM_PREFIX; print their tids.
+wait_for_guest_threads() {
+	local tids
+	for ((;;)); do
+		tids=$(guest_sh "for t in /proc/$1/task/*; do c=\$(cat \$t/comm 2>/dev/null); case \$c in $2*) echo \${t##*/} ;; esac; done") ||
+			return 1
+		[ "$(echo "$tids" | grep -c .)" -ge "$3" ] && break
+		guest_sh "test -d /proc/$1" || return 1
+	done
+	echo "$tids"
+}
+
+# lockstorm_blocks LO HI SECONDS CALLS: "BLOCK_MS RUN_S" for a lockstorm
+# started in the guest whose workers a check must find blocked in the same
+# place CALLS guest shell round trips apart (around idlevm stack): the
+# blocks are LO:HI ms, stretched so that they last at least 4 times those
+# round trips as measured now (up to lockstorm's cap of 60 s), and its
+# run time SECONDS stretched alike.
+lockstorm_blocks() {
+	local rtt lo
+	rtt=$(rtt_guest_sh_ms 3) || return 1
+	lo=$((4 * $4 * rtt))
+	[ "$lo" -gt "$1" ] || lo=$1
+	# lockstorm takes blocks of at most 60 s.
+	[ $((lo + $2 - $1)) -le 60000 ] || lo=$((60000 - $2 + $1))
+	echo "$lo:$((lo + $2 - $1)) $(($3 * lo / $1))"
+	echo "lockstorm blocks $lo:$((lo + $2 - $1)) ms: guest shell round trip ${rtt} ms now" >&2
 }
 
 # idlevm_has_command NAME: whether this build's `idlevm --help` lists NAME.
 idlevm_has_command() {
 	"$idlevm" --help 2>/dev/null | grep -qE "^  $1( |\$)"
 }
+
+# share_tolerance P N M: how far (in points) two shares of P percent,
+# measured over N and M samples, may differ: 10 points, or three standard
+# deviations of their difference when the counts are that small (a loaded
+# host leaves idlevm and the guest fewer transitions to count).
+# In awk: tol(p, n, m).
+LS_AWK_TOL='function tol(p, n, m,  sd) {
+	sd = 100 * sqrt((p / 100) * (1 - p / 100) * (1 / (n > 0 ? n : 1) + 1 / (m > 0 ? m : 1)))
+	return 3 * sd > 10 ? 3 * sd : 10 }'

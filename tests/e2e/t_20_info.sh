@@ -20,15 +20,23 @@ assert_eq "$(echo "$out" | sed -n 's/^kaslr offset: *//p')" "$want" "KASLR offse
 # milliseconds apart and, per vCPU, retries until neither current nor the
 # CPU's switch count moved around them (a task that blocks and is woken
 # again in between leaves current unchanged); a vCPU where that never
-# happened is marked with a trailing '*' and not judged.  Most lines must
-# be settled.
-bad=0 lines=0 settled=0
-for run in 1 2 3 4 5 6 7 8 9 10; do
+# happened is marked with a trailing '*' and not judged.  How many settle
+# depends on how busy the guest and the host are, so the count of marked
+# lines is reported, not asserted: runs go on (at least 10) until
+# 6 settled lines per vCPU were judged, and every settled line must be
+# right.  A guest where lines never settle (60 runs) is a failure.
+bad=0 lines=0 settled=0 run=0
+want=$((6 * IVM_VCPUS))
+while [ "$run" -lt 10 ] || [ "$settled" -lt "$want" ]; do
+	run=$((run + 1))
+	[ "$run" -le 60 ] || fail "only $settled of $lines vCPU lines settled in 60 runs"
 	[ "$run" = 1 ] || out=$("$idlevm" info --domain "$IVM_DOMAIN" 2>&1) ||
 		fail "idlevm info failed: $out"
+	n=0
 	while read -r vcpu thread cpu state cpl current; do
 		case $vcpu in [0-9]*) ;; *) continue ;; esac
 		lines=$((lines + 1))
+		n=$((n + 1))
 		[ -d "/proc/$thread" ] || fail "vCPU $vcpu thread $thread is no host thread"
 		[ "$cpu" -ge 0 ] || fail "vCPU $vcpu has no guest CPU: $out"
 		case $current in
@@ -43,8 +51,7 @@ for run in 1 2 3 4 5 6 7 8 9 10; do
 			esac
 		fi
 	done <<<"$(echo "$out" | sed -n '/^VCPU/,$p')"
+	assert_eq "$n" "$IVM_VCPUS" "vCPU lines in run $run"
 done
-echo "$settled of $lines vCPU lines settled, $bad halted vCPUs not idle"
-[ "$lines" = $((10 * IVM_VCPUS)) ] || fail "expected $((10 * IVM_VCPUS)) vCPU lines, got $lines"
-[ $((settled * 10)) -ge $((lines * 6)) ] || fail "only $settled of $lines vCPU lines were settled"
+echo "$settled of $lines vCPU lines settled in $run runs ($((lines - settled)) marked unsettled), $bad halted vCPUs not idle"
 [ "$bad" = 0 ] || fail "$bad halted vCPUs were not running their idle task"

@@ -66,15 +66,16 @@ $ours"
 # The image installs build/guest/lockstorm-fp as /bin/lockstorm.
 for build in lockstorm-fp lockstorm-nofp; do
 	exe=/bin/${build%-fp}
-	# Long blocks: under a loaded host a check (two guest shell round
-	# trips around idlevm) can take seconds, and a worker that moves in
-	# between is only retried once.
-	pid=$(guest_sh "setsid $exe --threads 4 --seconds 90 --block-ms 7000:9000 --report-interval 0 >/dev/null 2>&1 & echo \$!")
+	# Long blocks: a check is two guest shell round trips around idlevm,
+	# seconds on a loaded host, and a worker that moves in between is
+	# only retried once: blocks last several of those round trips.
+	read -r blocks secs <<<"$(lockstorm_blocks 7000 9000 90 2)" ||
+		fail "the guest shell does not answer"
+	pid=$(guest_sh "setsid $exe --threads 4 --seconds $secs --block-ms $blocks --report-interval 0 >/dev/null 2>&1 & echo \$!")
 	case $pid in ''|*[!0-9]*) fail "cannot start $build in the guest: $pid" ;; esac
-	sleep 2
 	checked=0 moved=0
-	tids=$(guest_sh "for t in /proc/$pid/task/*; do c=\$(cat \$t/comm 2>/dev/null); case \$c in ls-worker*) echo \${t##*/} ;; esac; done")
-	[ -n "$tids" ] || fail "$build: no workers found in the guest"
+	tids=$(wait_for_guest_threads "$pid" ls-worker 4) ||
+		fail "$build: no workers found in the guest"
 	for tid in $tids; do
 		for try in 1 2; do
 			check_worker "$build" "$tid"

@@ -54,13 +54,20 @@ objcopy --only-keep-debug "$pie" "$dbgdir/.build-id/${pie_id:0:2}/${pie_id:2}.de
 readelf -SW "$dbgdir/.build-id/${pie_id:0:2}/${pie_id:2}.debug" |
 	grep -q '\.eh_frame .*NOBITS' || fail "the .debug file keeps .eh_frame: test premise"
 
-# start EXE [BLOCK_MS]: start lockstorm in the guest, print its pid.  Long
-# blocks (default) keep a worker still through the few seconds a check
-# takes under TCG.
+# start EXE [BLOCK_MS SECONDS]: start lockstorm in the guest, wait for its
+# 3 workers, print its pid.  Long blocks (default) keep a worker still
+# through the few seconds a check (4 guest shell round trips around two
+# idlevm calls) takes under TCG, longer on a loaded host.
 start() {
-	local pid
-	pid=$(guest_sh "setsid $1 --threads 3 --seconds 120 --block-ms ${2:-8000:10000} --report-interval 0 >/dev/null 2>&1 & echo \$!")
+	local pid blocks=$2 secs=$3
+	if [ -z "$blocks" ]; then
+		read -r blocks secs <<<"$(lockstorm_blocks 8000 10000 120 4)" ||
+			fail "the guest shell does not answer"
+	fi
+	pid=$(guest_sh "setsid $1 --threads 3 --seconds $secs --block-ms $blocks --report-interval 0 >/dev/null 2>&1 & echo \$!")
 	case $pid in ''|*[!0-9]*) fail "cannot start $1 in the guest: $pid" ;; esac
+	wait_for_guest_threads "$pid" ls-worker 3 >/dev/null ||
+		fail "$1: no workers in the guest"
 	echo "$pid"
 }
 
@@ -134,18 +141,16 @@ each_worker() {
 	echo "$n"
 }
 
-pid=$(start /bin/lockstorm-nofp)
+pid=$(start /bin/lockstorm-nofp) || exit 1
 pids="$pids $pid"
-sleep 2
 checked=$(each_worker "$pid" check_nofp) || exit 1
 echo "lockstorm-nofp: $checked workers identical by --symdir and --binary"
 [ "$checked" -ge 2 ] || fail "lockstorm-nofp: only $checked workers held still"
 guest_sh "kill $pid" >/dev/null
 
 # ---- 2. the static-pie build ---------------------------------------------
-pid=$(start /bin/lockstorm-pie)
+pid=$(start /bin/lockstorm-pie) || exit 1
 pids="$pids $pid"
-sleep 2
 # The guest's own account of where the executable is: its mapping of
 # file offset 0.
 base=$(guest_sh "cat /proc/$pid/maps" |
@@ -188,9 +193,8 @@ echo "$out" | awk '$1 ~ /^#/ && $NF != "[k]"' | grep -q "0x[0-9a-f]* [a-z_]" ||
 # ---- 4. profile --symdir, report by the profile's own symdir --------------
 # Short blocks: many idle transitions.
 guest_sh "kill $pid" >/dev/null
-pid=$(start /bin/lockstorm-pie 2:10)
+pid=$(start /bin/lockstorm-pie 2:10 120) || exit 1
 pids="$pids $pid"
-sleep 1
 prof=$IVM_RUNDIR/t46.prof
 out=$("$idlevm" profile --domain "$IVM_DOMAIN" -D "${IVM_PROFILE_SECONDS:-5}" \
 	-o "$prof" --symdir "$symdir" --pid "$pid" --no-report 2>&1) ||

@@ -17,9 +17,10 @@ pid=$(echo "$ps" | awk '$3 == "lockstorm" { print $1; exit }')
 [ -n "$pid" ] || fail "no lockstorm in: $ps"
 # A worker preempted in its compute phase is runnable, not asleep, and
 # has no consistent stack to read ("no consistent stack"): several calls,
-# each worker counted once, until three have shown worker_main.
+# each worker counted once, until three have shown worker_main (a loaded
+# host stretches the compute phase: as many calls as it takes, 30 at most).
 seen=""
-for try in 1 2 3 4 5; do
+for ((try = 1; try <= 30; try++)); do
 	out=$("$idlevm" stack --qmp "$run/qmp.sock" --pid "$pid" \
 		--binary "$IVM_BUILD/guest/lockstorm-fp" 2>&1) ||
 		fail "idlevm stack: $out"

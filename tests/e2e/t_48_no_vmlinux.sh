@@ -47,11 +47,12 @@ compare_tasks "$ours" "$before" "$after" || fail "task lists differ"
 # stack of blocked lockstorm workers: the kernel part is the guest's own
 # /proc/TID/stack, frame for frame (symbols from the guest's kallsyms,
 # unwound with its in-memory ORC), the user part the workload's chain.
-pid=$(guest_sh "setsid /bin/lockstorm --threads 4 --seconds 90 --block-ms 5000:7000 --report-interval 0 >/dev/null 2>&1 & echo \$!")
+read -r blocks secs <<<"$(lockstorm_blocks 5000 7000 90 2)" ||
+	fail "the guest shell does not answer"
+pid=$(guest_sh "setsid /bin/lockstorm --threads 4 --seconds $secs --block-ms $blocks --report-interval 0 >/dev/null 2>&1 & echo \$!")
 case $pid in ''|*[!0-9]*) fail "cannot start lockstorm in the guest: $pid" ;; esac
-sleep 2
-tids=$(guest_sh "for t in /proc/$pid/task/*; do c=\$(cat \$t/comm 2>/dev/null); case \$c in ls-worker*) echo \${t##*/} ;; esac; done")
-[ -n "$tids" ] || fail "no lockstorm workers in the guest"
+tids=$(wait_for_guest_threads "$pid" ls-worker 4) ||
+	fail "no lockstorm workers in the guest"
 checked=0 kframes=""
 for tid in $tids; do
 	stack_before=$(guest_sh "cat /proc/$tid/stack")

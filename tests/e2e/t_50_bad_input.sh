@@ -55,5 +55,10 @@ sock=$IVM_RUNDIR/not-qmp.sock
 socat "UNIX-LISTEN:$sock,fork" SYSTEM:'echo "HTTP/1.1 400 Bad Request"; sleep 5' &
 spid=$!
 trap 'kill $spid 2>/dev/null; virsh -q -c qemu:///system undefine "$stopped" >/dev/null 2>&1' EXIT
-for i in 1 2 3 4 5 6 7 8 9 10; do [ -S "$sock" ] && break; sleep 0.1; done
+end=$((SECONDS + 30))	# a hang guard: socat only has to start
+until [ -S "$sock" ]; do
+	kill -0 "$spid" 2>/dev/null && [ "$SECONDS" -lt "$end" ] ||
+		fail "socat did not listen on $sock"
+	sleep 0.1
+done
 expect_error "not a QMP socket" "not a QMP" "$idlevm" info --qmp "$sock"

@@ -1,6 +1,10 @@
 # SIGKILL idlevm in the middle of pinned captures, again and again: every
-# thread's affinity in the guest is back to its original mask within
-# 100 ms each time.
+# thread's affinity in the guest is back to its original mask, and the
+# helper ended the pins by itself within 100 ms each time (or, on a host so
+# loaded that the helper's own round trips are slow, within the pin lease
+# plus four of its slowest round trips measured around the kills: the
+# helper cannot see the host go, nor its lease run out, faster than its
+# loop gets the CPU).
 #
 # How the time is measured: the guest's own shell is far too slow under
 # TCG to poll affinities at millisecond resolution (one grep of the masks
@@ -35,27 +39,56 @@ restored_log() {
 	tr -d '\r' <"$IVM_CONSOLE_LOG" |
 		grep -E 'idlevm-helper: (host disconnected|lease ran out): ended [1-9][0-9]* pin'
 }
+disconnects() {
+	tr -d '\r' <"$IVM_CONSOLE_LOG" | grep -c 'idlevm-helper: host disconnected$'
+}
+rtt_before=$(rtt_helper_ms 10) || fail "the helper does not answer pings"
+rtt_during=0
+unpinned_rounds=0
 base=$(restored_log | wc -l)
 killed_pinned=0
 i=0
 while [ "$i" -lt "$max_rounds" ] && [ "$killed_pinned" -lt "$want" ]; do
 	i=$((i + 1))
+	# Not the last round's output: the redirection below happens in the
+	# background job, after wait_for_output may have looked.
+	rm -f "$IVM_RUNDIR/t85.out"
 	"$idlevm" profile --domain "$IVM_DOMAIN" --capture pin \
 		--pin-policy always -D 60 -o "$prof" --no-report \
 		>"$IVM_RUNDIR/t85.out" 2>&1 &
 	pid=$!
-	# Random moment after the first pins (start-up takes about 0.5 s).
-	sleep "1.$((RANDOM % 10))$((RANDOM % 10))"
+	disc=$(disconnects)
+	# Random moment once it samples (however long attaching took).
+	wait_for_output "$IVM_RUNDIR/t85.out" '^idlevm: profiling ' "$pid" ||
+		fail "idlevm ended early: $(cat "$IVM_RUNDIR/t85.out")"
+	sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
 	kill -0 "$pid" 2>/dev/null ||
 		fail "idlevm ended early: $(cat "$IVM_RUNDIR/t85.out")"
 	kill -KILL "$pid"
 	wait "$pid" 2>/dev/null
-	grep -q "capture pin," "$IVM_RUNDIR/t85.out" ||
-		fail "not in pin mode: $(cat "$IVM_RUNDIR/t85.out")"
-	# The restore itself is measured by the helper; this only waits for
-	# its log line to reach the console (the serial line is slow).
-	sleep 0.3
+	# Pin capture starts only when the helper answers a hello in time;
+	# otherwise idlevm says so and captures optimistic (by design): such
+	# a round pins nothing, and only the masks are checked.
+	pinround=1
+	if ! grep -q "capture pin," "$IVM_RUNDIR/t85.out"; then
+		pinround=0
+		grep -q "warning: no pin capture" "$IVM_RUNDIR/t85.out" ||
+			fail "not in pin mode, and not said why: $(cat "$IVM_RUNDIR/t85.out")"
+		echo "round $i: no pin capture (reported): $(grep "warning: no pin capture" "$IVM_RUNDIR/t85.out")"
+		unpinned_rounds=$((unpinned_rounds + 1))
+	fi
+	# The restore itself is measured by the helper; wait for its log
+	# (the serial console is slow) until it says it saw the host go.
+	end=$((SECONDS + $(guest_sh_timeout)))
+	while [ "$pinround" = 1 ] && [ "$(disconnects)" -le "$disc" ]; do
+		[ "$SECONDS" -lt "$end" ] ||
+			fail "round $i: the helper never logged the host's disconnect"
+		sleep 0.1
+	done
 	now=$(guest_sh "$masks") || fail "cannot read the masks after the kill"
+	# The helper's latency around this kill.
+	r=$(rtt_helper_ms 3) || fail "the helper does not answer pings after kill $i"
+	[ "$r" -gt "$rtt_during" ] && rtt_during=$r
 	[ "$now" = "$orig" ] || {
 		echo "after kill $i:"; echo "$now"
 		# A thread may have exited; a changed mask is the failure.
@@ -75,8 +108,16 @@ rm -f "$prof" "$IVM_RUNDIR/t85.out"
 # Every restore the helper logged while this test ran: its bound in ms.
 times=$(restored_log | tail -n "$killed_pinned" |
 	sed -n 's/.*, \([0-9.]*\) ms after the last request.*/\1/p')
-echo "rounds $i, killed with pins in place $killed_pinned;" \
-	"restore bounds (ms): $(echo $times)"
+rtt_after=$(rtt_helper_ms 10) || fail "the helper does not answer pings after the kills"
+rtt=$((rtt_before > rtt_after ? rtt_before : rtt_after))
+rtt=$((rtt > rtt_during ? rtt : rtt_during))
+# The pin lease idlevm profile asks for by default (capture_pin.h).
+lease=80
+limit=$((lease + 4 * rtt > 100 ? lease + 4 * rtt : 100))
+echo "rounds $i ($unpinned_rounds without pin capture), killed with pins in place $killed_pinned;" \
+	"restore bounds (ms): $(echo $times);" \
+	"slowest helper round trips: ${rtt_before} ms before (10 pings)," \
+	"${rtt_during} ms between kills (3 after each), ${rtt_after} ms after (10): limit $limit ms"
 [ "$killed_pinned" -ge 2 ] || fail "only $killed_pinned kill(s) landed while a pin was in place"
-echo "$times" | awk '$1 > 100 { print "restore bound " $1 " ms over 100 ms"; bad = 1 } END { exit bad }' ||
-	fail "an affinity stayed pinned over 100 ms after the kill"
+echo "$times" | awk -v limit="$limit" '$1 > limit { print "restore bound " $1 " ms over " limit " ms"; bad = 1 } END { exit bad }' ||
+	fail "an affinity stayed pinned over $limit ms after the kill"

@@ -2,14 +2,17 @@
 /*
  * Fuzz the profile-file reader: any bytes as a profile must decode without
  * crashing, reading out of bounds or looping, and everything it returns must
- * respect the caps promised in sample.h.
+ * respect the caps promised in sample.h.  Thread records go through the
+ * threads report too.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report/calltree.h"
 #include "report/idle_summary.h"
 #include "report/timeline.h"
+#include "report/threads.h"
 #include "profile/profile_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -20,8 +23,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ivm_profile_record rec;
 	struct ivm_calltree *tree;
 	struct ivm_idle_summary idle;
-	struct ivm_error *err;
 	FILE *sink;
+	struct ivm_threads *threads;
+	struct ivm_error *err;
 	size_t i;
 
 	err = ivm_profile_reader_from_memory(data, size, &r);
@@ -31,6 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (ivm_calltree_create(IVM_CALLTREE_BY_PROCESS |
 				IVM_CALLTREE_BY_THREAD, &tree)) {
+		ivm_profile_reader_destroy(r);
+		return 0;
+	}
+	if (ivm_threads_create(&threads)) {
+		ivm_calltree_destroy(tree);
 		ivm_profile_reader_destroy(r);
 		return 0;
 	}
@@ -59,21 +68,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    ir->wake_mask >> IVM_IRQ_NR_KINDS ||
 			    ir->after.irqs.known >> IVM_IRQ_NR_KINDS)
 				abort();
+		} else if (rec.type == IVM_RECORD_THREAD) {
+			const struct ivm_thread_record *t = &rec.thread;
+
+			if (t->nr_counters > IVM_SAMPLE_MAX_COUNTERS ||
+			    strnlen(t->comm, IVM_COMM_LEN) == IVM_COMM_LEN ||
+			    t->last_ns < t->first_ns)
+				abort();
+			ivm_error_destroy(ivm_threads_add(threads, t));
 		} else if (rec.type == IVM_RECORD_META) {
 			for (i = 0; i < rec.meta.nr; i++)
 				(void)strlen(rec.meta.items[i].value);
 		}
 	}
-	/* The idle reports over whatever the file held. */
+	/* The idle and threads reports over whatever the file held. */
 	sink = fopen("/dev/null", "w");
 	if (sink) {
 		ivm_idle_summary_print(&idle, sink);
 		ivm_idle_summary_print_periods(&idle, sink);
 		ivm_error_destroy(ivm_timeline_json(&idle, sink));
 		ivm_error_destroy(ivm_timeline_html(&idle, sink));
+		ivm_threads_print(threads, (enum ivm_threads_sort)(size % 9),
+				  size % 5, sink);
 		fclose(sink);
 	}
 	ivm_idle_summary_deinit(&idle);
+	ivm_threads_destroy(threads);
 	ivm_calltree_destroy(tree);
 	ivm_profile_reader_destroy(r);
 	return 0;

@@ -126,9 +126,15 @@ static void *fake_main(void *arg)
 		reply(fd, f, 1, 0);
 		reply(fd, f, 0, 0);
 		break;
-	case FAKE_SILENT:
-		usleep(300000);
+	case FAKE_SILENT: {
+		/* Silent until the client gives up and closes: its timeout
+		 * fires whatever the machine's load, never a late reply. */
+		char c;
+
+		while (read(fd, &c, 1) > 0)
+			;
 		break;
+	}
 	case FAKE_HANG_UP:
 		break;
 	}
@@ -164,12 +170,21 @@ static void fake_stop(struct fake *f)
 	rmdir(f->dir);
 }
 
+/*
+ * A fake that answers is given all the time a loaded machine may need to
+ * schedule it (the timeout only guards against a hang); the one that stays
+ * silent gets a short one, which must then fire.
+ */
+#define FAKE_ANSWERS_WITHIN_MS	30000
+#define FAKE_SILENT_TIMEOUT_MS	150
+
 static struct ivm_helper *connect_fake(const struct fake *f)
 {
 	struct ivm_helper *h;
 
 	cr_assert_null(ivm_helper_connect_path(f->path, &h));
-	ivm_helper_set_timeout(h, 150);
+	ivm_helper_set_timeout(h, f->script == FAKE_SILENT ?
+			       FAKE_SILENT_TIMEOUT_MS : FAKE_ANSWERS_WITHIN_MS);
 	return h;
 }
 

@@ -354,30 +354,43 @@ Test(helper_hold, hold_release_and_expiry)
 	for (c = 0; c < CPU_SETSIZE && !CPU_ISSET(c, &mine); c++)
 		;
 	cr_assert_eq(helper_holds_create(CPU_SETSIZE, &holds), 0);
-	r = helper_hold(holds, c, 20, &granted);
+	/*
+	 * No step may depend on how fast a loaded machine runs us: a lease
+	 * ends by itself (that is what the next steps check), so the holds
+	 * that are not about expiry get the longest lease, and a hold's
+	 * outcome is checked against what it reports, not a clock.
+	 */
+	r = helper_hold(holds, c, IVM_PROTO_LEASE_MAX_MS, &granted);
 	if (r == -EPERM) {
 		helper_holds_destroy(holds);
 		cr_skip_test("no permission for SCHED_FIFO here");
 	}
 	cr_assert_eq(r, 0);
-	cr_assert_eq(granted, 20);
+	cr_assert_eq(granted, IVM_PROTO_LEASE_MAX_MS);
 	cr_assert_eq(helper_hold(holds, c, 20, &granted), -EBUSY);
 	cr_assert_eq(helper_release(holds, c, &held, &expired), 0);
-	cr_assert_lt(held, 20 * MS + 5 * MS);
+	if (expired)	/* we were kept off a CPU for the whole lease */
+		cr_assert_geq(held, IVM_PROTO_LEASE_MAX_MS * MS);
+	else
+		cr_assert_lt(held, IVM_PROTO_LEASE_MAX_MS * MS);
 	cr_assert_eq(helper_release(holds, c, &held, &expired), -ENOENT);
 
-	/* Left alone, a holder stops at its lease. */
-	cr_assert_eq(helper_hold(holds, c, 10, &granted), 0);
+	/*
+	 * Left alone, a holder stops at its lease: a sleep longer than the
+	 * lease is past it, however late we wake.  (A lease long enough for
+	 * the holder to get its CPU on a busy host: HOLD answers only then.)
+	 */
+	cr_assert_eq(helper_hold(holds, c, 50, &granted), 0);
 	usleep(60000);
 	cr_assert_eq(helper_holds_expire(holds), 1);
 	cr_assert_eq(helper_holds_next_deadline(holds), UINT64_MAX);
 
 	/* And it says so on RELEASE, if RELEASE came late. */
-	cr_assert_eq(helper_hold(holds, c, 10, &granted), 0);
+	cr_assert_eq(helper_hold(holds, c, 50, &granted), 0);
 	usleep(60000);
 	cr_assert_eq(helper_release(holds, c, &held, &expired), 0);
 	cr_assert(expired);
-	cr_assert_geq(held, 10 * MS - MS);
+	cr_assert_geq(held, 50 * MS);
 
 	cr_assert_eq(helper_hold(holds, CPU_SETSIZE, 10, &granted), -EINVAL);
 	helper_holds_destroy(holds);

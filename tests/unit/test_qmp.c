@@ -25,13 +25,17 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A fake that greets or answers gets this long: a hang guard, no more. */
+#define FAKE_GREETS_WITHIN_MS 30000
+
 static struct ivm_qmp *connect_fake(struct fake_qemu *fake, int fd)
 {
 	struct ivm_qmp *qmp = NULL;
 	struct ivm_error *err;
 
 	fake_start(fake);
-	err = ivm_qmp_connect_fd(fd, "fake", 2000, &qmp);
+	/* Long enough for a loaded machine to schedule the fake. */
+	err = ivm_qmp_connect_fd(fd, "fake", FAKE_GREETS_WITHIN_MS, &qmp);
 	cr_assert_null(err, "connect: %s", ivm_error_string(err));
 	return qmp;
 }
@@ -305,9 +309,10 @@ Test(qmp, reset_shutdown_eof)
 
 	/*
 	 * The monitor closes after quit (the fake closes right after the
-	 * reply; give it time): GONE, but queued events come first.
+	 * reply; give it time, as long as a loaded machine needs): GONE, but
+	 * queued events come first.
 	 */
-	for (int i = 0; i < 200 && ivm_qmp_lifecycle(qmp) != IVM_QMP_GONE; i++)
+	for (int i = 0; i < 3000 && ivm_qmp_lifecycle(qmp) != IVM_QMP_GONE; i++)
 		usleep(10000);
 	cr_expect_eq(ivm_qmp_lifecycle(qmp), IVM_QMP_GONE);
 	for (;;) {
@@ -341,10 +346,11 @@ Test(qmp, timeout_then_stale_reply_dropped)
 	int64_t t0, dt;
 	int fd;
 
+	/* The fake holds its reply until the client has timed out, so the
+	 * timeout fires whatever the load; only its lower bound is timing. */
 	fake_init(&fake, "session.json", &fd);
-	fake.fault = FAKE_FAULT_DELAY;
+	fake.fault = FAKE_FAULT_HOLD;
 	fake.fault_cmd = "query-status";
-	fake.delay_ms = 400;
 	qmp = connect_fake(&fake, fd);
 	ivm_qmp_set_timeout(qmp, 150);
 	t0 = mono_ms();
@@ -352,12 +358,12 @@ Test(qmp, timeout_then_stale_reply_dropped)
 	dt = mono_ms() - t0;
 	cr_assert_not_null(err);
 	cr_expect_eq(err->code, IVM_ERROR_TIMEOUT);
-	cr_expect(dt >= 140 && dt < 1000, "timed out after %lld ms",
-		  (long long)dt);
+	cr_expect(dt >= 140, "timed out after %lld ms", (long long)dt);
 	ivm_error_destroy(err);
+	fake_release(&fake);
 
 	/* The late status reply carries the old id and must be skipped. */
-	ivm_qmp_set_timeout(qmp, 2000);
+	ivm_qmp_set_timeout(qmp, IVM_QMP_DEFAULT_TIMEOUT_MS);
 	err = ivm_qmp_execute(qmp, "query-version", NULL, &ret);
 	cr_assert_null(err, "%s", ivm_error_string(err));
 	cr_expect(json_object_object_get_ex(ret, "qemu", &v));
@@ -501,7 +507,8 @@ Test(qmp, not_qmp_peers)
 	size_t i;
 
 	for (i = 0; i < sizeof(banners) / sizeof(*banners); i++) {
-		err = connect_bad_peer(banners[i], false, 2000);
+		err = connect_bad_peer(banners[i], false,
+				       FAKE_GREETS_WITHIN_MS);
 		cr_assert_not_null(err, "banner %zu accepted", i);
 		cr_expect_eq(err->code, IVM_ERROR_PROTOCOL);
 		cr_expect(strstr(ivm_error_string(err),
@@ -518,7 +525,7 @@ Test(qmp, not_qmp_peers)
 	cr_expect_eq(err->code, IVM_ERROR_PROTOCOL);
 	cr_expect(strstr(ivm_error_string(err), "no greeting"), "%s",
 		  ivm_error_string(err));
-	cr_expect(dt >= 190 && dt < 2000);
+	cr_expect(dt >= 190, "refused after %lld ms", (long long)dt);
 	ivm_error_destroy(err);
 }
 
@@ -577,13 +584,12 @@ Test(qmp, event_queue_bounded)
 	fake.fault_cmd = "query-version";
 	fake.raw = raw;
 	fake.raw_len = len;
+	fake.raw_then_reply = true;
 	qmp = connect_fake(&fake, fd);
-	/* No reply at all: the request times out, the events are queued. */
-	ivm_qmp_set_timeout(qmp, 300);
+	/* The events come before the reply: all read while waiting for it,
+	 * the queue's overflow counted. */
 	err = ivm_qmp_execute(qmp, "query-version", NULL, NULL);
-	cr_assert_not_null(err);
-	cr_expect_eq(err->code, IVM_ERROR_TIMEOUT);
-	ivm_error_destroy(err);
+	cr_assert_null(err, "%s", ivm_error_string(err));
 	cr_expect_eq(ivm_qmp_events_lost(qmp), 10);
 	for (i = 0; ; i++) {
 		err = ivm_qmp_next_event(qmp, &event);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The fake QEMU of test_qmp_fake.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ void fake_init(struct fake_qemu *fake, const char *name, int *client_fd)
 	fake->used = calloc(json_object_array_length(fake->exchange), 1);
 	cr_assert(fake->used);
 	cr_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	cr_assert(pipe2(fake->hold_pipe, O_CLOEXEC) == 0);
 	fake->fd = sv[0];
 	*client_fd = sv[1];
 }
@@ -176,8 +178,17 @@ static void *fake_main(void *arg)
 				continue;
 			case FAKE_FAULT_RAW:
 				write_all(fake->fd, fake->raw, fake->raw_len);
+				if (fake->raw_then_reply)
+					break;
 				json_object_put(cmd);
 				continue;
+			case FAKE_FAULT_HOLD: {
+				char c;
+
+				/* Not a delay: the test decides when. */
+				(void)!read(fake->hold_pipe[0], &c, 1);
+				break;
+			}
 			case FAKE_FAULT_DELAY: {
 				struct timespec ts = {
 					fake->delay_ms / 1000,
@@ -231,9 +242,17 @@ void fake_start(struct fake_qemu *fake)
 	cr_assert(pthread_create(&fake->thread, NULL, fake_main, fake) == 0);
 }
 
+void fake_release(struct fake_qemu *fake)
+{
+	(void)!write(fake->hold_pipe[1], "x", 1);
+}
+
 void fake_join(struct fake_qemu *fake)
 {
+	fake_release(fake);
 	pthread_join(fake->thread, NULL);
+	close(fake->hold_pipe[0]);
+	close(fake->hold_pipe[1]);
 	close(fake->fd);
 	free(fake->used);
 	json_object_put(fake->transcript);

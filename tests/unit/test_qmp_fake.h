@@ -26,6 +26,7 @@ enum fake_fault {
 	FAKE_FAULT_NONE,
 	FAKE_FAULT_SILENT,	/* never answer that command */
 	FAKE_FAULT_DELAY,	/* answer it after delay_ms */
+	FAKE_FAULT_HOLD,	/* answer it once fake_release() is called */
 	FAKE_FAULT_RAW,		/* send raw bytes instead of the reply */
 	FAKE_FAULT_CLOSE_MID,	/* send half of the reply, then close */
 };
@@ -42,6 +43,8 @@ struct fake_qemu {
 	const char *fault_cmd;		/* execute name or HMP command line */
 	const char *raw;
 	size_t raw_len;
+	bool raw_then_reply;		/* RAW: the recorded reply follows */
+	int hold_pipe[2];		/* FAKE_FAULT_HOLD waits on [0] */
 	int delay_ms;
 	pthread_t thread;
 	int commands;			/* commands received */
@@ -54,6 +57,8 @@ struct fake_qemu {
  */
 void fake_init(struct fake_qemu *fake, const char *name, int *client_fd);
 void fake_start(struct fake_qemu *fake);
+/* Let a FAKE_FAULT_HOLD reply go (fake_join does it too). */
+void fake_release(struct fake_qemu *fake);
 /* Wait for the fake to finish (the client must have closed its end). */
 void fake_join(struct fake_qemu *fake);
 

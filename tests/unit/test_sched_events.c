@@ -10,6 +10,8 @@
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,4 +319,128 @@ Test(sched_events, record_live_sleeps_of_this_thread)
 	cr_assert_eq(ivm_trace_session_lost(s), 0);
 	ivm_trace_session_destroy(s);
 	ivm_sched_events_destroy(l.ev);
+}
+
+Test(sched_events, switch_filter_text)
+{
+	char *f = ivm_sched_switch_filter((pid_t[]){ 41, 42 }, 2);
+
+	cr_assert_str_eq(f, "prev_state & 131 && (prev_pid == 41 || prev_pid == 42)");
+	free(f);
+	f = ivm_sched_switch_filter((pid_t[]){ 7 }, 1);
+	cr_assert_str_eq(f, "prev_state & 131 && (prev_pid == 7)");
+	free(f);
+	cr_assert_null(ivm_sched_switch_filter(NULL, 0));
+	f = ivm_sched_wake_filter((pid_t[]){ 41, 42 }, 2);
+	cr_assert_str_eq(f, "(pid == 41 || pid == 42)");
+	free(f);
+	cr_assert_null(ivm_sched_wake_filter(NULL, 0));
+}
+
+struct filtered {
+	struct ivm_sched_events *ev;
+	int32_t tid;
+	unsigned int sleeps, wakes, others;
+};
+
+static int on_filtered(void *ctx, const void *data, size_t size, int cpu,
+		       uint64_t ts)
+{
+	struct filtered *f = ctx;
+	struct ivm_sched_event e;
+	struct ivm_error *err = ivm_sched_events_decode(f->ev, data, size, &e);
+
+	(void)cpu;
+	(void)ts;
+	if (err) {
+		ivm_error_destroy(err);
+		f->others++;
+		return 0;
+	}
+	if (e.kind == IVM_SCHED_SWITCH && e.prev_tid == f->tid &&
+	    ivm_sched_state_sleeping(e.prev_state))
+		f->sleeps++;
+	else if (e.kind != IVM_SCHED_SWITCH && e.tid == f->tid)
+		f->wakes++;
+	else
+		f->others++;
+	return 0;
+}
+
+/* A thread of ours that sleeps on a pipe until the test writes it. */
+static void *neighbour(void *arg)
+{
+	int fd = *(int *)arg;
+	char c;
+
+	while (read(fd, &c, 1) == 1 && c)
+		;
+	return NULL;
+}
+
+/*
+ * Live: with the filters the profiler sets, the session holds this
+ * thread's sleeps and wakeups and nothing else, although another thread
+ * sharing its CPU sleeps and hands the CPU back to it hundreds of times
+ * (each such switch has this thread as next) and this thread wakes it as
+ * often (a wakeup done by this thread): the pid list alone lets both
+ * through, and every one would wake the profiler's loop.
+ */
+Test(sched_events, filters_keep_only_the_threads_sleeps_and_wakeups)
+{
+	const char *events[] = { "sched:sched_switch", "sched:sched_waking" };
+	struct ivm_trace_session *s;
+	struct filtered f = { 0 };
+	struct ivm_error *err;
+	pthread_t other;
+	cpu_set_t set;
+	char *filter, c = 1;
+	int i, pipefd[2], cpu = sched_getcpu();
+	pid_t me = (pid_t)syscall(SYS_gettid);
+
+	if (geteuid() != 0)
+		cr_skip_test("tracefs needs root");
+	/* Both threads on one CPU: each sleep of one lets the other run. */
+	CPU_ZERO(&set);
+	CPU_SET(cpu < 0 ? 0 : cpu, &set);
+	cr_assert_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+	cr_assert_eq(pipe(pipefd), 0);
+	err = ivm_sched_events_load(NULL, &f.ev);
+	if (!err && !ivm_sched_events_has_waking(f.ev))
+		events[1] = "sched:sched_wakeup";
+	if (!err)
+		err = ivm_trace_session_create(events, 2, &me, 1, &s);
+	if (err && err->code == IVM_ERROR_OS) {
+		cr_skip_test("no tracefs here: %s", err->message);
+		return;
+	}
+	cr_assert_null(err, "%s", err ? err->message : "");
+	filter = ivm_sched_switch_filter(&me, 1);
+	err = ivm_trace_session_filter(s, events[0], filter);
+	free(filter);
+	cr_assert_null(err, "%s", err ? err->message : "");
+	filter = ivm_sched_wake_filter(&me, 1);
+	err = ivm_trace_session_filter(s, events[1], filter);
+	free(filter);
+	cr_assert_null(err, "%s", err ? err->message : "");
+	f.tid = me;
+	cr_assert_eq(pthread_create(&other, NULL, neighbour, &pipefd[0]), 0);
+	for (i = 0; i < 200; i++) {
+		struct timespec ts = { 0, 300000 };
+
+		cr_assert_eq(write(pipefd[1], &c, 1), 1);
+		nanosleep(&ts, NULL);
+	}
+	c = 0;
+	cr_assert_eq(write(pipefd[1], &c, 1), 1);
+	pthread_join(other, NULL);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	cr_assert_null(ivm_trace_session_read(s, on_filtered, &f));
+	cr_assert_geq(f.sleeps, 100, "sleeps %u", f.sleeps);
+	cr_assert_geq(f.wakes, 100, "wakes %u", f.wakes);
+	cr_assert_eq(f.others, 0, "records that are not this thread's sleeps or wakeups: %u",
+		     f.others);
+	ivm_trace_session_destroy(s);
+	ivm_sched_events_destroy(f.ev);
 }

@@ -18,6 +18,14 @@
  * logged (criterion --verbose).  The workload is started by the test and
  * killed in every case (SIGKILL at the end, PR_SET_PDEATHSIG should the
  * test die, --seconds as a last bound).
+ *
+ * Where the worker is when it is stopped is up to the scheduler, so every
+ * assertion holds for any sample: one caught running anywhere in the
+ * binary (worker_main itself included) must still reach start_thread, and
+ * only a worker stopped inside one of its three blocking syscalls must show
+ * that path.  How many samples it takes is no assertion either: the test
+ * samples until each path has been seen (they are most of the workload's
+ * time by design), under the test's timeout as a hang guard.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -32,7 +40,6 @@
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kernel/ksyms.h"
@@ -98,7 +105,7 @@ static pid_t start_workload(const char *bin)
 	if (workload == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(fds[1], STDOUT_FILENO);
-		execl(bin, bin, "--threads", "2", "--seconds", "30",
+		execl(bin, bin, "--threads", "2", "--seconds", "600",
 		      "--report-interval", "0", (char *)NULL);
 		_exit(127);
 	}
@@ -110,7 +117,7 @@ static pid_t start_workload(const char *bin)
 		const char *line;
 		ssize_t n;
 
-		cr_assert_eq(poll(&pfd, 1, 5000), 1, "%s: no worker started",
+		cr_assert_eq(poll(&pfd, 1, -1), 1, "%s: no worker started",
 			     bin);
 		n = read(workload_out, buf + len, sizeof(buf) - 1 - len);
 		cr_assert_gt(n, 0, "%s exited early", bin);
@@ -220,8 +227,9 @@ struct tally {
 
 /*
  * Check one sample.  Every stack must reach worker_main <- start_thread
- * and end cleanly; a thread blocked in one of the three syscalls must show
- * its whole path.
+ * and end cleanly (worker_main may be the leaf: a worker caught running in
+ * it); a thread blocked in one of the three syscalls must show its whole
+ * path.
  */
 static void check_sample(const struct ivm_ksyms *syms,
 			 const struct user_regs_struct *u,
@@ -244,7 +252,7 @@ static void check_sample(const struct ivm_ksyms *syms,
 		t->elsewhere++;
 		return;
 	}
-	cr_assert_geq(wm, 1, "no worker_main: %s", text);
+	cr_assert_geq(wm, 0, "no worker_main: %s", text);
 	cr_assert(name_has(syms, st, wm + 1, "start_thread"), "%s", text);
 	cr_assert_eq(st->flags, 0, "%s", text);
 	for (uint32_t i = 0; i < st->nr; i++)
@@ -358,7 +366,6 @@ static void sample_workload(const char *bin)
 	struct ivm_ubinary *b;
 	struct ivm_ksyms *syms;
 	struct tally t = { 0 };
-	struct timespec t0, t1;
 	pid_t tid;
 
 	if (access(bin, X_OK))
@@ -370,7 +377,6 @@ static void sample_workload(const char *bin)
 	locate_workload(bin, b);
 	cr_assert_eq(ptrace(PTRACE_SEIZE, tid, 0, 0), 0, "seize %d: %s", tid,
 		     strerror(errno));
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		struct user_regs_struct u;
 		struct ivm_x86_regs regs;
@@ -391,9 +397,8 @@ static void sample_workload(const char *bin)
 		check_sample(syms, &u, &st, &fp, &t);
 
 		cr_assert_eq(ptrace(PTRACE_CONT, tid, 0, 0), 0);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		if ((t.samples >= 150 && t.lock >= 3 && t.read >= 1 && t.sleep >= 1) ||
-		    t.samples >= 400 || t1.tv_sec - t0.tv_sec >= 6)
+		if (t.samples >= 150 && t.lock >= 3 && t.read >= 1 &&
+		    t.sleep >= 1)
 			break;
 		usleep(1000 + (t.samples * 997) % 3000);
 	}
@@ -401,25 +406,23 @@ static void sample_workload(const char *bin)
 		    "%u outside the binary; frame pointers lost lock-path "
 		    "frames in %u of %u", bin, t.samples, t.lock, t.read,
 		    t.sleep, t.running, t.elsewhere, t.fp_lost, t.lock);
-	/* The lock path is 60% of blocking time: it must have shown up. */
-	cr_assert_geq(t.lock, 1, "no lock-path sample in %u", t.samples);
 	stop_workload();
 	ivm_ksyms_destroy(syms);
 	ivm_ubinary_destroy(b);
 }
 
-Test(uunwind_dwarf_ls, nofp_build, .timeout = 20)
+Test(uunwind_dwarf_ls, nofp_build, .timeout = 120)
 {
 	sample_workload(guest_bin("lockstorm-nofp"));
 }
 
-Test(uunwind_dwarf_ls, fp_build, .timeout = 20)
+Test(uunwind_dwarf_ls, fp_build, .timeout = 120)
 {
 	sample_workload(guest_bin("lockstorm-fp"));
 }
 
 /* The static-pie build: loaded at a random bias, found from its memory. */
-Test(uunwind_dwarf_ls, static_pie_build, .timeout = 20)
+Test(uunwind_dwarf_ls, static_pie_build, .timeout = 120)
 {
 	sample_workload(guest_bin("lockstorm-pie"));
 }

@@ -31,7 +31,8 @@ static void usage(FILE *out)
 		"  -s, --socket PATH   unix socket of the channel (plain QEMU)\n"
 		"  -t, --timeout MS    per-request timeout (default %d)\n"
 		"  -n, --count N       pings to send (default 1)\n"
-		"  -p, --pid PID       guest process for maps\n",
+		"  -p, --pid PID       guest process for maps\n"
+		"  -h, --help          this help\n",
 		IVM_PROTO_PORT_NAME, IVM_HELPER_TIMEOUT_MS);
 }
 

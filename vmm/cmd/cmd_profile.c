@@ -64,6 +64,7 @@ IVM_GUEST_USAGE
 "                         sched source waits for events at real-time\n"
 "                         priority (SCHED_FIFO 1), so that it looks at a\n"
 "                         halted vCPU before it wakes on a loaded host\n"
+"      --realtime         the default, said explicitly\n"
 "      --registers SRC    where on-CPU and from-idle samples take the vCPU's\n"
 "                         registers: auto (default: QEMU's memory under TCG,\n"
 "                         else the monitor), memory, or monitor (HMP `info\n"
@@ -79,6 +80,13 @@ IVM_GUEST_USAGE
 "      --pin-policy P     rescue (default: read unpinned first, pin only a\n"
 "                         target found woken) or always (pin every target\n"
 "                         not on a vCPU)\n"
+"      --switch-every N   context-switch sampling: every guest thread's\n"
+"                         voluntary and involuntary switches, run-queue wait\n"
+"                         and CPU time, read from guest memory, and its stack\n"
+"                         each time its switches cross a multiple of N\n"
+"                         (samples of kind switch; idlevm report -f threads)\n"
+"      --switch-batch N   threads whose counters one look reads (default %d)\n"
+"      --switch-interval MS  between two such looks (default %g)\n"
 "  -p, --pid PID          keep only samples of this guest process\n"
 "      --comm PATTERN     keep only samples whose thread name matches\n"
 "      --binary FILE      host copy of a guest executable (PIE or not): its\n"
@@ -99,7 +107,9 @@ IVM_GUEST_USAGE
 "      --keep-bytes SIZE  and at most SIZE bytes of them (K, M, G; default\n"
 "                         no limit); the newest window is always kept\n"
 "      --no-pprof         windows: leave the pprof to whoever reads them\n"
-"  -h, --help             this help\n", IVM_PIN_LEASE_DEFAULT_MS);
+"  -h, --help             this help\n", IVM_PIN_LEASE_DEFAULT_MS,
+		IVM_SWITCH_BATCH_DEFAULT,
+		(double)IVM_SWITCH_INTERVAL_DEFAULT_NS / 1e6);
 }
 
 static double mean_ms(uint64_t total_ns, uint64_t n)
@@ -490,12 +500,12 @@ static void run_summary(const struct profile_opts *o,
 		" rebuilt from the guest scheduler's stamps); %" PRIu64
 		" vCPU-thread sleeps (%" PRIu64
 		" idle, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
-		" trace events lost%s\n",
+		" trace records read, %" PRIu64 " trace events lost%s\n",
 		ivm_idle_source_name(res->idle_source), res->idle.periods_seen,
 		res->periods_written, res->idle.unseen_periods,
 		res->idle.recovered_periods, res->idle.host_sleeps,
 		res->idle.host_sleeps_idle, res->idle.host_sleeps_busy,
-		res->idle.lost_events,
+		res->trace_records, res->idle.lost_events,
 		res->realtime ? "; waited at real-time priority" : "");
 	if (r->cfg.capture_mode == IVM_CAPTURE_MODE_PIN) {
 		who(o, r);
@@ -515,6 +525,27 @@ static void run_summary(const struct profile_opts *o,
 						 res->pin.refused),
 			mean_ms(res->pin.restore_ns, res->pin.ok +
 						     res->pin.hold_only));
+	}
+	if (r->cfg.switch_every) {
+		const struct ivm_switch_sampler_stats *ss = &res->switches;
+
+		who(o, r);
+		fprintf(stderr,
+			"switch sampling every %u switches: %" PRIu64
+			" threads watched (%" PRIu64 " met, %" PRIu64
+			" gone, %" PRIu64 " past the cap); %" PRIu64
+			" crossings, %" PRIu64 " samples kept, %" PRIu64
+			" discarded (the thread ran during the read), %" PRIu64
+			" capture failed; %" PRIu64 " looks, %.1f us each (max %.1f us), %" PRIu64
+			" sweeps of the task lists (%" PRIu64 " cut short)\n",
+			r->cfg.switch_every, ss->watched, ss->threads_met,
+			ss->gone, ss->unwatched, ss->crossings,
+			res->kept[IVM_SAMPLE_SWITCH], ss->discarded,
+			ss->capture_failed, ss->looks,
+			ss->looks ? (double)ss->look_ns / 1e3 /
+				    (double)ss->looks : 0.0,
+			(double)ss->look_max_ns / 1e3, ss->sweeps,
+			ss->sweeps_truncated);
 	}
 	who(o, r);
 	fprintf(stderr, "host CPU %.2f s over %.1f s (%.1f%% of a core), and %.2f s opening the guest\n",
@@ -668,7 +699,8 @@ int ivm_cmd_profile(int argc, char **argv)
 	       OPT_COMM, OPT_NO_REPORT, OPT_BINARY, OPT_HELPER_SOCKET,
 	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_SYMDIR, OPT_REGISTERS,
 	       OPT_WINDOW, OPT_OUTPUT_DIR, OPT_KEEP, OPT_KEEP_BYTES,
-	       OPT_NO_PPROF, OPT_ALL_DOMAINS, OPT_MATCH };
+	       OPT_NO_PPROF, OPT_ALL_DOMAINS, OPT_MATCH, OPT_SWITCH_EVERY,
+	       OPT_SWITCH_BATCH, OPT_SWITCH_INTERVAL };
 	static const struct option longopts[] = {
 		IVM_GUEST_LONGOPTS,
 		{ "output", required_argument, NULL, 'o' },
@@ -696,6 +728,10 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "no-pprof", no_argument, NULL, OPT_NO_PPROF },
 		{ "all-domains", no_argument, NULL, OPT_ALL_DOMAINS },
 		{ "match", required_argument, NULL, OPT_MATCH },
+		{ "switch-every", required_argument, NULL, OPT_SWITCH_EVERY },
+		{ "switch-batch", required_argument, NULL, OPT_SWITCH_BATCH },
+		{ "switch-interval", required_argument, NULL,
+		  OPT_SWITCH_INTERVAL },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -829,6 +865,24 @@ int ivm_cmd_profile(int argc, char **argv)
 			else if (!strcmp(optarg, "rescue"))
 				o.pin_policy = IVM_PIN_RESCUE;
 			else
+				goto bad_value;
+			break;
+		case OPT_SWITCH_EVERY:
+			if (!parse_double(optarg, &d) || d < 1 || d > 1e9 ||
+			    d != (uint32_t)d)
+				goto bad_value;
+			o.cfg.switch_every = (uint32_t)d;
+			break;
+		case OPT_SWITCH_BATCH:
+			if (!parse_double(optarg, &d) || d < 1 || d > 65536 ||
+			    d != (uint32_t)d)
+				goto bad_value;
+			o.cfg.switch_batch = (uint32_t)d;
+			break;
+		case OPT_SWITCH_INTERVAL:
+			if (!parse_double(optarg, &o.cfg.switch_interval_ms) ||
+			    o.cfg.switch_interval_ms < 0.1 ||
+			    o.cfg.switch_interval_ms > 10000)
 				goto bad_value;
 			break;
 		case 'p':

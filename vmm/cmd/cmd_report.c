@@ -25,6 +25,7 @@
 #include "report/report_pprof.h"
 #include "report/report_svg.h"
 #include "report/idle_summary.h"
+#include "report/threads.h"
 #include "report/timeline.h"
 #include "syms.h"
 
@@ -39,8 +40,13 @@ static void report_usage(FILE *out)
 "                     pprof (gzipped profile.proto), svg (flame graph),\n"
 "                     timeline (Chrome trace-event JSON for Perfetto or\n"
 "                     chrome://tracing, one track per vCPU; with -o F.json\n"
-"                     also F.html, a self-contained SVG timeline) or\n"
-"                     periods (one tab-separated line per idle period)\n"
+"                     also F.html, a self-contained SVG timeline),\n"
+"                     periods (one tab-separated line per idle period) or\n"
+"                     threads (one line per guest thread over the run:\n"
+"                     switches, run delay, CPU time, switch samples; a\n"
+"                     profile taken with --switch-every)\n"
+"      --sort COLUMN  threads: sort by " IVM_THREADS_SORT_NAMES "\n"
+"                     (default switches)\n"
 "  -o, --output FILE  write the report there (default: standard output)\n"
 "  -k, --vmlinux FILE guest kernel debuginfo (default: the one the profile names)\n"
 "  -m, --system-map FILE  kernel symbols when the vmlinux is missing or wrong\n"
@@ -52,7 +58,7 @@ static void report_usage(FILE *out)
 "                     (default: next to the vmlinux, else /usr/lib/debug)\n"
 "  -a, --address ADDR print what kernel address ADDR (as the guest ran it)\n"
 "                     was, instead of the report; repeatable\n"
-"  -K, --kind KIND    to_idle, from_idle, on_cpu or all (default all)\n"
+"  -K, --kind KIND    to_idle, from_idle, on_cpu, switch or all (default all)\n"
 "  -n, --top N        stacks per kind in the text report (default 10)\n"
 "      --no-threads   group by process only, not by thread\n"
 "  -g, --group-by G   the tree's top level: thread (process, then thread;\n"
@@ -233,6 +239,7 @@ int ivm_cmd_report(int argc, char **argv)
 		{ "top", required_argument, NULL, 'n' },
 		{ "no-threads", no_argument, NULL, 'T' },
 		{ "group-by", required_argument, NULL, 'g' },
+		{ "sort", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -261,9 +268,11 @@ int ivm_cmd_report(int argc, char **argv)
 				opts.format = IVM_REPORT_TIMELINE;
 			} else if (!strcmp(optarg, "periods")) {
 				opts.format = IVM_REPORT_PERIODS;
+			} else if (!strcmp(optarg, "threads")) {
+				opts.format = IVM_REPORT_THREADS;
 			} else {
 				fprintf(stderr,
-					"idlevm report: unknown format '%s' (text, folded, pprof, svg, timeline, periods)\n",
+					"idlevm report: unknown format '%s' (text, folded, pprof, svg, timeline, periods, threads)\n",
 					optarg);
 				return 2;
 			}
@@ -312,7 +321,7 @@ int ivm_cmd_report(int argc, char **argv)
 			opts.kind = parse_kind(optarg);
 			if (opts.kind == -2) {
 				fprintf(stderr,
-					"idlevm report: unknown kind '%s' (to_idle, from_idle, on_cpu, all)\n",
+					"idlevm report: unknown kind '%s' (to_idle, from_idle, on_cpu, switch, all)\n",
 					optarg);
 				return 2;
 			}
@@ -339,6 +348,18 @@ int ivm_cmd_report(int argc, char **argv)
 				ivm_error_destroy(err);
 				return 2;
 			}
+			break;
+		}
+		case 'S': {
+			enum ivm_threads_sort sort;
+
+			if (!ivm_threads_sort_parse(optarg, &sort)) {
+				fprintf(stderr,
+					"idlevm report: unknown --sort column '%s' (" IVM_THREADS_SORT_NAMES ")\n",
+					optarg);
+				return 2;
+			}
+			opts.sort = sort;
 			break;
 		}
 		case 'h':
@@ -484,6 +505,7 @@ int ivm_report_file(const char *path, bool folded,
 	uint64_t first_ns = 0, last_ns = 0, end_ns = 0;
 	struct ivm_mappings *mappings = ivm_mappings_create();
 	struct ivm_outfile outfile = { .fd = -1 };
+	struct ivm_threads *threads = NULL;
 	uint64_t *pcs = malloc(IVM_SAMPLE_MAX_FRAMES * sizeof(*pcs));
 	struct ivm_sample copy;
 	size_t i;
@@ -507,6 +529,8 @@ int ivm_report_file(const char *path, bool folded,
 					    opts->group_label);
 	if (!err)
 		err = ivm_proc_table_create(&stream.procs);
+	if (!err)
+		err = ivm_threads_create(&threads);
 	if (err) {
 		ivm_calltree_destroy(tree);
 		free(pcs);
@@ -547,6 +571,13 @@ int ivm_report_file(const char *path, bool folded,
 			break;
 		case IVM_RECORD_END:
 			end_ns = rec.stats.time_ns;
+			break;
+		case IVM_RECORD_THREAD:
+			err = ivm_threads_add(threads, &rec.thread);
+			if (err) {
+				add_errors++;
+				ivm_error_destroy(err);
+			}
 			break;
 		default:
 			break;
@@ -602,7 +633,22 @@ int ivm_report_file(const char *path, bool folded,
 			samples, ivm_calltree_total(tree, IVM_SAMPLE_TO_IDLE),
 			ivm_calltree_total(tree, IVM_SAMPLE_FROM_IDLE),
 			ivm_calltree_total(tree, IVM_SAMPLE_ON_CPU));
+		/* Apart, so the line above reads as it always did. */
+		if (ivm_calltree_total(tree, IVM_SAMPLE_SWITCH))
+			fprintf(opts->out, "  switch samples: %" PRIu64
+				" (every %s switches of a thread)\n",
+				ivm_calltree_total(tree, IVM_SAMPLE_SWITCH),
+				ivm_meta_lines_value(&meta, "switch_every") ?
+				ivm_meta_lines_value(&meta, "switch_every") :
+				"?");
 		ivm_idle_summary_print(&idle, opts->out);
+		if (ivm_threads_nr(threads)) {
+			fprintf(opts->out,
+				"== threads: the %u that switched most (-f threads: all) ==\n",
+				opts->top);
+			ivm_threads_print(threads, IVM_THREADS_BY_SWITCHES,
+					  opts->top, opts->out);
+		}
 		ivm_report_text(tree, opts);
 		break;
 	case IVM_REPORT_TIMELINE:
@@ -612,6 +658,14 @@ int ivm_report_file(const char *path, bool folded,
 		break;
 	case IVM_REPORT_PERIODS:
 		ivm_idle_summary_print_periods(&idle, opts->out);
+		break;
+	case IVM_REPORT_THREADS:
+		if (!ivm_threads_nr(threads))
+			fprintf(stderr,
+				"idlevm report: %s has no per-thread records (a profile taken without --switch-every)\n",
+				path);
+		ivm_threads_print(threads, (enum ivm_threads_sort)opts->sort,
+				  0, opts->out);
 		break;
 	case IVM_REPORT_FOLDED:
 		ivm_report_folded(tree, opts);
@@ -670,6 +724,7 @@ out:
 	ivm_meta_lines_free(&meta);
 	stream_free(&stream);
 	ivm_idle_summary_deinit(&idle);
+	ivm_threads_destroy(threads);
 	ivm_calltree_destroy(tree);
 	ivm_profile_reader_destroy(reader);
 	return err ? ivm_error_report(err) : 0;

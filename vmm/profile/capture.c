@@ -1038,7 +1038,8 @@ struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
 					 struct ivm_capture *cap)
 {
 	/* Runnable is a reason to discard only if the task can run. */
-	bool runnable_ok = !regs && (flags & IVM_CAPTURE_F_HELD);
+	bool runnable_ok = !regs &&
+			   (flags & (IVM_CAPTURE_F_HELD | IVM_CAPTURE_F_RUNNABLE));
 	struct ivm_guest_task after;
 	struct ivm_stack_range ranges[IVM_KUNWIND_MAX_STACKS];
 	size_t nr_ranges = 1;

@@ -147,6 +147,15 @@ struct ivm_error *ivm_capture_task(struct ivm_capture_engine *engine,
  */
 #define IVM_CAPTURE_F_HELD	0x1u
 
+/*
+ * The caller takes a runnable task where it is: one preempted (or woken
+ * and not yet running) sits at the saved frame of its switch until it is
+ * switched in, and being switched in shows in on_cpu at the second read,
+ * or in its switch counts if it ran and left again.  Only for a kernel
+ * with task_struct.on_cpu (the switch sampler checks).
+ */
+#define IVM_CAPTURE_F_RUNNABLE	0x2u
+
 /* ivm_capture_task with IVM_CAPTURE_F_* flags (for a task not running). */
 struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *engine,
 					 uint64_t task_addr,

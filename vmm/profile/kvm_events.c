@@ -38,6 +38,17 @@ bool ivm_kvm_exit_is_hlt(uint32_t isa, uint32_t exit_reason)
 	return false;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+const char *ivm_kvm_exit_hlt_filter(void)
+{
+	return "(isa == " STR(KVM_ISA_VMX) " && exit_reason == "
+	       STR(EXIT_REASON_HLT) ") || (isa == " STR(KVM_ISA_SVM)
+	       " && (exit_reason == " STR(SVM_EXIT_HLT) " || exit_reason == "
+	       STR(SVM_EXIT_IDLE_HLT) "))";
+}
+
 struct ivm_error *ivm_kvm_events_parse(const char *exit_format,
 				       const char *entry_format,
 				       const char *wakeup_format,

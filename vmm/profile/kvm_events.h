@@ -73,4 +73,12 @@ struct ivm_error *ivm_kvm_events_decode(struct ivm_kvm_events *ev,
 /* Whether a kvm_exit (isa, exit_reason) is a halt. */
 bool ivm_kvm_exit_is_hlt(uint32_t isa, uint32_t exit_reason);
 
+/*
+ * The kernel filter for kvm:kvm_exit that lets through the halts of
+ * ivm_kvm_exit_is_hlt() alone (a static string).  Unfiltered, every exit
+ * of a vCPU (MMIO, interrupt windows, ...) is a record that wakes the
+ * reader of the sched idle source, which only wants the HLT exit reason.
+ */
+const char *ivm_kvm_exit_hlt_filter(void);
+
 #endif /* IVM_KVM_EVENTS_H */

@@ -33,8 +33,26 @@ const char *ivm_sample_kind_name(enum ivm_sample_kind kind)
 		return "from_idle";
 	case IVM_SAMPLE_ON_CPU:
 		return "on_cpu";
+	case IVM_SAMPLE_SWITCH:
+		return "switch";
 	default:
 		return "?";
+	}
+}
+
+const char *ivm_counter_name(uint32_t id)
+{
+	switch (id) {
+	case IVM_COUNTER_NVCSW:
+		return "nvcsw";
+	case IVM_COUNTER_NIVCSW:
+		return "nivcsw";
+	case IVM_COUNTER_RUN_DELAY_NS:
+		return "run_delay_ns";
+	case IVM_COUNTER_CPU_NS:
+		return "cpu_ns";
+	default:
+		return NULL;
 	}
 }
 
@@ -254,6 +272,31 @@ struct ivm_error *ivm_profile_write_idle_period(struct ivm_profile_writer *w,
 	put_snapshot(&w->rec, &r->wake_before);
 	put_snapshot(&w->rec, &r->after);
 	return emit_record(w, IVM_RECORD_IDLE_PERIOD);
+}
+
+struct ivm_error *ivm_profile_write_thread(struct ivm_profile_writer *w,
+					   const struct ivm_thread_record *t)
+{
+	struct ivm_idle_task_id id = { .pid = t->pid, .tid = t->tid };
+	unsigned int i;
+
+	if (t->nr_counters > IVM_SAMPLE_MAX_COUNTERS)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"thread record breaks the counter cap");
+	memcpy(id.comm, t->comm, strnlen(t->comm, IVM_COMM_LEN - 1));
+	put_task_id(&w->rec, &id);
+	ivm_put_u64(&w->rec, t->start_time);
+	ivm_put_u64(&w->rec, t->first_ns);
+	ivm_put_u64(&w->rec, t->last_ns);
+	ivm_put_u32(&w->rec, t->flags);
+	ivm_put_u32(&w->rec, t->samples);
+	ivm_put_u16(&w->rec, t->nr_counters);
+	ivm_put_u16(&w->rec, 0);
+	for (i = 0; i < t->nr_counters; i++) {
+		ivm_put_u32(&w->rec, t->counters[i].id);
+		ivm_put_u64(&w->rec, t->counters[i].value);
+	}
+	return emit_record(w, IVM_RECORD_THREAD);
 }
 
 struct ivm_error *ivm_profile_writer_flush(struct ivm_profile_writer *w)
@@ -626,6 +669,35 @@ static bool decode_idle_period(struct ivm_cursor *c,
 	return !c->bad && !c->left;
 }
 
+static bool decode_thread(struct ivm_profile_reader *r, struct ivm_cursor *c,
+			  struct ivm_thread_record *t)
+{
+	struct ivm_idle_task_id id;
+	unsigned int i;
+
+	memset(t, 0, sizeof(*t));
+	get_task_id(c, &id);
+	t->pid = id.pid;
+	t->tid = id.tid;
+	memcpy(t->comm, id.comm, IVM_COMM_LEN);
+	t->start_time = ivm_get_u64(c);
+	t->first_ns = ivm_get_u64(c);
+	t->last_ns = ivm_get_u64(c);
+	t->flags = ivm_get_u32(c);
+	t->samples = ivm_get_u32(c);
+	t->nr_counters = ivm_get_u16(c);
+	ivm_get_u16(c);
+	if (c->bad || t->nr_counters > IVM_SAMPLE_MAX_COUNTERS ||
+	    t->last_ns < t->first_ns)
+		return false;
+	for (i = 0; i < t->nr_counters; i++) {
+		r->counters[i].id = ivm_get_u32(c);
+		r->counters[i].value = ivm_get_u64(c);
+	}
+	t->counters = r->counters;
+	return !c->bad && !c->left;
+}
+
 static bool checksum_ok(const uint8_t *h, uint32_t len, uint32_t crc)
 {
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
@@ -728,6 +800,9 @@ bool ivm_profile_reader_next(struct ivm_profile_reader *r,
 			break;
 		case IVM_RECORD_IDLE_PERIOD:
 			ok = decode_idle_period(&c, &rec->idle);
+			break;
+		case IVM_RECORD_THREAD:
+			ok = decode_thread(r, &c, &rec->thread);
 			break;
 		case IVM_RECORD_STATS:
 		case IVM_RECORD_END:

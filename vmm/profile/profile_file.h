@@ -45,6 +45,19 @@
  *           u64 irq[nr_irq] } (enum ivm_irq_kind order; kinds a newer
  *           writer adds past IVM_IRQ_NR_KINDS are skipped).  Added after
  *           version 1 shipped: older readers skip it as unknown.
+ *   THREAD  one guest thread's scheduler accounting over the run so far
+ *           (profile --switch-every, vmm/profile/switch_sampler.h):
+ *           u32 pid, u32 tid, u8 comm[16], u64 start_time (the task's,
+ *           guest ns since boot: with tid, which thread this is),
+ *           u64 first_ns, u64 last_ns (host monotonic times of its first
+ *           and last reads), u32 flags (IVM_THREAD_*), u32 samples (switch
+ *           samples kept of it), u16 nr_counters, u16 0,
+ *           counters { u32 id, u64 value }[] (enum ivm_counter_id: totals
+ *           from first_ns to last_ns, or from the thread's start with
+ *           IVM_THREAD_BORN; ids a reader does not know are skipped).  A
+ *           thread's record is written again whenever its totals moved,
+ *           at most once a flush, and once more at the end: the last one
+ *           wins.  Added after version 1 shipped: older readers skip it.
  * Unknown record types are skipped whole (their length is known), so newer
  * writers stay readable by older readers.
  *
@@ -78,6 +91,30 @@ enum ivm_record_type {
 	IVM_RECORD_END = 4,
 	IVM_RECORD_IDLE_PERIOD = 5,
 	IVM_RECORD_SAMPLE2 = 6,
+	IVM_RECORD_THREAD = 7,
+};
+
+/* IVM_THREAD_* flags of a THREAD record. */
+enum {
+	/* First seen after the run began: totals count from its start. */
+	IVM_THREAD_BORN		= 1 << 0,
+	/* Gone from the guest's task lists (exited): totals end at last_ns. */
+	IVM_THREAD_GONE		= 1 << 1,
+	/* The run's last record of it (written at the end). */
+	IVM_THREAD_FINAL	= 1 << 2,
+};
+
+/* A thread's accounting as a THREAD record holds it. */
+struct ivm_thread_record {
+	uint32_t pid;			/* tgid */
+	uint32_t tid;
+	char comm[IVM_COMM_LEN];	/* NUL-terminated */
+	uint64_t start_time;
+	uint64_t first_ns, last_ns;
+	uint32_t flags;			/* IVM_THREAD_* */
+	uint32_t samples;
+	uint16_t nr_counters;		/* <= IVM_SAMPLE_MAX_COUNTERS */
+	const struct ivm_counter *counters;	/* borrowed, as in a sample */
 };
 
 /* A guest task as an idle-period record names it. */
@@ -138,6 +175,10 @@ struct ivm_error *ivm_profile_write_stats(struct ivm_profile_writer *w,
 struct ivm_error *ivm_profile_write_idle_period(struct ivm_profile_writer *w,
 						const struct ivm_idle_record *r);
 
+/* IVM_ERROR_INVALID when nr_counters breaks IVM_SAMPLE_MAX_COUNTERS. */
+struct ivm_error *ivm_profile_write_thread(struct ivm_profile_writer *w,
+					   const struct ivm_thread_record *t);
+
 /* Write buffered records to the file (whole records only). */
 struct ivm_error *ivm_profile_writer_flush(struct ivm_profile_writer *w);
 
@@ -173,6 +214,7 @@ struct ivm_profile_record {
 			uint64_t time_ns;	/* END only */
 		} stats;
 		struct ivm_idle_record idle;	/* IDLE_PERIOD */
+		struct ivm_thread_record thread;	/* THREAD */
 	};
 };
 

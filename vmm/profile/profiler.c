@@ -52,6 +52,9 @@ const char *ivm_capture_mode_name(enum ivm_capture_mode mode)
 
 #define NR_FOLLOW 6	/* looks after a wakeup: follow_ns below */
 
+/* Room for every running total fill_stats() writes. */
+#define MAX_STATS 96
+
 struct vcpu_poll {
 	int stat_fd;		/* /proc/PID/task/TID/stat of its thread */
 	bool halted;
@@ -118,12 +121,15 @@ struct profiler {
 	struct ivm_last_ran *last_ran;
 	/* Continuous windows: when the current one ends, its first stats. */
 	uint64_t window_end_ns;
-	struct ivm_stat window_base[64];
+	struct ivm_stat window_base[MAX_STATS];
 	size_t nr_window_base;
 	struct ivm_proc_table *procs;	/* processes said in the file */
+	struct ivm_switch_sampler *switches;	/* --switch-every, or NULL */
 };
 
 static struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu);
+static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
+			      size_t *nr);
 static struct ivm_error *period_capture(struct profiler *p, uint32_t vcpu,
 					enum ivm_sample_kind kind,
 					uint64_t task, uint64_t time_ns);
@@ -200,6 +206,7 @@ static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
 	int v;
 
 	(void)cpu;
+	p->res->trace_records++;
 	err = ivm_sched_events_decode(p->sched_events, data, size, &ev);
 	if (err && err->code == IVM_ERROR_NOT_FOUND && p->kvm_events) {
 		struct ivm_kvm_event kev;
@@ -305,6 +312,28 @@ static bool passes_filters(const struct profiler *p,
 	return true;
 }
 
+/*
+ * A kept capture into the file: its process said first (when it has one),
+ * then the sample; counted, and its kernel symbols noted.
+ */
+static struct ivm_error *write_kept(struct profiler *p,
+				    const struct ivm_capture *cap)
+{
+	struct ivm_error *err = NULL;
+
+	if (cap->task.mm)
+		err = ivm_proc_table_announce(p->procs, p->writer,
+					      cap->sample.pid, &cap->process);
+	if (!err)
+		err = ivm_profile_write_sample(p->writer, &cap->sample);
+	if (!err)
+		p->res->kept[cap->sample.kind]++;
+	if (!err && p->ksym_hits)
+		err = ivm_ksym_hits_add(p->ksym_hits, cap->sample.kernel_pcs,
+					cap->sample.nr_kernel);
+	return err;
+}
+
 static struct ivm_error *capture(struct profiler *p,
 				 const struct ivm_capture_req *req)
 {
@@ -385,17 +414,7 @@ static struct ivm_error *capture(struct profiler *p,
 		p->res->filtered++;
 		goto out;
 	}
-	if (p->cap.task.mm)
-		err = ivm_proc_table_announce(p->procs, p->writer,
-					      p->cap.sample.pid,
-					      &p->cap.process);
-	if (!err)
-		err = ivm_profile_write_sample(p->writer, &p->cap.sample);
-	if (!err)
-		p->res->kept[req->kind]++;
-	if (!err && p->ksym_hits)
-		err = ivm_ksym_hits_add(p->ksym_hits, p->cap.sample.kernel_pcs,
-					p->cap.sample.nr_kernel);
+	err = write_kept(p, &p->cap);
 out:
 	if (stopped) {
 		cerr = ivm_qmp_cont(g->qmp);
@@ -1066,6 +1085,7 @@ static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	st[n++] = (struct ivm_stat){ "idle_periods_replayed",
 				     is->recovered_periods };
 	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
+	st[n++] = (struct ivm_stat){ "trace_records", p->res->trace_records };
 	*nr = n;
 }
 
@@ -1138,6 +1158,7 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
 	}
 	fill_idle_stats(p, st, &n);
+	fill_switch_stats(p, st, &n);
 	st[n++] = (struct ivm_stat){ "polls", r->polls };
 	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
 	/* What this guest's profiling cost the host (idlevm's thread). */
@@ -1146,6 +1167,94 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	for (i = 0; i < n && i < p->nr_window_base; i++)
 		if (st[i].value >= p->window_base[i].value)
 			st[i].value -= p->window_base[i].value;
+	*nr = n;
+}
+
+/* ---- context-switch sampling (switch_sampler.h) ----------------------- */
+
+/* A switch sample the sampler kept: into the file, like a capture's. */
+static struct ivm_error *switch_emit(void *ctx, const struct ivm_capture *cap)
+{
+	return write_kept(ctx, cap);
+}
+
+/* Last in setup: the sampler's first read starts every thread's totals. */
+static struct ivm_error *switch_setup(struct profiler *p)
+{
+	const struct ivm_profiler_config *c = p->cfg;
+	struct ivm_switch_sampler_config sc = {
+		.every = c->switch_every, .batch = c->switch_batch,
+		.interval_ns = (uint64_t)(c->switch_interval_ms * 1e6),
+		.walk_budget = c->switch_walk_budget,
+		.filter_pid = c->filter_pid, .filter_comm = c->filter_comm,
+		.skip_tgid = helper_tgid(p),
+		.emit = switch_emit, .emit_ctx = p,
+	};
+	struct ivm_error *err;
+
+	if (!c->switch_every)
+		return NULL;
+	err = ivm_switch_sampler_create(p->guest, p->engine, p->writer, &sc,
+					&p->switches);
+	return err ? ivm_error_wrap(err, "switch sampling") : NULL;
+}
+
+/* A look of the switch sampler when due; an error ends the run. */
+static void switch_look(struct profiler *p, uint64_t now)
+{
+	struct ivm_error *err;
+
+	if (!p->switches)
+		return;
+	err = ivm_switch_sampler_look(p->switches, now);
+	if (err) {
+		p->gone = true;
+		end_with(p, ivm_error_string(err));
+		ivm_error_destroy(err);
+	}
+}
+
+/* The earlier of next and the sampler's next look. */
+static uint64_t switch_due(const struct profiler *p, uint64_t next)
+{
+	uint64_t due;
+
+	if (!p->switches)
+		return next;
+	due = ivm_switch_sampler_due(p->switches);
+	return due < next ? due : next;
+}
+
+/* Running totals only: a window's stats are differences (next_window). */
+static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
+			      size_t *nr)
+{
+	const struct ivm_switch_sampler_stats *ss = &p->res->switches;
+	size_t n = *nr;
+
+	if (!p->switches)
+		return;
+	ivm_switch_sampler_stats(p->switches, &p->res->switches);
+	st[n++] = (struct ivm_stat){ "switch", p->res->kept[IVM_SAMPLE_SWITCH] };
+	st[n++] = (struct ivm_stat){ "switch_crossings", ss->crossings };
+	st[n++] = (struct ivm_stat){ "switch_coalesced", ss->coalesced };
+	st[n++] = (struct ivm_stat){ "switch_discarded", ss->discarded };
+	st[n++] = (struct ivm_stat){ "switch_capture_failed",
+				     ss->capture_failed };
+	st[n++] = (struct ivm_stat){ "switch_deferred", ss->deferred };
+	st[n++] = (struct ivm_stat){ "switch_waited_on_cpu",
+				     ss->waited_on_cpu };
+	st[n++] = (struct ivm_stat){ "switch_looks", ss->looks };
+	st[n++] = (struct ivm_stat){ "switch_look_ns", ss->look_ns };
+	st[n++] = (struct ivm_stat){ "switch_reads", ss->reads };
+	st[n++] = (struct ivm_stat){ "switch_read_failed", ss->read_failed };
+	st[n++] = (struct ivm_stat){ "switch_threads_met", ss->threads_met };
+	st[n++] = (struct ivm_stat){ "switch_threads_gone", ss->gone };
+	st[n++] = (struct ivm_stat){ "switch_unwatched", ss->unwatched };
+	st[n++] = (struct ivm_stat){ "switch_sweeps", ss->sweeps };
+	st[n++] = (struct ivm_stat){ "switch_sweeps_truncated",
+				     ss->sweeps_truncated };
+	st[n++] = (struct ivm_stat){ "switch_walk_reads", ss->walk_reads };
 	*nr = n;
 }
 
@@ -1249,6 +1358,10 @@ static struct ivm_error *write_meta(struct profiler *p)
 	META("idle_every", buf);
 	snprintf(buf, sizeof(buf), "%g", c->poll_interval_ms);
 	META("poll_interval_ms", buf);
+	if (c->switch_every) {
+		snprintf(buf, sizeof(buf), "%u", c->switch_every);
+		META("switch_every", buf);
+	}
 	gmtime_r(&now, &tm);
 	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	META("start", buf);
@@ -1351,17 +1464,20 @@ static struct ivm_error *setup_watch(struct profiler *p)
 
 static struct ivm_error *setup_sched_source(struct profiler *p)
 {
-	const char *events[5] = { "sched:sched_switch", "sched:sched_waking",
-				  "sched:sched_wakeup" };
+	const char *events[5] = { "sched:sched_switch" };
 	struct ivm_guest *g = p->guest;
 	struct ivm_error *err;
-	size_t i, n = 0, nr_events = 3;
+	size_t i, n = 0, nr_events = 1;
 	pid_t tids[256];
 	bool kvm = false;
+	char *filter;
 
 	err = ivm_sched_events_load(NULL, &p->sched_events);
 	if (err)
 		return err;
+	/* One record per wakeup: sched_waking, or sched_wakeup without it. */
+	events[nr_events++] = ivm_sched_events_has_waking(p->sched_events) ?
+			      "sched:sched_waking" : "sched:sched_wakeup";
 	/* Hardware KVM: the HLT exit reasons too (never fire under TCG). */
 	ivm_error_destroy(ivm_guest_uses_kvm(g, &kvm));
 	if (kvm) {
@@ -1376,12 +1492,30 @@ static struct ivm_error *setup_sched_source(struct profiler *p)
 	if (err)
 		return err;
 	/*
-	 * Only sleeps (S, D, I): a busy host preempts the vCPU threads
-	 * thousands of times a second, and each switch would wake us for
-	 * nothing.  An older kernel without the filter just wakes us more.
+	 * Every record traced wakes the loop, at real-time priority: only
+	 * the vCPU threads' sleeps (sched_events.h says why the pid list is
+	 * not enough) and their HLT exits.  A kernel that refuses the
+	 * filter gets the coarser one, and just wakes us more.
 	 */
-	ivm_error_destroy(ivm_trace_session_filter(p->trace, "sched:sched_switch",
-						   "prev_state & 131"));
+	filter = ivm_sched_switch_filter(tids, n);
+	if (!filter)
+		return &ivm_enomem;
+	err = ivm_trace_session_filter(p->trace, "sched:sched_switch", filter);
+	free(filter);
+	if (err) {
+		ivm_error_destroy(err);
+		ivm_error_destroy(ivm_trace_session_filter(
+			p->trace, "sched:sched_switch", "prev_state & 131"));
+	}
+	filter = ivm_sched_wake_filter(tids, n);
+	if (!filter)
+		return &ivm_enomem;
+	ivm_error_destroy(ivm_trace_session_filter(p->trace, events[1],
+						   filter));
+	free(filter);
+	if (kvm)
+		ivm_error_destroy(ivm_trace_session_filter(
+			p->trace, "kvm:kvm_exit", ivm_kvm_exit_hlt_filter()));
 	p->res->tracefs_mounted = ivm_trace_session_mounted(p->trace);
 	return NULL;
 }
@@ -1501,6 +1635,8 @@ static struct ivm_error *setup(struct profiler *p)
 					   &p->ksym_hits);
 	if (!err)
 		err = write_meta(p);
+	if (!err)
+		err = switch_setup(p);
 	/* Setup is over: the file takes its name now (see profile_file.h). */
 	if (!err)
 		err = ivm_profile_writer_flush(p->writer);
@@ -1519,6 +1655,7 @@ static void teardown(struct profiler *p)
 	free(p->views);
 	free(p->views2);
 	free(p->last_views);
+	ivm_switch_sampler_destroy(p->switches);
 	ivm_vcpu_watch_destroy(p->watch);
 	ivm_last_ran_destroy(p->last_ran);
 	ivm_ksym_hits_destroy(p->ksym_hits);
@@ -1532,10 +1669,6 @@ static void teardown(struct profiler *p)
 	ivm_dispatch_destroy(p->dispatch);
 }
 
-/*
- * Sched source: sleep until a vCPU thread's event, or the next look that
- * is due anyway (the on-CPU tick, or SLOW_POLL_NS).
- */
 /*
  * Real-time priority for the event loop, or back to normal.  Its work per
  * event is bounded (a batched read, a capture), and the kernel's RT
@@ -1563,10 +1696,14 @@ bool ivm_realtime(bool on)
  */
 static struct ivm_error *next_window(struct profiler *p, uint64_t now)
 {
-	struct ivm_stat stats[64];
+	struct ivm_stat stats[MAX_STATS];
 	struct ivm_error *err;
 	size_t nr;
 
+	/* Each thread's totals of this window, into its file. */
+	err = p->switches ? ivm_switch_sampler_end_window(p->switches) : NULL;
+	if (err)
+		return err;
 	fill_stats(p, stats, &nr);
 	ivm_error_destroy(write_new_ksyms(p));	/* the samples matter more */
 	err = ivm_profile_writer_finish(p->writer, now, stats, nr);
@@ -1592,6 +1729,8 @@ static struct ivm_error *next_window(struct profiler *p, uint64_t now)
 	err = p->cfg->next_window(p->cfg->window_ctx, &p->writer);
 	if (!err)
 		err = write_meta(p);
+	if (!err && p->switches)
+		ivm_switch_sampler_begin_window(p->switches, p->writer);
 	if (!err)
 		err = ivm_profile_writer_flush(p->writer);
 	return err;
@@ -1676,7 +1815,7 @@ void ivm_profiler_set_realtime(struct ivm_profiler *pr, bool on)
 static struct ivm_error *flush_due(struct ivm_profiler *pr, uint64_t now)
 {
 	struct profiler *p = &pr->p;
-	struct ivm_stat stats[64];
+	struct ivm_stat stats[MAX_STATS];
 	struct ivm_error *err;
 	size_t nr_stats;
 	enum ivm_qmp_lifecycle state = ivm_qmp_lifecycle(p->guest->qmp);
@@ -1687,6 +1826,8 @@ static struct ivm_error *flush_due(struct ivm_profiler *pr, uint64_t now)
 	}
 	fill_stats(p, stats, &nr_stats);
 	err = write_new_ksyms(p);
+	if (!err && p->switches)
+		err = ivm_switch_sampler_flush(p->switches);
 	if (!err)
 		err = ivm_profile_write_stats(p->writer, stats, nr_stats);
 	if (!err)
@@ -1734,6 +1875,7 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 				pr->next = now + pr->interval;	/* overrun: no burst */
 		}
 	}
+	switch_look(p, ivm_mono_ns());
 	now = ivm_mono_ns();
 	if (now - pr->last_flush >= 1000000000ull) {
 		*err = flush_due(pr, now);
@@ -1760,6 +1902,7 @@ uint64_t ivm_profiler_wake_at(const struct ivm_profiler *pr)
 	} else if (pr->next < t) {
 		t = pr->next;
 	}
+	t = switch_due(p, t);
 	if (pr->end_ns && pr->end_ns < t)
 		t = pr->end_ns;
 	if (p->window_end_ns && p->window_end_ns < t)
@@ -1787,8 +1930,8 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	const struct ivm_profiler_config *config = p->cfg;
 	struct ivm_profiler_result *result = p->res;
 	uint64_t cpu0 = thread_cpu_ns();
-	struct ivm_stat stats[64];
-	struct ivm_error *ferr;
+	struct ivm_stat stats[MAX_STATS];
+	struct ivm_error *ferr, *swerr = NULL;
 	size_t nr_stats;
 
 	result->elapsed_s = (double)(ivm_mono_ns() - p->start_ns) / 1e9;
@@ -1800,6 +1943,9 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 		result->pin = *ivm_pin_capture_stats(config->pin);
 	if (config->status_line)
 		status_line(p, ivm_mono_ns(), true);
+	/* The switch totals end here: every thread read once more. */
+	if (p->switches && p->writer)
+		swerr = ivm_switch_sampler_end_window(p->switches);
 	pr->cpu_ns += thread_cpu_ns() - cpu0;
 	result->cpu_ns = pr->cpu_ns;
 	fill_stats(p, stats, &nr_stats);
@@ -1811,6 +1957,11 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	if (p->writer)
 		ferr = ivm_profile_writer_finish(p->writer, ivm_mono_ns(),
 						 stats, nr_stats);
+	/* The file is finished first: its samples matter more. */
+	if (swerr && !ferr)
+		ferr = swerr;
+	else
+		ivm_error_destroy(swerr);
 	teardown(p);
 	free(pr);
 	return ferr;

@@ -44,6 +44,7 @@
 #include "profile/idle_periods.h"
 #include "kernel/guest.h"
 #include "profile/profile_file.h"
+#include "profile/switch_sampler.h"
 #include "access/tcg_env.h"
 
 enum ivm_idle_source {
@@ -109,6 +110,16 @@ struct ivm_profiler_config {
 	struct ivm_error *(*next_window)(void *ctx,
 					 struct ivm_profile_writer **ret);
 	void *window_ctx;
+	/*
+	 * Context-switch sampling (switch_sampler.h): every thread's switch
+	 * counts, run delay and CPU time, and a stack every switch_every
+	 * switches of a thread; 0 off.  Its batch, look interval (ms) and
+	 * walk budget: 0 for the defaults.
+	 */
+	uint32_t switch_every;
+	uint32_t switch_batch;
+	double switch_interval_ms;
+	uint32_t switch_walk_budget;
 };
 
 struct ivm_profiler_result {
@@ -139,10 +150,12 @@ struct ivm_profiler_result {
 	struct ivm_idle_stats idle;	/* idle periods and host events */
 	uint64_t periods_written;	/* IDLE_PERIOD records */
 	bool tracefs_mounted;		/* sched source: we mounted tracefs */
+	uint64_t trace_records;		/* sched source: host records read */
 	enum ivm_idle_source idle_source;	/* the one that ran */
 	bool realtime;			/* ran at SCHED_FIFO priority */
 	/* User objects met, and their CFI rows (profile/uobjects.h). */
 	struct ivm_uobjects_stats objects;
+	struct ivm_switch_sampler_stats switches;	/* switch_every */
 	uint64_t cpu_ns;		/* host CPU time its profiling took */
 	char end_reason[128];		/* "duration", "interrupted", ... */
 };

@@ -3,7 +3,8 @@
  * The sample record: one captured guest call stack and what it is about.
  *
  * Every technique of the profiler lands here: idle transitions (to-idle,
- * from-idle), on-CPU ticks, and later context-switch sampling, business
+ * from-idle), on-CPU ticks, context-switch sampling (every Nth switch of a
+ * thread, its counters' deltas as sample counters), and later business
  * categories and pre/post VM-exit records.  Room for those is kept from the
  * start: free-form labels (key/value strings, e.g. "category") and counter
  * values (id/value pairs) travel with every sample and through the profile
@@ -22,8 +23,31 @@ enum ivm_sample_kind {
 	IVM_SAMPLE_TO_IDLE,	/* last task that ran before the vCPU halted */
 	IVM_SAMPLE_FROM_IDLE,	/* first task dispatched after it woke */
 	IVM_SAMPLE_ON_CPU,	/* task running at a tick */
+	/*
+	 * A thread whose count of context switches crossed a multiple of
+	 * --switch-every: where it blocked (or was preempted), with the
+	 * deltas of its IVM_COUNTER_* since its previous switch sample.
+	 */
+	IVM_SAMPLE_SWITCH,
 	IVM_SAMPLE_NR_KINDS,
 };
+
+/*
+ * Counter ids of sample counters and per-thread records: the guest
+ * scheduler's own per-task accounting (task_struct nvcsw, nivcsw,
+ * sched_info.run_delay, se.sum_exec_runtime).  Ids are file format: never
+ * renumbered; readers skip ids they do not know.
+ */
+enum ivm_counter_id {
+	IVM_COUNTER_NVCSW = 1,		/* voluntary context switches */
+	IVM_COUNTER_NIVCSW = 2,		/* involuntary (preempted) */
+	IVM_COUNTER_RUN_DELAY_NS = 3,	/* runnable, waiting for a CPU */
+	IVM_COUNTER_CPU_NS = 4,		/* on a CPU */
+	IVM_COUNTER_NR_IDS,		/* one past the last id */
+};
+
+/* "nvcsw", "nivcsw", "run_delay_ns", "cpu_ns"; NULL for other ids. */
+const char *ivm_counter_name(uint32_t id);
 
 /* Why a stack ended early; a truncated stack is kept and marked. */
 enum {
@@ -106,7 +130,7 @@ struct ivm_sample {
 	const struct ivm_counter *counters;
 };
 
-/* "to_idle", "from_idle", "on_cpu"; "?" for anything else. */
+/* "to_idle", "from_idle", "on_cpu", "switch"; "?" for anything else. */
 const char *ivm_sample_kind_name(enum ivm_sample_kind kind);
 
 #endif /* IVM_SAMPLE_H */

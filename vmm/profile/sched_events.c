@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,46 @@ struct ivm_error *ivm_sched_events_load(const char *tracefs,
 	for (i = 0; i < 3; i++)
 		free(text[i]);
 	return err;
+}
+
+/* "PREFIX(FIELD == T1 || FIELD == T2 ...)", malloc'd. */
+static char *pid_filter(const char *prefix, const char *field,
+			const pid_t *tids, size_t n)
+{
+	size_t i, len, cap;
+	char *f;
+
+	if (!n || n > 4096)
+		return NULL;
+	/* " || " + FIELD + " == " + an int: under 48 bytes per thread. */
+	cap = strlen(prefix) + 8 + n * 48;
+	f = malloc(cap);
+	if (!f)
+		return NULL;
+	len = (size_t)snprintf(f, cap, "%s(", prefix);
+	for (i = 0; i < n; i++)
+		len += (size_t)snprintf(f + len, cap - len, "%s%s == %d",
+					i ? " || " : "", field, (int)tids[i]);
+	snprintf(f + len, cap - len, ")");
+	return f;
+}
+
+char *ivm_sched_switch_filter(const pid_t *tids, size_t n)
+{
+	char prefix[64];
+
+	snprintf(prefix, sizeof(prefix), "prev_state & %d && ", STATE_SLEEPS);
+	return pid_filter(prefix, "prev_pid", tids, n);
+}
+
+char *ivm_sched_wake_filter(const pid_t *tids, size_t n)
+{
+	return pid_filter("", "pid", tids, n);
+}
+
+bool ivm_sched_events_has_waking(const struct ivm_sched_events *ev)
+{
+	return ev->waking_id >= 0;
 }
 
 void ivm_sched_events_destroy(struct ivm_sched_events *ev)

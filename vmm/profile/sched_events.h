@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/error.h"
 
@@ -58,6 +59,13 @@ struct ivm_error *ivm_sched_events_load(const char *tracefs,
 void ivm_sched_events_destroy(struct ivm_sched_events *ev);
 
 /*
+ * Whether the kernel has sched_waking.  One wakeup fires sched_waking and
+ * then sched_wakeup: the first is enough, and each event traced costs the
+ * waker a record and may wake the reader.
+ */
+bool ivm_sched_events_has_waking(const struct ivm_sched_events *ev);
+
+/*
  * Decode one raw record (starting at common_type).  IVM_ERROR_NOT_FOUND
  * for a record of another event; IVM_ERROR_PROTOCOL for one too short for
  * its fields.
@@ -65,6 +73,24 @@ void ivm_sched_events_destroy(struct ivm_sched_events *ev);
 struct ivm_error *ivm_sched_events_decode(const struct ivm_sched_events *ev,
 					  const void *data, size_t size,
 					  struct ivm_sched_event *ret);
+
+/*
+ * Kernel filters that keep only what the idle signal needs of the threads
+ * tids[0..n), each record traced being a wakeup of the reader:
+ *  - sched_switch: their sleeps, "prev_state & 131 && (prev_pid == T1 ||
+ *    ...)".  The instance's pid list (set_event_pid) alone lets a switch
+ *    through when either side is one of the threads: every switch *into*
+ *    a vCPU thread after some other task slept, tens of times the vCPU's
+ *    own sleeps on a busy host;
+ *  - sched_waking / sched_wakeup: their wakeups, "pid == T1 || ...".  The
+ *    pid list alone also lets through every wakeup that one of the
+ *    threads does (a vCPU thread waking QEMU's I/O thread, or any task).
+ * A record the filter refuses is never written to the ring buffer.
+ * Return a malloc'd string (the caller frees it), or NULL when out of
+ * memory or n is 0.
+ */
+char *ivm_sched_switch_filter(const pid_t *tids, size_t n);
+char *ivm_sched_wake_filter(const pid_t *tids, size_t n);
 
 /*
  * Whether a sched_switch prev_state is a sleep (interruptible,

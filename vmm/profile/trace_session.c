@@ -424,7 +424,8 @@ struct ivm_error *ivm_trace_session_read(
 		if (s->fds[cpu] >= 0)
 			drain_cpu(s, cpu);
 	/* Each CPU's records are in order; merge them by stamp. */
-	qsort(s->pend, s->nr_pend, sizeof(*s->pend), by_time);
+	if (s->nr_pend)	/* pend is NULL until the first record */
+		qsort(s->pend, s->nr_pend, sizeof(*s->pend), by_time);
 	for (i = 0; i < s->nr_pend; i++) {
 		const struct pending *p = &s->pend[i];
 

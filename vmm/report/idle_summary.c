@@ -137,6 +137,9 @@ struct ivm_error *ivm_idle_summary_add(struct ivm_idle_summary *s,
 	case IVM_RECORD_SAMPLE: {
 		struct ivm_idle_summary_sample *t;
 
+		/* Switch samples are about threads, not idle vCPUs. */
+		if (rec->sample.kind == IVM_SAMPLE_SWITCH)
+			return NULL;
 		if (s->nr_samples >= IVM_IDLE_SUMMARY_MAX_SAMPLES ||
 		    rec->sample.vcpu >= IVM_IDLE_SUMMARY_MAX_VCPUS) {
 			s->dropped_samples++;

@@ -194,6 +194,8 @@ static const char *kind_title(int kind)
 		return "to-idle";
 	case IVM_SAMPLE_FROM_IDLE:
 		return "from-idle";
+	case IVM_SAMPLE_SWITCH:
+		return "switch";
 	default:
 		return "on-cpu";
 	}

@@ -74,6 +74,7 @@ enum ivm_report_format {
 	IVM_REPORT_SVG,
 	IVM_REPORT_TIMELINE,	/* report/timeline.h: JSON, and HTML beside */
 	IVM_REPORT_PERIODS,	/* report/idle_summary.h: one line a period */
+	IVM_REPORT_THREADS,	/* report/threads.h: one line a thread */
 };
 
 /* What a profile says of its run, for the writers that record it (pprof). */
@@ -111,6 +112,7 @@ struct ivm_report_options {
 	/* ivm_report_file: the tree's top level (default: by thread) */
 	enum ivm_group_by group_by;
 	const char *group_label;	/* IVM_GROUP_BY_LABEL's key */
+	unsigned int sort;	/* threads: an enum ivm_threads_sort */
 };
 
 /* Top stacks of each kind with counts and percentages. */

@@ -104,10 +104,13 @@ static unsigned int name_hash(const char *s)
 	return h;
 }
 
-/* Colour families per kind: to-idle blue, from-idle orange, on-cpu green. */
+/*
+ * Colour families per kind: to-idle blue, from-idle orange, on-cpu green,
+ * switch purple.
+ */
 static void frame_colour(const struct flame *f, char *buf, size_t len)
 {
-	static const int hue[IVM_SAMPLE_NR_KINDS] = { 212, 28, 115 };
+	static const int hue[IVM_SAMPLE_NR_KINDS] = { 212, 28, 115, 280 };
 	unsigned int h = name_hash(f->name);
 	int base = f->kind >= 0 && f->kind < IVM_SAMPLE_NR_KINDS ?
 		   hue[f->kind] : 0;
@@ -248,7 +251,8 @@ static void add_stack(struct flames *fl, const struct ivm_calltree *tree,
 	ivm_report_context_of(tree, leaf, &ctx);
 	fl->v[0].count += count;
 	at = step(fl, 0, kind == IVM_SAMPLE_TO_IDLE ? "to-idle" :
-		  kind == IVM_SAMPLE_FROM_IDLE ? "from-idle" : "on-cpu",
+		  kind == IVM_SAMPLE_FROM_IDLE ? "from-idle" :
+		  kind == IVM_SAMPLE_SWITCH ? "switch" : "on-cpu",
 		  kind, STYLE_KIND, count);
 	if (ctx.group != IVM_CALLTREE_NONE)
 		at = step(fl, at, ivm_report_group_name(tree, ctx.group, buf,
