@@ -49,7 +49,8 @@ whole() {
 "$idlevm" profile --all-domains --match "$A*" --window 10 \
 	--output-dir "$base/all" --no-pprof >"$base/all.log" 2>&1 &
 pid=$!
-rundir_b=$(ivm_rundir_create idlevm-t69)
+# B's run directory inside the suite's, which the runner removes.
+rundir_b=$(ivm_rundir_create b "$IVM_RUNDIR")
 ivm_domain_create "$B" "$IVM_WORKLOAD" "$rundir_b" "$IVM_VCPUS" 512
 ivm_wait_ready "$rundir_b/console.log" 300 "$(ivm_domain_qemu_pid "$B")" >/dev/null ||
 	fail "guest $B did not boot"
