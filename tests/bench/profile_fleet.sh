@@ -2,57 +2,45 @@
 # Benchmark: idlevm's own host CPU when one process profiles 1, 2 and 4
 # guests at once (`idlevm profile --all-domains`, one thread, one wait).
 #
-#   BUILD=build tests/bench/profile_fleet.sh [SECONDS] [VCPUS]
+#   BUILD=build tests/bench/profile_fleet.sh [SECONDS] [VCPUS] [COUNTS]
 #
-# Boots four demo guests running lockstorm (VCPUS each, default 1) as
-# transient libvirt domains, then profiles the first 1, 2 and 4 of them
-# for SECONDS (default 30) each, and prints idlevm's CPU time: the whole
-# process (getrusage: the libvirt client's threads included), the part
-# spent in the guests' runs, and each guest's share as idlevm reports it.
-# The guests are destroyed at the end, also when it fails.  Under TCG the
-# guests' speed, hence their idle transitions per second, moves with the
-# host's load: read the samples per second next to the CPU figures.
+# Boots as many demo guests running lockstorm (VCPUS each, default 1; 512
+# MiB) as the largest of COUNTS (default "1 2 4") as transient libvirt
+# domains, then for each count N profiles the first N of them for SECONDS
+# (default 30), and prints idlevm's CPU time: the whole process (getrusage:
+# the libvirt client's threads included), the part spent in the guests'
+# runs, and each guest's share as idlevm reports it.  The guests are
+# destroyed at the end, also when it fails.  Under TCG the guests' speed,
+# hence their idle transitions per second, moves with the host's load:
+# read the samples per second next to the CPU figures.  On a shared
+# machine that allows only two guests at a time: COUNTS="1 2".
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 BUILD=${BUILD:-build}
 SECS=${1:-30}
 VCPUS=${2:-1}
+COUNTS=${3:-1 2 4}
 IDLEVM=$(cd "$BUILD" && pwd)/idlevm
 IVM_PROG=bench-fleet
 . images/lib.sh
+. tests/bench/lib_guests.sh
 ivm_image_env
 ivm_libvirt_ensure
 
 PREFIX=idlevm-bench-fleet-$$
-RUNS=()
 OUT=$(mktemp -d /tmp/idlevm-bench-fleet.XXXXXX)
-cleanup() {
-	local k
-	for k in 1 2 3 4; do
-		ivm_domain_destroy "$PREFIX-$k"
-	done
-	for k in "${RUNS[@]}"; do
-		rm -rf "$k"
-	done
-	rm -rf "$OUT"
-	return 0
-}
-trap cleanup EXIT
+trap 'bench_guests_destroy; rm -rf "$OUT"' EXIT
 
-for k in 1 2 3 4; do
-	d=$(ivm_rundir_create idlevm-bench-fleet)
-	RUNS+=("$d")
-	ivm_domain_create "$PREFIX-$k" lockstorm "$d" "$VCPUS" 512
+max=0
+for n in $COUNTS; do
+	[ "$n" -gt "$max" ] && max=$n
 done
-for k in 1 2 3 4; do
-	ivm_wait_ready "${RUNS[$((k - 1))]}/console.log" 300 \
-		"$(ivm_domain_qemu_pid "$PREFIX-$k")" >/dev/null ||
-		ivm_die "guest $k did not boot"
-done
-echo "4 guests ready ($VCPUS vCPU each, lockstorm); $SECS s per run; host $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+[ "$max" -ge 1 ] && [ "$max" -le 9 ] || ivm_die "COUNTS: from 1 to 9 guests"
+bench_guests_boot "$PREFIX" "$VCPUS" 512 $(seq 1 "$max")
+echo "$max guests ready ($VCPUS vCPU each, lockstorm); $SECS s per run; host $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-7s %-22s %-18s %-26s %s\n' guests "idlevm CPU (process)" "in guests' runs" "per guest (% of a core)" "samples/s per guest"
-for n in 1 2 4; do
+for n in $COUNTS; do
 	log=$OUT/run-$n.log
 	"$IDLEVM" profile --all-domains --match "$PREFIX-[1-$n]" -D "$SECS" \
 		--output-dir "$OUT/$n" --no-pprof >"$log" 2>&1 ||
@@ -63,4 +51,5 @@ for n in 1 2 4; do
 		awk '{ if ($1 > 0) printf "%.0f ", ($2 + $3 + $4) / $1 }')
 	printf '%-7s %-22s %-18s %-26s %s\n' "$n" "${total%%|*}" "${total##*|}" "$per" "$rate"
 done
-echo "command: BUILD=$BUILD tests/bench/profile_fleet.sh $SECS $VCPUS"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "command: BUILD=$BUILD tests/bench/profile_fleet.sh $SECS $VCPUS \"$COUNTS\""
