@@ -197,6 +197,9 @@ struct guest_run {
 	bool ended;			/* its step said the run is over */
 	struct ivm_error *end_err;	/* and why, if an error */
 	uint64_t attach_ns;		/* CPU time opening the guest took */
+	/* The loop's last wait: whether it was in it, and its descriptors. */
+	bool waited;
+	size_t fd_first, nr_fds;
 };
 
 /* The runs of this process, for serve_others(). */
@@ -232,6 +235,26 @@ static bool steppable(const struct guest_run *r)
 }
 
 /*
+ * Whether a step of r is due after a wait on fds, where r's descriptors
+ * were fds[first, first + n): one of them is ready, or its wake time has
+ * come, or a stop was asked.  The others are not stepped: a wakeup for one
+ * guest's event costs nothing for the other guests (ivm_profiler_wake_at()
+ * is when a step is due at the latest).
+ */
+static bool step_due(const struct guest_run *r, const struct pollfd *fds,
+		     size_t first, size_t n, uint64_t now)
+{
+	size_t i;
+
+	if (stop_requested || now >= ivm_profiler_wake_at(r->pr))
+		return true;
+	for (i = first; i < first + n; i++)
+		if (fds[i].revents)
+			return true;
+	return false;
+}
+
+/*
  * A guest's helper round trip (tens of ms under TCG) waits here rather
  * than in poll(): meanwhile the other guests' events are served, as if
  * each had the thread to itself, except that their captures make no
@@ -245,6 +268,7 @@ static int serve_others(void *ctx, int fd, uint64_t deadline_ns)
 {
 	struct guest_run *me = ctx;
 	struct pollfd fds[4 * IVM_PROFILER_MAX_POLLFDS];
+	size_t first[MAX_GUESTS], count[MAX_GUESTS];
 	uint64_t lent = 0;
 	int ret;
 
@@ -258,10 +282,13 @@ static int serve_others(void *ctx, int fd, uint64_t deadline_ns)
 		for (i = 0; i < *nr_all_runs; i++) {
 			struct guest_run *o = &all_runs[i];
 
+			first[i] = n;
+			count[i] = 0;
 			if (o == me || !steppable(o))
 				continue;
-			n += ivm_profiler_pollfds(o->pr, fds + n,
-						  sizeof(fds) / sizeof(fds[0]) - n);
+			count[i] = ivm_profiler_pollfds(o->pr, fds + n,
+							sizeof(fds) / sizeof(fds[0]) - n);
+			n += count[i];
 			if (ivm_profiler_wake_at(o->pr) < wake)
 				wake = ivm_profiler_wake_at(o->pr);
 		}
@@ -280,11 +307,13 @@ static int serve_others(void *ctx, int fd, uint64_t deadline_ns)
 			ret = 1;
 			break;
 		}
+		now = ivm_mono_ns();
 		for (i = 0; i < *nr_all_runs; i++) {
 			struct guest_run *o = &all_runs[i];
 			uint64_t cpu0;
 
-			if (o == me || !steppable(o))
+			if (o == me || !steppable(o) ||
+			    !step_due(o, fds, first[i], count[i], now))
 				continue;
 			/*
 			 * No round trip of theirs meanwhile: their steps stay
@@ -1075,9 +1104,15 @@ int ivm_cmd_profile(int argc, char **argv)
 				     &nr_later, rt);
 			next_scan = ivm_mono_ns() + SCAN_NS;
 		}
-		for (i = 0; i < nr_runs; i++)
-			if (steppable(&runs[i]))
-				step_run(&runs[i]);
+		for (i = 0; i < nr_runs; i++) {
+			struct guest_run *r = &runs[i];
+
+			/* One new since the last wait is stepped at once. */
+			if (steppable(r) &&
+			    (!r->waited || step_due(r, fds, r->fd_first,
+						    r->nr_fds, ivm_mono_ns())))
+				step_run(r);
+		}
 		for (i = 0; i < nr_runs; i++) {
 			struct guest_run *r = &runs[i];
 
@@ -1098,8 +1133,11 @@ int ivm_cmd_profile(int argc, char **argv)
 			if (!r->running)
 				continue;
 			running++;
-			nr_fds += ivm_profiler_pollfds(r->pr, fds + nr_fds,
-						       sizeof(fds) / sizeof(fds[0]) - nr_fds);
+			r->waited = true;
+			r->fd_first = nr_fds;
+			r->nr_fds = ivm_profiler_pollfds(r->pr, fds + nr_fds,
+							 sizeof(fds) / sizeof(fds[0]) - nr_fds);
+			nr_fds += r->nr_fds;
 			if (ivm_profiler_wake_at(r->pr) < wake)
 				wake = ivm_profiler_wake_at(r->pr);
 		}
