@@ -62,7 +62,9 @@ SYM_LIB := $(if $(SYM_SRCS),$(BUILD)/libivmsym.a)
 GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/lockstorm-nofp $(BUILD)/guest/lockstorm-pie \
 	$(BUILD)/guest/lockstorm-dyn \
-	$(BUILD)/guest/spin $(BUILD)/guest/mapfiles $(BUILD)/guest/threadpark
+	$(BUILD)/guest/spin $(BUILD)/guest/mapfiles $(BUILD)/guest/threadpark \
+	$(BUILD)/guest/labelset $(BUILD)/guest/labelset-dyn \
+	$(BUILD)/guest/labelset-pie
 
 .PHONY: all deps check unit fuzz-replay e2e e2e-demo e2e-web01 web01 fuzz fuzz-long bench \
 	asan demo image clean \
@@ -132,6 +134,20 @@ $(BUILD)/guest/mapfiles: tests/workloads/mapfiles.c
 $(BUILD)/guest/lockstorm-dyn: tests/workloads/lockstorm.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -static,$(GUEST_CFLAGS)) -fomit-frame-pointer -o $@ $<
+
+$(BUILD)/guest/labelset: tests/workloads/labelset.c
+	@mkdir -p $(dir $@)
+	$(CC) $(GUEST_CFLAGS) -o $@ $<
+
+$(BUILD)/guest/labelset-pie: tests/workloads/labelset.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -static,$(GUEST_CFLAGS)) -fPIE -static-pie -o $@ $<
+
+# Dynamically linked against the guest's libc (the host's: Debian 12's, as
+# the demo image carries it): glibc's layout from the libc itself.
+$(BUILD)/guest/labelset-dyn: tests/workloads/labelset.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -static,$(GUEST_CFLAGS)) -o $@ $<
 
 $(BUILD)/guest/threadpark: tests/workloads/threadpark.c
 	@mkdir -p $(dir $@)

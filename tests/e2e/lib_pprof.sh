@@ -32,7 +32,8 @@ pprof_stacks() {
 
 # folded_stacks FOLDED: `idlevm report -f folded -K KIND` output in the
 # same form: process and thread fields dropped, _[k] and _[i] marks
-# removed, addresses as "?".
+# removed, addresses and FILE+0xOFFSET frames (no name: the pprof keeps
+# only their address, for a later symbolizer) as "?".
 folded_stacks() {
 	echo "$1" | awk '
 	NF {
@@ -43,7 +44,9 @@ folded_stacks() {
 			if (x ~ /^0x/ || x ~ /\+0x[0-9a-f]+$/) x = "?"
 			s = s (s == "" ? "" : ";") x
 		}
-		count[s] += c
+		# A sample without frames has no line in pprof -traces.
+		if (s != "")
+			count[s] += c
 	}
 	END { for (s in count) print s, count[s] }' | sort
 }

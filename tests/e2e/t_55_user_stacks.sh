@@ -24,7 +24,9 @@ for how in "" "--fork 1" "--from-signal 1"; do
 done
 set -- $pids
 plain=$1 forked=$2 signalled=$3
-cleanup() { guest_sh "kill $pids 2>/dev/null; true" >/dev/null; }
+# Every process of $dyn goes, the fork child too: one left running
+# would be in the next test's profile.
+cleanup() { guest_sh "kill $pids 2>/dev/null; pkill -x lockstorm-dyn; true" >/dev/null; }
 trap cleanup EXIT
 sleep 3
 # The fork child does the work: its pid is the parent's child.
@@ -97,7 +99,10 @@ prof=$IVM_RUNDIR/ustacks.prof
 folded=$("$idlevm" report "$prof" -f folded 2>&1) || fail "report: $folded"
 echo "$folded" | awk -v pids=" $plain $child $signalled " '
 	$0 ~ /^to_idle;/ {
-		split($1, f, ";"); p = f[2]; sub(/^pid_/, "", p)
+		# The process field: "COMM_[PID]", or "pid_PID" with no name.
+		split($1, f, ";"); p = f[2]
+		if (match(p, /\[[0-9]+\]$/)) p = substr(p, RSTART + 1, RLENGTH - 2)
+		else sub(/^pid_/, "", p)
 		if (index(pids, " " p " ") == 0) next
 		n++
 		bare = 0

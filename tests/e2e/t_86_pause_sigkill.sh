@@ -7,8 +7,8 @@
 # a few did (seen as "paused" right after the kill), or give up after
 # max_rounds.  Whatever the timing, every round must end with the guest
 # running and answering.
-want=${IVM_PAUSE_KILL_WANT:-3}
-max_rounds=${IVM_PAUSE_KILL_ROUNDS:-30}
+want=${IVM_PAUSE_KILL_WANT:-2}
+max_rounds=${IVM_PAUSE_KILL_ROUNDS:-60}
 state() { virsh -q -c qemu:///system domstate "$IVM_DOMAIN" 2>/dev/null | head -n 1; }
 
 killed_paused=0

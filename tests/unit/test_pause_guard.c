@@ -276,8 +276,34 @@ Test(pause_guard, a_running_guest_is_not_sent_cont)
 	mini_qemu_start(&q, false);
 	gpid = parent_that(&q, DIE_ARMED);
 	wait_ended(gpid);
-	cr_expect_eq(counter(&q, &q.queries), 1);
+	cr_expect_geq(counter(&q, &q.queries), 1);
 	cr_expect_eq(counter(&q, &q.conts), 0);
+	cr_expect_not(q.paused);
+	mini_qemu_stop(&q);
+}
+
+Test(pause_guard, a_stop_carried_out_after_the_parent_died_is_undone)
+{
+	struct mini_qemu q;
+	int gpid, i;
+
+	/*
+	 * The parent died with its stop still on its way (in libvirtd, or
+	 * in QEMU's socket buffer): the guardian's first look finds the
+	 * guest running, and the stop lands after that.
+	 */
+	mini_qemu_start(&q, false);
+	gpid = parent_that(&q, DIE_ARMED);
+	for (i = 0; i < 600 && counter(&q, &q.queries) < 1; i++)
+		usleep(50000);
+	cr_assert_geq(counter(&q, &q.queries), 1, "the guardian never looked");
+	pthread_mutex_lock(&q.lock);
+	q.paused = true;
+	pthread_mutex_unlock(&q.lock);
+	wait_ended(gpid);
+	cr_expect_eq(counter(&q, &q.conts), 1, "cont sent %d times",
+		     counter(&q, &q.conts));
+	cr_expect_not(q.paused, "the late stop was left in place");
 	mini_qemu_stop(&q);
 }
 

@@ -47,70 +47,26 @@
 #include "unwind/uunwind_dwarf.h"
 #include "unwind/uunwind_exe.h"
 
+#include "live_workload.h"
+
 #define MAX_FRAMES 64
 
-static pid_t workload = -1;
-static int workload_out = -1;
+static const struct ivm_kmem_reader reader = {
+	live_workload_read, NULL
+};
 
-static struct ivm_error *read_workload(void *ctx, uint64_t va, void *buf,
-				       size_t len)
-{
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)va, len };
-
-	(void)ctx;
-	if (process_vm_readv(workload, &local, 1, &remote, 1, 0) !=
-	    (ssize_t)len)
-		return ivm_error_fault(va, "process_vm_readv at %#llx",
-				       (unsigned long long)va);
-	return NULL;
-}
-
-static const struct ivm_kmem_reader reader = { read_workload, NULL };
-
-static void stop_workload(void)
-{
-	if (workload > 0) {
-		kill(workload, SIGKILL);
-		/*
-		 * The worker we trace is reaped by us (__WALL) before its
-		 * thread group leader can be: wait for any child until the
-		 * workload itself is gone.
-		 */
-		for (;;) {
-			pid_t r = waitpid(-1, NULL, __WALL);
-
-			if (r == workload || (r < 0 && errno != EINTR))
-				break;
-		}
-	}
-	if (workload_out >= 0)
-		close(workload_out);
-	workload = -1;
-	workload_out = -1;
-}
-
-TestSuite(uunwind_dwarf_ls, .fini = stop_workload);
+TestSuite(uunwind_dwarf_ls, .fini = live_workload_stop);
 
 /* Start bin with 2 workers; return the tid of its first worker. */
 static pid_t start_workload(const char *bin)
 {
+	char *const argv[] = { (char *)bin, "--threads", "2", "--seconds",
+			       "600", "--report-interval", "0", NULL };
 	char buf[8192];
 	size_t len = 0;
-	int fds[2];
 
-	cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
-	workload = fork();
-	cr_assert_geq(workload, 0);
-	if (workload == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(fds[1], STDOUT_FILENO);
-		execl(bin, bin, "--threads", "2", "--seconds", "600",
-		      "--report-interval", "0", (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	workload_out = fds[0];
+	cr_assert_eq(live_workload_start(argv), 0, "%s: %s", bin,
+		     strerror(errno));
 	/* "lockstorm: start tid=N comm=ls-worker-0 role=worker" */
 	for (;;) {
 		struct pollfd pfd = { workload_out, POLLIN, 0 };
@@ -406,7 +362,7 @@ static void sample_workload(const char *bin)
 		    "%u outside the binary; frame pointers lost lock-path "
 		    "frames in %u of %u", bin, t.samples, t.lock, t.read,
 		    t.sleep, t.running, t.elsewhere, t.fp_lost, t.lock);
-	stop_workload();
+	live_workload_stop();
 	ivm_ksyms_destroy(syms);
 	ivm_ubinary_destroy(b);
 }

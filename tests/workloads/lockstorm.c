@@ -56,11 +56,22 @@
  * worker itself.  The thread that runs last before a CPU idles is mostly a
  * worker entering one of its three paths.
  *
+ * Request classes.  Each iteration also serves a request of one of three
+ * classes, browse, search and checkout, drawn at random in the ratio
+ * --classes (default 50:30:20), independent of the blocking path.  The
+ * worker keeps the class of the request in hand in __thread variables for
+ * the whole iteration, its block included (ls_request_class: 1, 2, 3, 0
+ * outside requests; ls_request_class_name: the class's name, "none"
+ * outside requests), as applications keep a business category, and
+ * counts its blocks per class: what a profile grouped by that variable
+ * must find.
+ *
  * Output (stdout, line-buffered, key=value):
  *   lockstorm: config pid=.. threads=.. ratio=.. ...        once
  *   lockstorm: start tid=<tid> comm=<name> role=<role>      once per thread
  *   lockstorm: t=<s> wait_for_lock_ms=<n> read_request_ms=<n> throttle_ms=<n>
- *              compute_ms=<n> iterations=<n> [counts...]      every report
+ *              compute_ms=<n> iterations=<n> [counts...]
+ *              browse_n=<n> search_n=<n> checkout_n=<n>       every report
  *   lockstorm: tid=<tid> comm=<name> (same fields)           per worker
  * Reports every --report-interval seconds (0: off), on SIGUSR1 and at exit
  * (end of --seconds, SIGTERM or SIGINT); the last report is followed by
@@ -108,6 +119,20 @@
 /* The three blocking paths, in --ratio order. */
 enum path { PATH_LOCK, PATH_READ, PATH_THROTTLE, NR_PATHS };
 
+/* The request classes, in --classes order; ls_request_class is one more. */
+enum request_class { CLASS_BROWSE, CLASS_SEARCH, CLASS_CHECKOUT, NR_CLASSES };
+static const char *const class_names[NR_CLASSES] = {
+	"browse", "search", "checkout",
+};
+
+/*
+ * The request in hand, per thread: what `idlevm profile --label
+ * class=tls:ls_request_class_name:str` reads.  Global and used, so the
+ * symbols stay in the binary under these names.
+ */
+__thread unsigned int ls_request_class;
+__thread const char *ls_request_class_name = "none";
+
 /*
  * Per-worker figures.  Written only by the worker, read by the main thread
  * for reports: every field goes through relaxed atomics so a report never
@@ -119,6 +144,7 @@ struct worker_stats {
 	uint64_t compute_ns;
 	uint64_t iterations;
 	uint64_t lock_skips;	/* lock due, mutex not held: stays 0 */
+	uint64_t class_count[NR_CLASSES];	/* blocks per request class */
 };
 
 struct worker {
@@ -126,6 +152,7 @@ struct worker {
 	pid_t tid;
 	char comm[16];
 	uint64_t rng;
+	uint64_t class_rng;	/* request classes: a stream of their own */
 	uint64_t checksum;
 	uint32_t buf[COMPUTE_BUF_WORDS];
 	/*
@@ -170,7 +197,10 @@ static struct {
 	uint64_t block_min_ns, block_max_ns;
 	unsigned int compute_us;
 	uint64_t compute_rounds;	/* calibrated */
+	unsigned int classes[NR_CLASSES];
+	unsigned int classes_sum;
 } cfg = {
+	.classes = { 50, 30, 20 },
 	.nr_workers = 4,
 	.report_interval = 5,
 	.ratio = { 60, 30, 10 },
@@ -404,6 +434,20 @@ static enum path choose_path(struct worker *w)
 	return p == NR_PATHS ? PATH_THROTTLE : p;
 }
 
+/* A class at random in the ratio --classes, on the worker's own stream. */
+static enum request_class choose_class(struct worker *w)
+{
+	uint64_t x = xorshift64(&w->class_rng) % cfg.classes_sum;
+	int c;
+
+	for (c = 0; c < NR_CLASSES - 1; c++) {
+		if (x < cfg.classes[c])
+			break;
+		x -= cfg.classes[c];
+	}
+	return (enum request_class)c;
+}
+
 STACK_FRAME void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -412,8 +456,12 @@ STACK_FRAME void *worker_main(void *arg)
 	name_thread(w->comm, "worker");
 	while (!__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
 		uint64_t t0, t1, span, deadline, blocked;
+		enum request_class c;
 		enum path p;
 
+		c = choose_class(w);
+		ls_request_class = c + 1;
+		ls_request_class_name = class_names[c];
 		t0 = now_ns();
 		w->checksum = compute_batch(w, cfg.compute_rounds);
 		t1 = now_ns();
@@ -436,7 +484,11 @@ STACK_FRAME void *worker_main(void *arg)
 		}
 		add64(&w->stats.block_ns[p], blocked);
 		add64(&w->stats.block_count[p], 1);
+		add64(&w->stats.class_count[c], 1);
 		add64(&w->stats.iterations, 1);
+		/* Between requests. */
+		ls_request_class = 0;
+		ls_request_class_name = "none";
 	}
 	return NULL;
 }
@@ -567,7 +619,7 @@ static void print_fields(const struct worker_stats *s)
 	printf(" wait_for_lock_ms=%llu read_request_ms=%llu throttle_ms=%llu"
 	       " compute_ms=%llu iterations=%llu"
 	       " wait_for_lock_n=%llu read_request_n=%llu throttle_n=%llu"
-	       " lock_skips=%llu\n",
+	       " lock_skips=%llu browse_n=%llu search_n=%llu checkout_n=%llu\n",
 	       (unsigned long long)(s->block_ns[PATH_LOCK] / NSEC_PER_MSEC),
 	       (unsigned long long)(s->block_ns[PATH_READ] / NSEC_PER_MSEC),
 	       (unsigned long long)(s->block_ns[PATH_THROTTLE] / NSEC_PER_MSEC),
@@ -576,7 +628,10 @@ static void print_fields(const struct worker_stats *s)
 	       (unsigned long long)s->block_count[PATH_LOCK],
 	       (unsigned long long)s->block_count[PATH_READ],
 	       (unsigned long long)s->block_count[PATH_THROTTLE],
-	       (unsigned long long)s->lock_skips);
+	       (unsigned long long)s->lock_skips,
+	       (unsigned long long)s->class_count[CLASS_BROWSE],
+	       (unsigned long long)s->class_count[CLASS_SEARCH],
+	       (unsigned long long)s->class_count[CLASS_CHECKOUT]);
 }
 
 static void snapshot(const struct worker *w, struct worker_stats *out)
@@ -590,6 +645,8 @@ static void snapshot(const struct worker *w, struct worker_stats *out)
 	out->compute_ns = load64(&s->compute_ns);
 	out->iterations = load64(&s->iterations);
 	out->lock_skips = load64(&s->lock_skips);
+	for (int c = 0; c < NR_CLASSES; c++)
+		out->class_count[c] = load64(&s->class_count[c]);
 }
 
 static void report(void)
@@ -605,6 +662,8 @@ static void report(void)
 		total.compute_ns += per[i].compute_ns;
 		total.iterations += per[i].iterations;
 		total.lock_skips += per[i].lock_skips;
+		for (int c = 0; c < NR_CLASSES; c++)
+			total.class_count[c] += per[i].class_count[c];
 	}
 	flockfile(stdout);
 	printf("lockstorm: t=%.3f",
@@ -664,7 +723,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: lockstorm [--threads N] [--seconds S] [--ratio L:R:T]\n"
 		"                 [--report-interval S] [--compute-us US]\n"
-		"                 [--block-ms MIN:MAX] [--fork 1] [--from-signal 1]\n"
+		"                 [--block-ms MIN:MAX] [--classes B:S:C] [--fork 1]\n"
+		"                 [--from-signal 1]\n"
 		"  --threads N          worker threads (1..%d, default 4)\n"
 		"  --seconds S          run time, 0 = until SIGTERM/SIGINT (default 0)\n"
 		"  --ratio L:R:T        blocking-time split between wait_for_lock,\n"
@@ -672,6 +732,8 @@ static void usage(FILE *f)
 		"  --report-interval S  seconds between reports, 0 = off (default 5)\n"
 		"  --compute-us US      CPU time of one compute_batch (default 1000)\n"
 		"  --block-ms MIN:MAX   duration of one block, uniform (default 2:10)\n"
+		"  --classes B:S:C      request classes browse, search, checkout,\n"
+		"                       drawn at random in this ratio (default 50:30:20)\n"
 		"  --fork 1             run in a fork child; the parent waits for it\n"
 		"  --from-signal 1      run from a signal handler of the main thread\n"
 		"SIGUSR1 prints a report; SIGTERM/SIGINT print a final one and exit.\n",
@@ -772,6 +834,11 @@ static void parse_args(int argc, char **argv)
 		} else if (!strcmp(opt, "--from-signal")) {
 			ok = parse_uint(val, 1, &v);
 			start_from_signal = v;
+		} else if (!strcmp(opt, "--classes")) {
+			ok = parse_tuple(val, 1000000, t, 3) &&
+			     t[0] + t[1] + t[2] > 0;
+			for (int c = 0; ok && c < NR_CLASSES; c++)
+				cfg.classes[c] = t[c];
 		} else {
 			fprintf(stderr, "lockstorm: unknown option %s\n", opt);
 			usage(stderr);
@@ -785,6 +852,7 @@ static void parse_args(int argc, char **argv)
 		}
 	}
 	cfg.ratio_sum = cfg.ratio[0] + cfg.ratio[1] + cfg.ratio[2];
+	cfg.classes_sum = cfg.classes[0] + cfg.classes[1] + cfg.classes[2];
 }
 
 static void setup_workers(void)
@@ -803,6 +871,7 @@ static void setup_workers(void)
 			 i % MAX_WORKERS);
 		/* Deterministic per worker, never 0 (xorshift's fixed point). */
 		w->rng = 0x243f6a8885a308d3ull * (i + 1);
+		w->class_rng = 0x13198a2e03707344ull * (i + 1);
 		for (unsigned int j = 0; j < COMPUTE_BUF_WORDS; j++)
 			w->buf[j] = (uint32_t)xorshift64(&w->rng);
 		pthread_mutex_init(&w->lock[0], NULL);
@@ -832,10 +901,11 @@ STACK_FRAME static int run_lockstorm(void)
 	setup_workers();
 	cfg.compute_rounds = calibrate(&workers[0]);
 	printf("lockstorm: config pid=%d threads=%u ratio=%u:%u:%u"
+	       " classes=%u:%u:%u"
 	       " block_ms=%llu:%llu compute_us=%u compute_rounds=%llu"
 	       " seconds=%g report_interval=%g\n",
 	       getpid(), cfg.nr_workers, cfg.ratio[0], cfg.ratio[1],
-	       cfg.ratio[2],
+	       cfg.ratio[2], cfg.classes[0], cfg.classes[1], cfg.classes[2],
 	       (unsigned long long)(cfg.block_min_ns / NSEC_PER_MSEC),
 	       (unsigned long long)(cfg.block_max_ns / NSEC_PER_MSEC),
 	       cfg.compute_us, (unsigned long long)cfg.compute_rounds,

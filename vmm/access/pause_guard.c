@@ -29,6 +29,23 @@ extern char **environ;
 /* How long the guardian keeps trying to reach the guest (libvirtd may be
  * restarting, QEMU may not have noticed the old QMP client is gone). */
 #define GUARD_RETRY_S 30
+/*
+ * How long a guest seen running is watched after an armed parent died: the
+ * stop it sent just before dying may still be on its way.  libvirtd carries
+ * out a suspend whose client is gone, and QEMU a "stop" it finds in the
+ * socket's buffer, after the guardian's first look (e2e t_86 caught a guest
+ * paused for good that way).  A loaded host delays such a request by
+ * seconds.
+ */
+#define GUARD_SETTLE_S 10
+
+/* What one look at the guest found. */
+enum guard_look {
+	GUARD_UNREACHED = -1,	/* retry */
+	GUARD_RUNNING = 0,	/* or paused by someone else's rules */
+	GUARD_RESUMED = 1,
+	GUARD_GONE = 2,		/* no such guest any more */
+};
 
 struct ivm_pause_guard {
 	int fd;			/* our end; -1 once the guardian is gone */
@@ -170,51 +187,51 @@ static void quiet_libvirt(void *ctx, virErrorPtr error)
 {
 }
 
-/* 1: resumed, 0: nothing to do, -1: not reached (retry). */
-static int resume_libvirt(const char *uri, const char *uuid, const char **why)
+static enum guard_look resume_libvirt(const char *uri, const char *uuid,
+				      const char **why)
 {
 	virConnectPtr conn = virConnectOpen(uri);
+	enum guard_look rc = GUARD_UNREACHED;
 	virDomainPtr dom;
-	int state = 0, reason = 0, rc = -1;
+	int state = 0, reason = 0;
 
 	if (!conn) {
 		*why = "cannot connect to libvirt";
-		return -1;
+		return GUARD_UNREACHED;
 	}
 	dom = virDomainLookupByUUIDString(conn, uuid);
 	if (!dom) {
-		/* Gone: nothing left to resume. */
 		virConnectClose(conn);
-		return 0;
+		return GUARD_GONE;
 	}
 	if (virDomainGetState(dom, &state, &reason, 0) < 0) {
 		*why = "cannot read the domain's state";
 	} else if (state != VIR_DOMAIN_PAUSED ||
 		   reason != VIR_DOMAIN_PAUSED_USER) {
-		rc = 0;		/* running, or paused by someone else's rules */
+		rc = GUARD_RUNNING;
 	} else if (virDomainResume(dom) < 0) {
 		*why = "virDomainResume failed";
 	} else {
-		rc = 1;
+		rc = GUARD_RESUMED;
 	}
 	virDomainFree(dom);
 	virConnectClose(conn);
 	return rc;
 }
 
-static int resume_qmp(const char *path, const char **why)
+static enum guard_look resume_qmp(const char *path, const char **why)
 {
+	enum guard_look rc = GUARD_UNREACHED;
 	struct json_object *status = NULL, *s;
 	struct ivm_error *err;
 	struct ivm_qmp *qmp;
-	int rc = -1;
 
 	err = ivm_qmp_connect_socket(path, &qmp);
 	if (err) {
 		/* No socket any more: QEMU is gone, nothing to resume. */
-		rc = (err->code == IVM_ERROR_OS &&
-		      (err->errnum == ENOENT || err->errnum == ECONNREFUSED)) ?
-			     0 : -1;
+		if (err->code == IVM_ERROR_OS &&
+		    (err->errnum == ENOENT || err->errnum == ECONNREFUSED))
+			rc = GUARD_GONE;
 		*why = "cannot connect to QEMU's QMP socket";
 		ivm_error_destroy(err);
 		return rc;
@@ -224,9 +241,9 @@ static int resume_qmp(const char *path, const char **why)
 	    json_object_is_type(s, json_type_string)) {
 		/* Only the state a "stop" leaves: not a migration, not S3. */
 		if (strcmp(json_object_get_string(s), "paused")) {
-			rc = 0;
+			rc = GUARD_RUNNING;
 		} else if (!(err = ivm_qmp_cont(qmp))) {
-			rc = 1;
+			rc = GUARD_RESUMED;
 		} else {
 			*why = "cont failed";
 		}
@@ -250,7 +267,8 @@ int ivm_pause_guard_main(int argc, char **argv)
 	};
 	const char *uuid = NULL, *uri = NULL, *qmp_path = NULL;
 	const char *what, *why = NULL;
-	int fd = -1, c, rc = -1, waited;
+	int fd = -1, c, waited, running;
+	enum guard_look rc = GUARD_UNREACHED;
 	char word, last = 'D';
 	ssize_t n;
 
@@ -296,14 +314,21 @@ int ivm_pause_guard_main(int argc, char **argv)
 	if (last != 'A')
 		return 0;
 	what = qmp_path ? qmp_path : uuid;
-	for (waited = 0; waited <= GUARD_RETRY_S * 10; waited++) {
+	/*
+	 * Look every 100 ms until the guest is resumed or gone, or has been
+	 * seen running through the settle time, or could not be reached for
+	 * the retry time.
+	 */
+	for (waited = 0, running = 0; waited <= GUARD_RETRY_S * 10; waited++) {
 		rc = qmp_path ? resume_qmp(qmp_path, &why) :
 				resume_libvirt(uri, uuid, &why);
-		if (rc >= 0)
+		if (rc == GUARD_RESUMED || rc == GUARD_GONE)
+			break;
+		if (rc == GUARD_RUNNING && ++running > GUARD_SETTLE_S * 10)
 			break;
 		sleep_ms(100);
 	}
-	if (rc == 1)
+	if (rc == GUARD_RESUMED)
 		fprintf(stderr, "idlevm pause guard: resumed guest %s, left paused by an idlevm that ended while it had it paused\n",
 			what);
 	else if (rc < 0)

@@ -16,8 +16,10 @@
  * at the last word: armed means the parent died with the guest paused, and
  * the guardian resumes it through a connection of its own (libvirt: the
  * same URI and the domain's UUID; plain QEMU: the QMP socket, free once the
- * parent's connection closed), if it is still paused, then exits.  It never
- * resumes a guest that was not paused, and an unarmed guardian just exits.
+ * parent's connection closed), if it is paused, then exits.  A guest seen
+ * running is watched for a few seconds more: the stop the parent sent just
+ * before it died may still be carried out after that.  It never resumes a
+ * guest that was not paused, and an unarmed guardian just exits.
  */
 #ifndef IVM_PAUSE_GUARD_H
 #define IVM_PAUSE_GUARD_H

@@ -95,6 +95,14 @@ IVM_GUEST_USAGE
 "      --symdir DIR       look for each process's executable by its build-id\n"
 "                         in DIR/.build-id/xx/rest (or rest.debug, if it has\n"
 "                         CFI); the report then defaults to DIR too\n"
+"      --label KEY=SOURCE read a business category at each capture from the\n"
+"                         sampled thread's process, as the sample's label KEY\n"
+"                         (repeatable, up to %d): SOURCE is tls:SYMBOL (a\n"
+"                         __thread variable of the executable), var:SYMBOL\n"
+"                         (a global) or key:SYMBOL (the thread's\n"
+"                         pthread_getspecific() of the pthread_key_t in\n"
+"                         SYMBOL), then :int (default), :u64 or :str; a value\n"
+"                         that cannot be read is '?', and counted\n"
 "      --no-report        do not print the report at the end\n"
 "      --window SEC       continuous: one whole profile per SEC seconds in\n"
 "                         --output-dir, until Ctrl-C or -D; each window's\n"
@@ -109,7 +117,34 @@ IVM_GUEST_USAGE
 "      --no-pprof         windows: leave the pprof to whoever reads them\n"
 "  -h, --help             this help\n", IVM_PIN_LEASE_DEFAULT_MS,
 		IVM_SWITCH_BATCH_DEFAULT,
-		(double)IVM_SWITCH_INTERVAL_DEFAULT_NS / 1e6);
+		(double)IVM_SWITCH_INTERVAL_DEFAULT_NS / 1e6, IVM_LABELS_MAX);
+}
+
+/*
+ * What each --label read: values, "?" (and why the last one was); guest:
+ * the guest's name before each line when a run has several, or NULL.
+ */
+static void print_label_stats(const struct ivm_label_spec *labels, size_t n,
+			      const struct ivm_profiler_result *res,
+			      const char *guest)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct ivm_label_stats *st = &res->labels[i];
+		uint64_t all = st->read + st->unreadable;
+
+		fprintf(stderr,
+			"idlevm: %s%slabel %s: %" PRIu64 " samples with a value, %"
+			PRIu64 " unreadable ('?', %.1f%%)%s%s, %" PRIu64
+			" samples of processes without %s\n",
+			guest ? guest : "", guest ? ": " : "",
+			labels[i].key, st->read, st->unreadable,
+			all ? 100.0 * (double)st->unreadable / (double)all : 0.0,
+			res->label_why[i] ? ": the last because " : "",
+			res->label_why[i] ? res->label_why[i] : "",
+			st->absent, labels[i].symbol);
+	}
 }
 
 static double mean_ms(uint64_t total_ns, uint64_t n)
@@ -493,6 +528,8 @@ static void run_summary(const struct profile_opts *o,
 		res->outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE],
 		res->dispatch.lost_busy, res->dispatch.lost_missed,
 		res->dispatch.missed_idle);
+	print_label_stats(r->cfg.labels, r->cfg.nr_labels, res,
+			  o->several ? r->name : NULL);
 	who(o, r);
 	fprintf(stderr,
 		"targets read from their saved frame: %" PRIu64
@@ -729,7 +766,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_SYMDIR, OPT_REGISTERS,
 	       OPT_WINDOW, OPT_OUTPUT_DIR, OPT_KEEP, OPT_KEEP_BYTES,
 	       OPT_NO_PPROF, OPT_ALL_DOMAINS, OPT_MATCH, OPT_SWITCH_EVERY,
-	       OPT_SWITCH_BATCH, OPT_SWITCH_INTERVAL };
+	       OPT_SWITCH_BATCH, OPT_SWITCH_INTERVAL, OPT_LABEL };
 	static const struct option longopts[] = {
 		IVM_GUEST_LONGOPTS,
 		{ "output", required_argument, NULL, 'o' },
@@ -747,6 +784,7 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "no-report", no_argument, NULL, OPT_NO_REPORT },
 		{ "binary", required_argument, NULL, OPT_BINARY },
 		{ "symdir", required_argument, NULL, OPT_SYMDIR },
+		{ "label", required_argument, NULL, OPT_LABEL },
 		{ "helper-socket", required_argument, NULL, OPT_HELPER_SOCKET },
 		{ "pin-lease", required_argument, NULL, OPT_PIN_LEASE },
 		{ "pin-policy", required_argument, NULL, OPT_PIN_POLICY },
@@ -788,6 +826,8 @@ int ivm_cmd_profile(int argc, char **argv)
 	size_t nr_later = 0;
 	struct pollfd fds[4 * IVM_PROFILER_MAX_POLLFDS];
 	struct ivm_error *err = NULL, *first_err = NULL;
+	struct ivm_label_spec labels[IVM_LABELS_MAX];
+	size_t nr_labels = 0;
 	struct sigaction sa;
 	char symdir_buf[PATH_MAX];
 	const char *symdir = NULL;
@@ -972,6 +1012,27 @@ int ivm_cmd_profile(int argc, char **argv)
 		case OPT_MATCH:
 			glob = optarg;
 			break;
+		case OPT_LABEL:
+			if (nr_labels == IVM_LABELS_MAX) {
+				fprintf(stderr, "idlevm profile: at most %d --label\n",
+					IVM_LABELS_MAX);
+				return 2;
+			}
+			err = ivm_label_spec_parse(optarg, &labels[nr_labels]);
+			if (err) {
+				fprintf(stderr, "idlevm profile: %s\n",
+					ivm_error_string(err));
+				ivm_error_destroy(err);
+				return 2;
+			}
+			for (i = 0; i < nr_labels; i++)
+				if (!strcmp(labels[i].key, labels[nr_labels].key)) {
+					fprintf(stderr, "idlevm profile: --label %s given twice\n",
+						labels[i].key);
+					return 2;
+				}
+			nr_labels++;
+			break;
 		case 'h':
 			profile_usage(stdout);
 			return 0;
@@ -1029,6 +1090,8 @@ int ivm_cmd_profile(int argc, char **argv)
 	o.cfg.binaries = binaries;
 	o.cfg.nr_binaries = nr_binaries;
 	o.cfg.symdir = symdir;
+	o.cfg.labels = labels;
+	o.cfg.nr_labels = nr_labels;
 	if (nr_binaries)
 		ropts.binary = binaries[0];
 	ropts.binaries = binaries;

@@ -18,6 +18,7 @@
 #include "report/calltree.h"
 #include "cmd/commands.h"
 #include "profile/profile_file.h"
+#include "profile/labels.h"
 #include "profile/proc_info.h"
 #include "report/frame_names.h"
 #include "report/report.h"
@@ -418,7 +419,65 @@ struct report_stream {
 	size_t nr_dims;
 	bool dims_set;
 	uint64_t bad_process;		/* malformed "process" items */
+	/* The last STATS/END counts of each label ("label.KEY.WHAT"). */
+	struct {
+		char name[IVM_LABEL_KEY_MAX + 24];
+		uint64_t value;
+	} label_stats[3 * IVM_LABELS_MAX];
+	size_t nr_label_stats;
 };
+
+static void stream_stats(struct report_stream *rs, const struct ivm_stat *st,
+			 size_t nr)
+{
+	size_t i, k;
+
+	for (i = 0; i < nr; i++) {
+		if (strncmp(st[i].name, IVM_STAT_LABEL_PREFIX,
+			    sizeof(IVM_STAT_LABEL_PREFIX) - 1))
+			continue;
+		for (k = 0; k < rs->nr_label_stats; k++)
+			if (!strcmp(rs->label_stats[k].name, st[i].name))
+				break;
+		if (k == rs->nr_label_stats) {
+			if (k == 3 * IVM_LABELS_MAX)
+				continue;
+			snprintf(rs->label_stats[k].name,
+				 sizeof(rs->label_stats[k].name), "%s",
+				 st[i].name);
+			rs->nr_label_stats++;
+		}
+		rs->label_stats[k].value = st[i].value;
+	}
+}
+
+/* One line per label: its counts as the profile's last STATS said. */
+static void print_label_stats(const struct report_stream *rs, FILE *out,
+			      const char *indent)
+{
+	size_t i, k;
+
+	for (i = 0; i < rs->nr_dims; i++) {
+		uint64_t v[3] = { 0 };
+		static const char *const what[3] = { "read", "unreadable",
+						     "absent" };
+		char name[IVM_LABEL_KEY_MAX + 24];
+
+		for (k = 0; k < 3; k++) {
+			size_t j;
+
+			snprintf(name, sizeof(name), "%s%s.%s",
+				 IVM_STAT_LABEL_PREFIX, rs->dims[i], what[k]);
+			for (j = 0; j < rs->nr_label_stats; j++)
+				if (!strcmp(rs->label_stats[j].name, name))
+					v[k] = rs->label_stats[j].value;
+		}
+		fprintf(out, "%slabel %s: %" PRIu64 " samples with a value, %" PRIu64
+			" unreadable ('?'), %" PRIu64
+			" samples of processes without it\n", indent, rs->dims[i],
+			v[0], v[1], v[2]);
+	}
+}
 
 static void stream_meta(struct report_stream *rs,
 			const struct ivm_label *items, size_t nr)
@@ -569,8 +628,12 @@ int ivm_report_file(const char *path, bool folded,
 						   rec.meta.items[i].value);
 			stream_meta(&stream, rec.meta.items, rec.meta.nr);
 			break;
+		case IVM_RECORD_STATS:
+			stream_stats(&stream, rec.stats.items, rec.stats.nr);
+			break;
 		case IVM_RECORD_END:
 			end_ns = rec.stats.time_ns;
+			stream_stats(&stream, rec.stats.items, rec.stats.nr);
 			break;
 		case IVM_RECORD_THREAD:
 			err = ivm_threads_add(threads, &rec.thread);
@@ -628,6 +691,7 @@ int ivm_report_file(const char *path, bool folded,
 		print_meta(opts->out, &meta);
 		fprintf(opts->out, "  kernel symbols: %s\n",
 			kernel_source_name(ivm_frame_names_syms(names)));
+		print_label_stats(&stream, opts->out, "  ");
 		fprintf(opts->out, "  samples: %" PRIu64 " (to_idle %" PRIu64
 			", from_idle %" PRIu64 ", on_cpu %" PRIu64 ")\n",
 			samples, ivm_calltree_total(tree, IVM_SAMPLE_TO_IDLE),
@@ -689,8 +753,10 @@ int ivm_report_file(const char *path, bool folded,
 	}
 
 	/* The run and its losses are always told; here the output is data. */
-	if (opts->format != IVM_REPORT_TEXT)
+	if (opts->format != IVM_REPORT_TEXT) {
 		ivm_idle_summary_print(&idle, stderr);
+		print_label_stats(&stream, stderr, "idlevm report: ");
+	}
 	/* Never hide loss: say what was skipped, on stderr. */
 	if (stream.bad_process)
 		fprintf(stderr, "idlevm report: %" PRIu64

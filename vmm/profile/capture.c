@@ -121,6 +121,7 @@ struct ivm_capture_engine {
 	bool has_cpu_stacks;
 	/* Process names and titles; NULL: the BTF lacks what they need. */
 	struct ivm_proc_info_cache *procs;
+	struct ivm_labels *labels;	/* --label values; NULL: none */
 	/* ORC tables of the modules loaded when the engine was made. */
 	struct ivm_kunwind_orc_range *module_orc;
 	size_t nr_module_orc;
@@ -375,6 +376,31 @@ struct ivm_error *ivm_capture_engine_set_symdir(struct ivm_capture_engine *e,
 	return NULL;
 }
 
+struct ivm_error *ivm_capture_engine_set_labels(struct ivm_capture_engine *e,
+						const struct ivm_label_spec *specs,
+						size_t n)
+{
+	struct ivm_labels_guest g = {
+		.mm_src = &e->mm_src, .gfile = e->gfile, .la57 = e->kmem.la57,
+	};
+	struct ivm_labels *l = NULL;
+	struct ivm_error *err;
+
+	if (n) {
+		err = ivm_labels_create(specs, n, &g, &l);
+		if (err)
+			return err;
+	}
+	ivm_labels_destroy(e->labels);
+	e->labels = l;
+	return NULL;
+}
+
+struct ivm_labels *ivm_capture_engine_labels(struct ivm_capture_engine *e)
+{
+	return e->labels;
+}
+
 static void free_code_maps(struct mm_binding *b)
 {
 	ivm_mm_maps_destroy(b->vmas);
@@ -392,6 +418,7 @@ void ivm_capture_engine_destroy(struct ivm_capture_engine *e)
 	if (!e)
 		return;
 	ivm_uexe_cache_destroy(e->ubins);
+	ivm_labels_destroy(e->labels);
 	ivm_uobjects_destroy(e->objects);
 	for (i = 0; i < MM_CACHE_SLOTS; i++)
 		free_code_maps(&e->mm_cache[i]);
@@ -999,13 +1026,37 @@ static void read_context(struct ivm_capture_engine *e, struct ivm_capture *cap)
 		.mm = cap->task.mm,
 	};
 	struct ivm_kmem_reader ureader;
+	const struct mm_binding *b;
+	uint64_t now = ivm_mono_ns();
+	size_t nr = 0;
 
-	if (!e->procs || !cap->task.mm || !user_reader(e, &cap->task, &ureader))
+	if (!cap->task.mm || !user_reader(e, &cap->task, &ureader))
 		return;
 	t.cr3 = e->umem.cr3;
-	ivm_proc_info_cache_get(e->procs, &e->kmem_reader, &ureader,
-				e->umem.la57, &t, ivm_mono_ns(),
-				&cap->process);
+	if (e->procs)
+		ivm_proc_info_cache_get(e->procs, &e->kmem_reader, &ureader,
+					e->umem.la57, &t, now, &cap->process);
+	if (!e->labels)
+		return;
+	/* The executable, as the user unwind found it (or would have). */
+	b = binding_of(e, cap->task.mm, t.cr3, &ureader);
+	{
+		struct ivm_ubinary *host = ivm_uexe_cache_get(e->ubins, b->host);
+		struct ivm_label_target lt = {
+			.pid = t.tgid, .tid = t.pid, .mm = t.mm, .cr3 = t.cr3,
+			.fsbase = cap->task.fsbase,
+			.exe = b->known ? &b->exe : NULL,
+			.host_path = host ? ivm_ubinary_path(host) : NULL,
+			.umem = &ureader,
+		};
+
+		ivm_labels_read(e->labels, &lt, now,
+				cap->labels + cap->sample.nr_labels, &nr);
+	}
+	if (nr) {
+		cap->sample.nr_labels += (uint16_t)nr;
+		cap->sample.labels = cap->labels;
+	}
 }
 
 /*

@@ -25,6 +25,7 @@
 #include "kernel/guest.h"
 #include "kernel/orc.h"
 #include "profile/sample.h"
+#include "profile/labels.h"
 #include "profile/proc_info.h"
 #include "profile/uobjects.h"
 #include "unwind/unwind.h"
@@ -69,6 +70,17 @@ struct ivm_error *ivm_capture_engine_add_binary(struct ivm_capture_engine *engin
  */
 struct ivm_error *ivm_capture_engine_set_symdir(struct ivm_capture_engine *engine,
 						const char *dir);
+
+/*
+ * Read the labels specs (n <= IVM_LABELS_MAX, copied) at every capture of
+ * a user task (profile/labels.h).
+ */
+struct ivm_error *ivm_capture_engine_set_labels(struct ivm_capture_engine *engine,
+						const struct ivm_label_spec *specs,
+						size_t n);
+
+/* The label reader, or NULL when none was set: for its counts. */
+struct ivm_labels *ivm_capture_engine_labels(struct ivm_capture_engine *engine);
 
 /*
  * The user objects the engine's captures met (uobjects.h): their numbers
@@ -118,6 +130,8 @@ struct ivm_capture {
 	struct ivm_frame frames[IVM_SAMPLE_MAX_FRAMES];
 	/* Set when the user part was unwound. */
 	struct ivm_capture_exe exe;
+	/* The --label values (sample.labels points here). */
+	struct ivm_label labels[IVM_LABELS_MAX];
 	/*
 	 * The task's process: its name and command line as the guest's ps
 	 * shows them (profile/proc_info.h); "" when unknown or none (kernel

@@ -52,9 +52,6 @@ const char *ivm_capture_mode_name(enum ivm_capture_mode mode)
 
 #define NR_FOLLOW 6	/* looks after a wakeup: follow_ns below */
 
-/* Room for every running total fill_stats() writes. */
-#define MAX_STATS 96
-
 struct vcpu_poll {
 	int stat_fd;		/* /proc/PID/task/TID/stat of its thread */
 	bool halted;
@@ -84,6 +81,12 @@ struct vcpu_poll {
 static const uint64_t follow_ns[NR_FOLLOW] = {
 	100000ull, 250000ull, 500000ull, 1000000ull, 2000000ull, 4000000ull,
 };
+
+/*
+ * Room for every running total fill_stats() writes: the profiler's own
+ * (switch sampling's included), and three per --label.
+ */
+#define MAX_STATS (96 + 3 * IVM_LABELS_MAX)
 
 struct profiler {
 	struct ivm_guest *guest;
@@ -1161,6 +1164,9 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	fill_switch_stats(p, st, &n);
 	st[n++] = (struct ivm_stat){ "polls", r->polls };
 	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
+	if (p->engine && ivm_capture_engine_labels(p->engine))
+		n += ivm_labels_fill_stats(ivm_capture_engine_labels(p->engine),
+					   st + n, MAX_STATS - n);
 	/* What this guest's profiling cost the host (idlevm's thread). */
 	st[n++] = (struct ivm_stat){ "host_cpu_ms", r->cpu_ns / 1000000 };
 	/* Of this window only (next_window() took the counts at its start). */
@@ -1388,6 +1394,13 @@ static struct ivm_error *write_meta(struct profiler *p)
 	/* A report of the file defaults to the same symbols. */
 	if (c->symdir)
 		META("symdir", c->symdir);
+	/* What each label is, in order: the report's dimensions. */
+	for (i = 0; i < c->nr_labels; i++) {
+		char spec[IVM_LABEL_KEY_MAX + IVM_UELF_MAX_NAME + 16];
+
+		META(IVM_META_LABEL, ivm_label_spec_format(&c->labels[i], spec,
+							   sizeof(spec)));
+	}
 	for (i = 0; i < c->nr_binaries; i++) {
 		char *path = realpath(c->binaries[i], NULL);
 
@@ -1554,6 +1567,10 @@ static struct ivm_error *setup(struct profiler *p)
 		if (err)
 			return err;
 	}
+	err = ivm_capture_engine_set_labels(p->engine, p->cfg->labels,
+					    p->cfg->nr_labels);
+	if (err)
+		return err;
 	p->vcpus = calloc(g->nr_vcpus, sizeof(*p->vcpus));
 	if (!p->vcpus)
 		return &ivm_enomem;
@@ -1949,6 +1966,15 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	pr->cpu_ns += thread_cpu_ns() - cpu0;
 	result->cpu_ns = pr->cpu_ns;
 	fill_stats(p, stats, &nr_stats);
+	if (p->engine && ivm_capture_engine_labels(p->engine)) {
+		struct ivm_labels *l = ivm_capture_engine_labels(p->engine);
+		size_t i;
+
+		for (i = 0; i < ivm_labels_count(l); i++) {
+			result->labels[i] = *ivm_labels_stats(l, i);
+			result->label_why[i] = ivm_labels_last_why(l, i);
+		}
+	}
 	ferr = write_new_ksyms(p);
 	if (ferr) {
 		ivm_error_destroy(ferr);	/* the samples matter more */

@@ -91,6 +91,9 @@ struct ivm_profiler_config {
 	const char *const *binaries;	/* host copies of guest executables */
 	size_t nr_binaries;
 	const char *symdir;		/* executables by build-id, or NULL */
+	/* --label: values read from the guest at each capture. */
+	const struct ivm_label_spec *labels;
+	size_t nr_labels;
 	/* IVM_CAPTURE_MODE_PIN: the helper session (borrowed; required). */
 	struct ivm_pin_capture *pin;
 	/*
@@ -158,6 +161,9 @@ struct ivm_profiler_result {
 	struct ivm_switch_sampler_stats switches;	/* switch_every */
 	uint64_t cpu_ns;		/* host CPU time its profiling took */
 	char end_reason[128];		/* "duration", "interrupted", ... */
+	/* Per --label, in order: counts and why the last "?" was. */
+	struct ivm_label_stats labels[IVM_LABELS_MAX];
+	const char *label_why[IVM_LABELS_MAX];	/* static, or NULL */
 };
 
 const char *ivm_idle_source_name(enum ivm_idle_source source);

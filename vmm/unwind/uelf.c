@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <lzma.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/bytes.h"
 #include "unwind/uelf.h"
@@ -49,6 +53,8 @@ struct ivm_error *ivm_uelf_parse_phdrs(const uint8_t *phdrs, size_t phnum,
 	*phdr_vaddr = UINT64_MAX;
 	elf->nr_loads = 0;
 	elf->dynamic = elf->dynamic_size = 0;
+	elf->tls_vaddr = elf->tls_memsz = 0;
+	elf->tls_align = 1;
 	elf->eh.vaddr = 0;
 	for (i = 0; i < phnum && i < IVM_UELF_MAX_PHNUM; i++) {
 		const uint8_t *p = phdrs + i * PHDR_SIZE;
@@ -84,6 +90,18 @@ struct ivm_error *ivm_uelf_parse_phdrs(const uint8_t *phdrs, size_t phnum,
 		case PT_GNU_EH_FRAME:
 			elf->eh.vaddr = vaddr;
 			break;
+		case PT_TLS: {
+			uint64_t align = ivm_le64(p + 48);
+
+			if (align & (align - 1))
+				return ivm_error_create(IVM_ERROR_PROTOCOL,
+							"PT_TLS aligned to %#llx",
+							(unsigned long long)align);
+			elf->tls_vaddr = vaddr;
+			elf->tls_memsz = memsz;
+			elf->tls_align = align ? align : 1;
+			break;
+		}
 		}
 	}
 	return NULL;
@@ -334,21 +352,18 @@ struct ivm_error *ivm_uelf_parse(const struct ivm_kmem_reader *file,
 
 /* ---- sections --------------------------------------------------------------- */
 
-struct ivm_error *ivm_uelf_find_section(const struct ivm_kmem_reader *file,
-					const struct ivm_uelf *elf,
-					const char *name,
-					struct ivm_uelf_section *ret)
+/* The section headers (elf->shnum of 64 bytes) into *ret; caller frees. */
+static struct ivm_error *read_shdrs(const struct ivm_kmem_reader *file,
+				    const struct ivm_uelf *elf, uint8_t **ret)
 {
-	uint8_t *shdrs, str[64];
-	uint64_t names_off, names_size, want = strlen(name) + 1;
 	struct ivm_error *err;
-	size_t i;
+	uint8_t *shdrs;
 
 	if (!elf->shoff || !elf->shnum)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"no section headers");
 	if (elf->shentsize != 64 || elf->shnum > IVM_UELF_MAX_SHNUM ||
-	    elf->shstrndx >= elf->shnum || want > sizeof(str) ||
+	    elf->shstrndx >= elf->shnum ||
 	    elf->shoff > UINT64_MAX - 64ull * elf->shnum)
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"%u section headers of %u bytes",
@@ -357,6 +372,28 @@ struct ivm_error *ivm_uelf_find_section(const struct ivm_kmem_reader *file,
 	if (!shdrs)
 		return &ivm_enomem;
 	err = file->read(file->ctx, elf->shoff, shdrs, 64ull * elf->shnum);
+	if (err) {
+		free(shdrs);
+		return err;
+	}
+	*ret = shdrs;
+	return NULL;
+}
+
+struct ivm_error *ivm_uelf_find_section(const struct ivm_kmem_reader *file,
+					const struct ivm_uelf *elf,
+					const char *name,
+					struct ivm_uelf_section *ret)
+{
+	uint8_t *shdrs = NULL, str[64];
+	uint64_t names_off, names_size, want = strlen(name) + 1;
+	struct ivm_error *err;
+	size_t i;
+
+	if (want > sizeof(str))
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"section name %s too long", name);
+	err = read_shdrs(file, elf, &shdrs);
 	if (err)
 		goto out;
 	names_off = ivm_le64(shdrs + 64 * elf->shstrndx + 24);
@@ -494,17 +531,20 @@ static struct ivm_error *gnu_hash_count(const struct ivm_kmem_reader *file,
 	}
 }
 
-struct ivm_error *ivm_uelf_read_dynsym(const struct ivm_kmem_reader *file,
-				       const struct ivm_uelf *elf,
-				       uint64_t bias,
-				       struct ivm_uelf_syms **ret)
+/*
+ * Where .dynsym is, through PT_DYNAMIC: its link-time address and count,
+ * and its strings'.
+ */
+static struct ivm_error *dynsym_table(const struct ivm_kmem_reader *file,
+				      const struct ivm_uelf *elf,
+				      uint64_t bias, uint64_t *symtab_ret,
+				      uint64_t *nsyms_ret, uint64_t *strtab_ret,
+				      uint64_t *strsz_ret)
 {
 	uint8_t dyn[IVM_UELF_MAX_DYNAMIC * 16];
 	uint64_t symtab = 0, strtab = 0, strsz = 0, gnu = 0, hash = 0;
 	uint64_t syment = SYM_SIZE, nsyms = 0, len;
 	struct ivm_error *err;
-	uint8_t *raw = NULL;
-	char *str = NULL;
 	size_t i, n;
 
 	if (!elf->dynamic || elf->dynamic_size < 16)
@@ -558,6 +598,26 @@ struct ivm_error *ivm_uelf_read_dynsym(const struct ivm_kmem_reader *file,
 					       "%llu dynamic symbols",
 					       (unsigned long long)nsyms);
 	}
+	if (err)
+		return err;
+	*symtab_ret = symtab;
+	*nsyms_ret = nsyms;
+	*strtab_ret = strtab;
+	*strsz_ret = strsz;
+	return NULL;
+}
+
+struct ivm_error *ivm_uelf_read_dynsym(const struct ivm_kmem_reader *file,
+				       const struct ivm_uelf *elf,
+				       uint64_t bias,
+				       struct ivm_uelf_syms **ret)
+{
+	uint64_t symtab, strtab, strsz, nsyms;
+	struct ivm_error *err;
+	uint8_t *raw = NULL;
+	char *str = NULL;
+
+	err = dynsym_table(file, elf, bias, &symtab, &nsyms, &strtab, &strsz);
 	if (err)
 		return err;
 	raw = malloc(nsyms ? nsyms * SYM_SIZE : 1);
@@ -935,4 +995,281 @@ const struct ivm_uelf_sym *ivm_uelf_syms_find(const struct ivm_uelf_syms *s,
 			return sym;
 	}
 	return NULL;
+}
+
+/* ---- symbols by name -------------------------------------------------- */
+
+/* Symbols read per chunk while scanning a table for names. */
+#define SYM_CHUNK 1024u
+
+/* A symbol table and its strings, by file offset. */
+struct table {
+	uint64_t syms;		/* file offset of symbol 0 */
+	uint64_t nr;		/* symbols */
+	uint64_t strtab;	/* file offset */
+	uint64_t strsz;
+	enum ivm_uelf_table kind;
+};
+
+/* .symtab and .dynsym with their string tables, from the section headers. */
+static struct ivm_error *tables_from_sections(const struct ivm_kmem_reader *file,
+					      const struct ivm_uelf *elf,
+					      struct table *symtab,
+					      struct table *dynsym)
+{
+	struct ivm_error *err;
+	uint8_t *sh;
+	size_t i;
+
+	err = read_shdrs(file, elf, &sh);
+	if (err)
+		return err;
+	for (i = 0; !err && i < elf->shnum; i++) {
+		const uint8_t *s = sh + i * 64, *str;
+		uint32_t type = ivm_le32(s + 4), link = ivm_le32(s + 40);
+		uint64_t offset = ivm_le64(s + 24), size = ivm_le64(s + 32);
+		struct table *t = type == SHT_SYMTAB ? symtab :
+				  type == SHT_DYNSYM ? dynsym : NULL;
+
+		if (!t || t->nr)
+			continue;
+		str = link < elf->shnum ? sh + (size_t)link * 64 : NULL;
+		if (ivm_le64(s + 56) != SYM_SIZE || !str ||
+		    ivm_le32(str + 4) != SHT_STRTAB ||
+		    offset + size < offset ||
+		    ivm_le64(str + 24) + ivm_le64(str + 32) <
+		    ivm_le64(str + 24)) {
+			err = ivm_error_create(IVM_ERROR_PROTOCOL,
+					       "section %zu: a malformed symbol table",
+					       i);
+			break;
+		}
+		t->syms = offset;
+		t->nr = size / SYM_SIZE;
+		t->strtab = ivm_le64(str + 24);
+		t->strsz = ivm_le64(str + 32);
+		t->kind = type == SHT_SYMTAB ? IVM_UELF_SYMTAB : IVM_UELF_DYNSYM;
+	}
+	free(sh);
+	return err;
+}
+
+/* .dynsym through PT_DYNAMIC, as the loader finds it, by file offset. */
+static struct ivm_error *table_from_dynamic(const struct ivm_kmem_reader *file,
+					    const struct ivm_uelf *elf,
+					    uint64_t bias, struct table *t)
+{
+	uint64_t symtab, nsyms, strtab, strsz;
+	struct ivm_error *err;
+
+	err = dynsym_table(file, elf, bias, &symtab, &nsyms, &strtab, &strsz);
+	if (err)
+		return err;
+	if (!ivm_uelf_offset(elf, symtab, nsyms * SYM_SIZE, &t->syms) ||
+	    !ivm_uelf_offset(elf, strtab, strsz, &t->strtab))
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"dynamic symbols out of the file's segments");
+	t->nr = nsyms;
+	t->strsz = strsz;
+	t->kind = IVM_UELF_DYNSYM;
+	return NULL;
+}
+
+/*
+ * One pass over table t for the names not found yet.  A global
+ * definition wins over a local one; locals of one name count their
+ * definitions (matches), so a caller can refuse an ambiguous one.
+ */
+static struct ivm_error *scan(const struct ivm_kmem_reader *file,
+			      const struct table *t, const char *const *names,
+			      size_t n, struct ivm_uelf_symbol *ret, bool *found,
+			      const bool *done)
+{
+	uint8_t *syms = NULL;
+	char *str = NULL;
+	struct ivm_error *err;
+	uint64_t i, k;
+	size_t j;
+
+	if (t->nr > IVM_UELF_MAX_SCAN || t->strsz > IVM_UELF_MAX_STRTAB ||
+	    t->syms + t->nr * SYM_SIZE < t->syms)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"a symbol table over the caps (%llu symbols, %llu string bytes)",
+					(unsigned long long)t->nr,
+					(unsigned long long)t->strsz);
+	str = malloc(t->strsz + 1);
+	syms = malloc(SYM_CHUNK * SYM_SIZE);
+	if (!str || !syms) {
+		err = &ivm_enomem;
+		goto out;
+	}
+	err = file->read(file->ctx, t->strtab, str, t->strsz);
+	if (err)
+		goto out;
+	str[t->strsz] = '\0';
+	for (i = 0; i < t->nr; i += SYM_CHUNK) {
+		uint64_t m = t->nr - i < SYM_CHUNK ? t->nr - i : SYM_CHUNK;
+
+		err = file->read(file->ctx, t->syms + i * SYM_SIZE, syms,
+				 m * SYM_SIZE);
+		if (err)
+			goto out;
+		for (k = 0; k < m; k++) {
+			const uint8_t *s = syms + k * SYM_SIZE;
+			uint32_t name = ivm_le32(s);
+			uint16_t shndx = (uint16_t)ivm_le_load(s + 6, 2);
+			uint8_t info = s[4];
+			struct ivm_uelf_symbol sym = {
+				.value = ivm_le64(s + 8),
+				.size = ivm_le64(s + 16),
+				.type = ELF64_ST_TYPE(info),
+				.bind = ELF64_ST_BIND(info),
+				.shndx = shndx, .table = t->kind,
+			};
+
+			if (!name || name >= t->strsz || shndx == SHN_UNDEF)
+				continue;
+			for (j = 0; j < n; j++) {
+				if (done[j] ||
+				    strncmp(str + name, names[j],
+					    IVM_UELF_MAX_NAME))
+					continue;
+				if (!found[j] ||
+				    (ret[j].bind == STB_LOCAL &&
+				     sym.bind != STB_LOCAL)) {
+					sym.matches = 1;
+					ret[j] = sym;
+					found[j] = true;
+				} else if (sym.bind == ret[j].bind &&
+					   sym.value != ret[j].value) {
+					ret[j].matches++;
+				}
+			}
+		}
+	}
+out:
+	free(str);
+	free(syms);
+	return err;
+}
+
+struct ivm_error *ivm_uelf_find_symbols(const struct ivm_kmem_reader *file,
+					const struct ivm_uelf *elf,
+					uint64_t bias, const char *const *names,
+					size_t n, struct ivm_uelf_symbol *ret,
+					bool *found, bool *incomplete)
+{
+	struct table symtab = { 0 }, dynsym = { 0 };
+	struct ivm_error *err, *missed = NULL;
+	bool *done, any = false;
+	size_t i;
+
+	done = calloc(n ? n : 1, sizeof(*done));
+	if (!done)
+		return &ivm_enomem;
+	for (i = 0; i < n; i++)
+		found[i] = false;
+	err = tables_from_sections(file, elf, &symtab, &dynsym);
+	if (err) {
+		/*
+		 * Without readable section headers .symtab is out of reach:
+		 * remember why, in case a name is then not found.
+		 */
+		if (err->code != IVM_ERROR_NOT_FOUND)
+			missed = err;
+		else
+			ivm_error_destroy(err);
+		err = NULL;
+	}
+	if (symtab.nr) {
+		err = scan(file, &symtab, names, n, ret, found, done);
+		any |= !err;
+		if (err) {
+			ivm_error_destroy(missed);
+			missed = err;
+			err = NULL;
+		}
+		/* .symtab's answers are final (it holds .dynsym's too). */
+		for (i = 0; i < n; i++)
+			done[i] = found[i];
+	}
+	if (!dynsym.nr) {
+		err = table_from_dynamic(file, elf, bias, &dynsym);
+		if (err && err->code == IVM_ERROR_NOT_FOUND) {
+			ivm_error_destroy(err);
+			err = NULL;
+		} else if (err) {
+			ivm_error_destroy(missed);
+			missed = err;
+			err = NULL;
+		}
+	}
+	if (dynsym.nr) {
+		err = scan(file, &dynsym, names, n, ret, found, done);
+		any |= !err;
+		if (err) {
+			ivm_error_destroy(missed);
+			missed = err;
+			err = NULL;
+		}
+	}
+	free(done);
+	/* A name not found in what could not be read is not known absent. */
+	*incomplete = missed != NULL;
+	if (!any)
+		return missed ? missed :
+		       ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"the ELF file has no symbol table");
+	ivm_error_destroy(missed);
+	return NULL;
+}
+
+/* ---- host files ----------------------------------------------------------- */
+
+static struct ivm_error *host_read(void *ctx, uint64_t off, void *buf,
+				   size_t len)
+{
+	const struct ivm_uelf_host_file *f = ctx;
+	size_t done = 0;
+
+	if (off > f->size || len > f->size - off)
+		return ivm_error_fault(off, "past the end of the file");
+	while (done < len) {
+		ssize_t r = pread(f->fd, (uint8_t *)buf + done, len - done,
+				  (off_t)(off + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return ivm_error_fault(off + done, "reading the file");
+		done += (size_t)r;
+	}
+	return NULL;
+}
+
+struct ivm_error *ivm_uelf_host_file_open(const char *path,
+					  struct ivm_uelf_host_file *f,
+					  struct ivm_kmem_reader *ret)
+{
+	struct stat st;
+
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0)
+		return ivm_error_os(errno, "opening %s", path);
+	if (fstat(f->fd, &st)) {
+		close(f->fd);
+		f->fd = -1;
+		return ivm_error_os(errno, "%s", path);
+	}
+	f->size = (uint64_t)st.st_size;
+	ret->read = host_read;
+	ret->ctx = f;
+	return NULL;
+}
+
+void ivm_uelf_host_file_close(struct ivm_uelf_host_file *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
 }

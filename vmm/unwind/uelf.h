@@ -8,13 +8,15 @@
  * the file, another process's, or the guest's page cache of it.  From them
  * this module decodes what a loaded ELF carries in its loadable segments:
  *  - the ELF header and program headers (PT_LOAD, PT_DYNAMIC, PT_NOTE,
- *    PT_GNU_EH_FRAME), and the GNU build-id note;
+ *    PT_GNU_EH_FRAME, PT_TLS), and the GNU build-id note;
  *  - PT_DYNAMIC -> DT_SYMTAB, DT_STRTAB, DT_STRSZ, DT_GNU_HASH or DT_HASH:
  *    the dynamic symbol table, its size counted from the hash table (the
  *    GNU hash chains: the highest symbol any bucket reaches, then along its
  *    chain to the end bit), with each function's address and size;
  *  - PT_GNU_EH_FRAME -> the .eh_frame_hdr binary search table (ucfi.h
- *    reads the FDEs it points to).
+ *    reads the FDEs it points to);
+ *  - symbols of any type by name, from .symtab or .dynsym (labels read
+ *    the variables they name: profile/labels.h).
  * Link-time addresses (p_vaddr, d_ptr) become file offsets through the
  * PT_LOAD that holds them (ivm_uelf_offset()).  ld.so rewrites the
  * pointers of a loaded object's .dynamic to run-time addresses; a pointer
@@ -83,6 +85,9 @@ struct ivm_uelf {
 	size_t nr_loads;
 	uint64_t dynamic;	/* vaddr of PT_DYNAMIC; 0: none */
 	uint64_t dynamic_size;
+	/* PT_TLS, the thread-local storage template; tls_memsz 0: none. */
+	uint64_t tls_vaddr, tls_memsz;
+	uint64_t tls_align;	/* a power of two (1 for 0 or 1) */
 	struct ivm_uelf_eh_hdr eh;
 	uint8_t build_id[IVM_UELF_MAX_BUILD_ID];
 	size_t build_id_len;	/* 0: none found */
@@ -131,10 +136,10 @@ struct ivm_error *ivm_uelf_parse(const struct ivm_kmem_reader *file,
 
 /*
  * Decode program headers (phnum of 56 bytes at phdrs) into elf: the
- * loads, PT_DYNAMIC, PT_GNU_EH_FRAME's vaddr (eh.vaddr; the table header
- * is read by ivm_uelf_parse), and *phdr_vaddr gets PT_PHDR's p_vaddr
- * (UINT64_MAX: none).  IVM_ERROR_PROTOCOL for a segment that wraps or too
- * many loads.  For callers that read the headers themselves (uunwind_exe).
+ * loads, PT_DYNAMIC, PT_TLS, PT_GNU_EH_FRAME's vaddr (eh.vaddr; the table
+ * header is read by ivm_uelf_parse), and *phdr_vaddr gets PT_PHDR's
+ * p_vaddr (UINT64_MAX: none).  IVM_ERROR_PROTOCOL for a segment that
+ * wraps, too many loads, or a PT_TLS alignment that is no power of two.  For callers that read the headers themselves (uunwind_exe).
  */
 struct ivm_error *ivm_uelf_parse_phdrs(const uint8_t *phdrs, size_t phnum,
 				       struct ivm_uelf *elf,
@@ -240,6 +245,73 @@ void ivm_uelf_syms_destroy(struct ivm_uelf_syms *s);
 struct ivm_error *ivm_uelf_syms_merge(const struct ivm_uelf_syms *a,
 				      const struct ivm_uelf_syms *b,
 				      struct ivm_uelf_syms **ret);
+
+/* ---- symbols by name ---------------------------------------------------- */
+
+/* Symbols of .symtab scanned for names at most (it is read in chunks). */
+#define IVM_UELF_MAX_SCAN (1u << 22)
+/* Bytes of a name compared. */
+#define IVM_UELF_MAX_NAME 512
+
+/* Where a symbol was found. */
+enum ivm_uelf_table {
+	IVM_UELF_SYMTAB = 1,	/* .symtab */
+	IVM_UELF_DYNSYM = 2,	/* .dynsym */
+};
+
+/* A symbol as its table has it (any type: variables, TLS, functions). */
+struct ivm_uelf_symbol {
+	uint64_t value;		/* link-time address; a TLS symbol's offset
+				 * in the TLS template */
+	uint64_t size;
+	uint8_t type;		/* STT_* */
+	uint8_t bind;		/* STB_* */
+	uint16_t shndx;
+	enum ivm_uelf_table table;
+	/*
+	 * Definitions of that name and binding with other values in its
+	 * table: more than 1 for a local name that several files use
+	 * (static variables), which then names nothing for sure.
+	 */
+	uint32_t matches;
+};
+
+/*
+ * Look up names[0..n) (each at most IVM_UELF_MAX_NAME - 1 bytes) among
+ * the defined symbols of the file: .symtab first (through the section
+ * headers, which lie in no segment: a guest holds them only in its page
+ * cache, and a stripped file has no .symtab), then .dynsym (through the
+ * section headers too, else through PT_DYNAMIC as ivm_uelf_read_dynsym
+ * finds it, bias as there), in one pass over each table for all names; a
+ * global symbol wins over a local one of the same name.  found[i] says
+ * whether names[i] was (ret[i] then holds it).  *incomplete is set when a
+ * table could not be read whole (the guest does not hold all its bytes):
+ * a name not found may then be in it, and is not known to be absent.
+ * Errors: IVM_ERROR_NOT_FOUND when the file has no symbol table;
+ * IVM_ERROR_PROTOCOL for a malformed one; the reader's error when not one
+ * table could be read.
+ */
+struct ivm_error *ivm_uelf_find_symbols(const struct ivm_kmem_reader *file,
+					const struct ivm_uelf *elf,
+					uint64_t bias, const char *const *names,
+					size_t n, struct ivm_uelf_symbol *ret,
+					bool *found, bool *incomplete);
+
+/*
+ * A reader by file offset over a host file (pread), for a host copy of
+ * a guest's ELF file (--binary, --symdir): ret->ctx is f, which must
+ * outlive the reader; close with ivm_uelf_host_file_close (a no-op for
+ * a file never opened: fd -1).  Bytes past the end fault.
+ */
+struct ivm_uelf_host_file {
+	int fd;
+	uint64_t size;
+};
+
+struct ivm_error *ivm_uelf_host_file_open(const char *path,
+					  struct ivm_uelf_host_file *f,
+					  struct ivm_kmem_reader *ret);
+void ivm_uelf_host_file_close(struct ivm_uelf_host_file *f);
 
 /* Bytes of .gnu_debugdata accepted, and of the ELF it decompresses to. */
 #define IVM_UELF_MAX_DEBUGDATA (16u << 20)
