@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,6 +304,56 @@ Test(helper_client, silent_hung_up_or_reordering_helper_is_an_error)
 	cr_assert_not_null(err);
 	ivm_error_destroy(err);
 	cr_assert_geq(ivm_helper_stale_replies(h), 1);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+}
+
+/*
+ * A caller's wait (several guests in one thread): every reply is waited
+ * for through it, and what it reports (readable, or the deadline) is what
+ * the request sees.
+ */
+struct counted_wait {
+	int calls;
+	bool say_timeout;
+};
+
+static int counted_wait(void *ctx, int fd, uint64_t deadline_ns)
+{
+	struct counted_wait *cw = ctx;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	cw->calls++;
+	if (cw->say_timeout)
+		return 0;
+	return poll(&pfd, 1, 2000) > 0 ? 1 : 0;
+}
+
+Test(helper_client, replies_wait_through_the_callers_wait)
+{
+	struct counted_wait cw = { 0 };
+	struct ivm_helper_hold_pin hp;
+	struct ivm_helper *h;
+	struct ivm_error *err;
+	struct fake f;
+
+	fake_start(&f, FAKE_OK, 2);
+	h = connect_fake(&f);
+	ivm_helper_set_wait(h, counted_wait, &cw);
+	cr_assert_null(ivm_helper_hold_pin(h, 1, 80, 4242, 90, &hp));
+	cr_assert_geq(cw.calls, 1, "the reply was not waited for through it");
+	cr_assert_eq(hp.pin_errnum, 0);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+
+	fake_start(&f, FAKE_SILENT, 2);
+	h = connect_fake(&f);
+	cw = (struct counted_wait){ .say_timeout = true };
+	ivm_helper_set_wait(h, counted_wait, &cw);
+	err = ivm_helper_hold_pin(h, 1, 80, 4242, 90, &hp);
+	cr_assert_not_null(err);
+	cr_assert_eq(err->code, IVM_ERROR_TIMEOUT, "%s", ivm_error_string(err));
+	ivm_error_destroy(err);
 	ivm_helper_destroy(h);
 	fake_stop(&f);
 }

@@ -27,6 +27,8 @@ struct ivm_helper {
 	uint64_t stale_replies;
 	struct idlevm_decoder dec;
 	uint8_t out[IVM_PROTO_MAX_FRAME];
+	ivm_helper_wait_fn wait;	/* NULL: poll() */
+	void *wait_ctx;
 };
 
 /* Milliseconds left until deadline, rounded up, 0 when past. */
@@ -92,6 +94,13 @@ void ivm_helper_destroy(struct ivm_helper *helper)
 	close(helper->fd);
 	free(helper->path);
 	free(helper);
+}
+
+void ivm_helper_set_wait(struct ivm_helper *helper, ivm_helper_wait_fn wait,
+			 void *ctx)
+{
+	helper->wait = wait;
+	helper->wait_ctx = ctx;
 }
 
 void ivm_helper_set_timeout(struct ivm_helper *helper, int timeout_ms)
@@ -228,7 +237,10 @@ static struct ivm_error *wait_reply(struct ivm_helper *helper, uint16_t type,
 			break;
 		}
 
-		r = poll(&pfd, 1, ms_left(deadline));
+		if (helper->wait)
+			r = helper->wait(helper->wait_ctx, helper->fd, deadline);
+		else
+			r = poll(&pfd, 1, ms_left(deadline));
 		if (r < 0 && errno != EINTR)
 			return ivm_error_os(errno, "poll");
 		if (r == 0) {

@@ -39,6 +39,16 @@ struct ivm_error *ivm_helper_connect_path(const char *path,
 					  struct ivm_helper **ret);
 void ivm_helper_destroy(struct ivm_helper *helper);
 
+/*
+ * How a request waits for its reply: wait(ctx, fd, deadline_ns) returns
+ * 1 once fd is readable, 0 at deadline (CLOCK_MONOTONIC), -1 with errno
+ * on failure (EINTR is retried).  NULL: poll() on fd.  A caller that runs
+ * several guests in one thread serves the others there meanwhile.
+ */
+typedef int (*ivm_helper_wait_fn)(void *ctx, int fd, uint64_t deadline_ns);
+void ivm_helper_set_wait(struct ivm_helper *helper, ivm_helper_wait_fn wait,
+			 void *ctx);
+
 /* Per-request timeout in ms (default IVM_HELPER_TIMEOUT_MS). */
 void ivm_helper_set_timeout(struct ivm_helper *helper, int timeout_ms);
 

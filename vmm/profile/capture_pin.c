@@ -19,6 +19,7 @@ struct ivm_pin_capture {
 	unsigned int lease_ms;		/* of a PIN */
 	unsigned int hold_lease_ms;	/* of a HOLD */
 	enum ivm_pin_policy policy;
+	bool paused;			/* no round trips for now */
 	uint32_t helper_pid;
 	unsigned int guest_cpus;
 	struct ivm_pin_stats stats;
@@ -118,6 +119,18 @@ void ivm_pin_capture_destroy(struct ivm_pin_capture *pc)
 	free(pc);
 }
 
+void ivm_pin_capture_set_wait(struct ivm_pin_capture *pc,
+			      ivm_helper_wait_fn wait, void *ctx)
+{
+	if (pc->helper)
+		ivm_helper_set_wait(pc->helper, wait, ctx);
+}
+
+void ivm_pin_capture_pause(struct ivm_pin_capture *pc, bool paused)
+{
+	pc->paused = paused;
+}
+
 void ivm_pin_capture_set_policy(struct ivm_pin_capture *pc,
 				enum ivm_pin_policy policy)
 {
@@ -173,6 +186,10 @@ struct ivm_error *ivm_pin_capture_task(struct ivm_pin_capture *pc,
 		pc->stats.unpinned++;
 		return ivm_capture_task(engine, task_addr, NULL, -1, cpu, cap);
 	}
+	if (pc->paused && pc->policy != IVM_PIN_RESCUE) {
+		pc->stats.skipped++;
+		return ivm_capture_task(engine, task_addr, NULL, -1, cpu, cap);
+	}
 	/*
 	 * Before any round trip: the task and its involuntary switch count.
 	 * A task already runnable is pinned too: woken but still waiting in a
@@ -202,6 +219,10 @@ struct ivm_error *ivm_pin_capture_task(struct ivm_pin_capture *pc,
 		before = cap->task;
 		if (before.is_idle || before.pid <= 0)
 			return NULL;
+		if (pc->paused) {
+			pc->stats.skipped++;	/* the discarded read stands */
+			return NULL;
+		}
 	} else {
 		err = ivm_kernel_read_task(pc->guest->layout, task_addr,
 					   &before);

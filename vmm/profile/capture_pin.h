@@ -57,7 +57,7 @@
 struct ivm_pin_stats {
 	uint64_t ok;		/* held and pinned during the read */
 	uint64_t hold_only;	/* one-vCPU guest: holding is enough */
-	uint64_t skipped;	/* target unreadable or idle: no pin */
+	uint64_t skipped;	/* target unreadable or idle, or paused: no pin */
 	uint64_t unneeded;	/* IVM_PIN_RESCUE: the unpinned read held */
 	uint64_t refused;	/* helper refused the hold or the pin */
 	uint64_t ran_before_pin;/* switch counts moved before the pin held */
@@ -101,6 +101,21 @@ enum ivm_pin_policy {
 
 void ivm_pin_capture_set_policy(struct ivm_pin_capture *pc,
 				enum ivm_pin_policy policy);
+
+/*
+ * How the helper's round trips wait for replies (helper_client.h): a loop
+ * running several guests serves the others meanwhile.
+ */
+void ivm_pin_capture_set_wait(struct ivm_pin_capture *pc,
+			      ivm_helper_wait_fn wait, void *ctx);
+
+/*
+ * While paused, captures make no round trip to the helper: unpinned reads
+ * only (counted skipped).  A loop running several guests pauses the
+ * others' pins while one guest waits for its helper, so that their steps
+ * are short and that guest's reply is taken before its leases run out.
+ */
+void ivm_pin_capture_pause(struct ivm_pin_capture *pc, bool paused);
 
 /* The helper's guest pid (its holder threads belong to it), from HELLO. */
 uint32_t ivm_pin_capture_helper_pid(const struct ivm_pin_capture *pc);
