@@ -617,9 +617,13 @@ int ivm_cmd_profile(int argc, char **argv)
 		fprintf(stderr,
 			"idlevm: user objects: %zu, unwound by the CFI the guest holds: %zu; CFI rows: %"
 			PRIu64 " looked up, %" PRIu64
-			" whose bytes the guest did not hold\n",
+			" read from the file's page cache (not the process's page tables), %"
+			PRIu64 " whose bytes the guest did not hold\n",
 			res.objects.objects, res.objects.with_image,
-			res.objects.row_lookups, res.objects.row_faults);
+			res.objects.row_lookups,
+			res.objects.row_page_cache +
+			res.objects.row_other_mapping,
+			res.objects.row_faults);
 	if ((res.to_idle_resolved || res.to_idle_unresolved) &&
 	    res.idle_source != IVM_IDLE_SOURCE_SCHED)
 		fprintf(stderr,

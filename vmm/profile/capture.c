@@ -964,7 +964,8 @@ static void unwind_user(struct ivm_capture_engine *e,
 			maps[nr_maps++] = (struct ivm_umapping){
 				.start = c->start, .end = c->end,
 				.bias = c->bias, .image = c->obj->image,
-				.file = &c->reader };
+				.file = &c->reader,
+				.file_sources = &c->gf.sources };
 			if (b->known && c->obj->build_id_len ==
 			    b->exe.build_id_len &&
 			    !memcmp(c->obj->build_id, b->exe.build_id,

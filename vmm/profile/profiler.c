@@ -1142,6 +1142,9 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		st[n++] = (struct ivm_stat){ "cfi_rows", us.row_lookups };
 		st[n++] = (struct ivm_stat){ "cfi_rows_absent",
 					     us.row_faults };
+		st[n++] = (struct ivm_stat){ "cfi_rows_page_cache",
+					     us.row_page_cache +
+					     us.row_other_mapping };
 	}
 	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
 		const struct ivm_pin_stats *ps =

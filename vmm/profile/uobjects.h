@@ -111,6 +111,8 @@ struct ivm_uobjects_stats {
 	uint64_t row_lookups, row_hits;
 	uint64_t row_faults;	/* CFI bytes the guest did not hold */
 	uint64_t row_bad;
+	/* Rows decoded from the file's page cache (or another's mapping). */
+	uint64_t row_page_cache, row_other_mapping;
 };
 void ivm_uobjects_stats(const struct ivm_uobjects *t,
 			struct ivm_uobjects_stats *ret);
