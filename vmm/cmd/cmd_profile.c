@@ -664,6 +664,16 @@ int ivm_cmd_profile(int argc, char **argv)
 						res.pin.refused),
 			mean_ms(res.pin.restore_ns, res.pin.ok +
 						    res.pin.hold_only));
+	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN &&
+	    (res.pin.readaheads || res.pin.readahead_failed))
+		fprintf(stderr,
+			"idlevm: CFI the guest did not hold, read into its page cache by the helper: %"
+			PRIu64 " files, %.1f KiB, %.0f ms; %" PRIu64
+			" refused or failed\n",
+			res.pin.readaheads,
+			(double)res.pin.readahead_bytes / 1024,
+			(double)res.pin.readahead_ns / 1e6,
+			res.pin.readahead_failed);
 	if (cfg.switch_every) {
 		const struct ivm_switch_sampler_stats *ss = &res.switches;
 

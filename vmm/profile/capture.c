@@ -126,6 +126,9 @@ struct ivm_capture_engine {
 	struct ivm_kunwind_orc_range *module_orc;
 	size_t nr_module_orc;
 	struct ivm_cpu_stacks_layout cpu_stacks;
+	/* Ranges of files to have the guest read (capture.h). */
+	struct ivm_capture_readahead readaheads[IVM_CAPTURE_MAX_READAHEADS];
+	size_t nr_readaheads;
 };
 
 const char *ivm_capture_outcome_name(enum ivm_capture_outcome outcome)
@@ -429,6 +432,8 @@ void ivm_capture_engine_destroy(struct ivm_capture_engine *e)
 	for (i = 0; i < e->nr_module_orc; i++)
 		ivm_orc_destroy((struct ivm_orc_table *)e->module_orc[i].orc);
 	free(e->module_orc);
+	for (i = 0; i < e->nr_readaheads; i++)
+		free(e->readaheads[i].path);
 	free(e);
 }
 
@@ -874,6 +879,68 @@ static void tag_code_frames(struct ivm_capture_engine *e,
 }
 
 /*
+ * The objects of b whose CFI rows faulted (the guest did not hold their
+ * bytes) get a range to have the guest read: from .eh_frame_hdr to the
+ * end of its segment (.eh_frame follows it there), once a run.  The
+ * rows faulted in some process; what is asked is the file as this one
+ * maps it.
+ */
+static void want_readaheads(struct ivm_capture_engine *e,
+			    const struct ivm_guest_task *task,
+			    struct mm_binding *b)
+{
+	size_t i, k;
+
+	for (i = 0; i < b->nr_code; i++) {
+		struct code_map *c = &b->code[i];
+		struct ivm_capture_readahead *ra;
+		const struct ivm_uelf *elf;
+		struct ivm_uimage_stats st;
+		uint64_t in;
+
+		if (c->obj->readahead || !c->obj->path)
+			continue;
+		ivm_uimage_stats(c->obj->image, &st);
+		if (!st.faults)
+			continue;
+		elf = ivm_uimage_elf(c->obj->image);
+		for (k = 0; k < elf->nr_loads; k++)
+			if (elf->eh.vaddr - elf->loads[k].vaddr <
+			    elf->loads[k].filesz)
+				break;
+		if (!elf->eh.vaddr || k == elf->nr_loads) {
+			c->obj->readahead = true;	/* nothing to ask */
+			continue;
+		}
+		if (e->nr_readaheads == IVM_CAPTURE_MAX_READAHEADS)
+			return;
+		in = elf->eh.vaddr - elf->loads[k].vaddr;
+		ra = &e->readaheads[e->nr_readaheads];
+		*ra = (struct ivm_capture_readahead){
+			.pid = task->tgid, .path = strdup(c->obj->path),
+			.inode = c->file.ino,
+			.offset = elf->loads[k].offset + in,
+			.length = elf->loads[k].filesz - in,
+		};
+		if (!ra->path)
+			return;
+		if (ra->length > IVM_CAPTURE_READAHEAD_MAX)
+			ra->length = IVM_CAPTURE_READAHEAD_MAX;
+		e->nr_readaheads++;
+		c->obj->readahead = true;
+	}
+}
+
+bool ivm_capture_engine_take_readahead(struct ivm_capture_engine *e,
+				       struct ivm_capture_readahead *ret)
+{
+	if (!e->nr_readaheads)
+		return false;
+	*ret = e->readaheads[--e->nr_readaheads];
+	return true;
+}
+
+/*
  * A cached reader of the task's user memory (its own page tables) into
  * *ret, made once per capture (e->user_task says for which task).  False
  * for a task without user memory.
@@ -1009,9 +1076,10 @@ static void unwind_user(struct ivm_capture_engine *e,
 	memcpy(cap->user_pcs, cap->user_addrs,
 	       cap->sample.nr_user * sizeof(cap->user_pcs[0]));
 	cap->sample.stack_flags |= sample_flags(st.flags);
-	if (b->nr_code)
+	if (b->nr_code) {
 		tag_code_frames(e, cap, b);
-	else
+		want_readaheads(e, task, b);
+	} else
 		tag_frames(e, cap, b, o, &file_reader);
 }
 

@@ -426,6 +426,12 @@ out:
 			err = ivm_error_wrap(cerr, "resuming the guest");
 		}
 	}
+	/*
+	 * CFI this capture needed and guest memory lacked: the helper reads
+	 * it into the page cache now, between captures, for the next ones.
+	 */
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin)
+		ivm_pin_capture_readahead(p->cfg->pin, p->engine);
 	return err;
 }
 
@@ -1161,6 +1167,11 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 					     ps->lease_expired };
 		st[n++] = (struct ivm_stat){ "pin_failed", ps->failed };
 		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
+		st[n++] = (struct ivm_stat){ "readaheads", ps->readaheads };
+		st[n++] = (struct ivm_stat){ "readahead_bytes",
+					     ps->readahead_bytes };
+		st[n++] = (struct ivm_stat){ "readahead_failed",
+					     ps->readahead_failed };
 	}
 	fill_idle_stats(p, st, &n);
 	fill_switch_stats(p, st, &n);

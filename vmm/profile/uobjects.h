@@ -45,6 +45,8 @@ struct ivm_uobject {
 	char *path;			/* NULL: not known (yet) */
 	/* The guest's bytes of it (uimage.h); NULL when none made yet. */
 	struct ivm_uimage *image;
+	/* Its CFI was asked to be read into the guest (capture.h). */
+	bool readahead;
 };
 
 struct ivm_uobjects;
