@@ -22,6 +22,7 @@ enum fake_script {
 	FAKE_OK,		/* answer every request */
 	FAKE_REFUSE_FIRST,	/* ERROR EBUSY to the first, answer the second */
 	FAKE_REFUSE_SECOND,	/* answer the first, ERROR ESRCH to the second */
+	FAKE_REFUSE_ALL,	/* ERROR EACCES to every request */
 	FAKE_SILENT,		/* read, never answer */
 	FAKE_HANG_UP,		/* read, close */
 	FAKE_SWAPPED,		/* answer the second before the first */
@@ -124,6 +125,10 @@ static void *fake_main(void *arg)
 	case FAKE_REFUSE_SECOND:
 		reply(fd, f, 0, 0);
 		reply(fd, f, 1, ESRCH);
+		break;
+	case FAKE_REFUSE_ALL:
+		for (int i = 0; i < f->nseen; i++)
+			reply(fd, f, i, EACCES);
 		break;
 	case FAKE_SWAPPED:
 		reply(fd, f, 1, 0);
@@ -351,11 +356,12 @@ Test(helper_client, readahead_request_reply_and_refusal)
 	fake_stop(&f);
 
 	/* A refusal is the helper's answer, not a broken connection. */
-	fake_start(&f, FAKE_REFUSE_FIRST, 1);
+	fake_start(&f, FAKE_REFUSE_ALL, 1);
 	h = connect_fake(&f);
 	err = ivm_helper_readahead(h, 42, "/usr/lib/x.so", 7, 0, 8192, &got);
 	cr_assert_not_null(err);
 	cr_assert(ivm_helper_error_is_answer(err));
+	cr_assert_eq(err->errnum, EACCES);
 	ivm_error_destroy(err);
 	ivm_helper_destroy(h);
 	fake_stop(&f);
