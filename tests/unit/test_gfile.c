@@ -682,7 +682,7 @@ static size_t fde_pcs(const struct ivm_uelf *elf,
 	return n;
 }
 
-Test(gfile, fork_child_cfi_rows_from_the_page_cache, .timeout = 120)
+Test(gfile, fork_child_cfi_rows_from_the_page_cache)
 {
 	struct ivm_btf *btfs[2];
 	size_t nb = synth_btfs(btfs), b;
