@@ -41,6 +41,9 @@ for c in nginx php-fpm8.2 redis-server; do
 		fail "$c: only $2 of $1 to-idle stacks are whole (want $bar%)"
 done
 
+echo "to-idle stacks that reach main or the thread start, by process:"
+reach_start_by_process "$folded" | sed 's/^/  /'
+
 raw=$(kernel_raw_frames "$folded")
 [ "$raw" = 0 ] || fail "$raw sample-weighted kernel frames are unnamed in to-idle stacks"
 # The server's to-idle stacks end where such servers wait.
