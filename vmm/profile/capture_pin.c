@@ -353,8 +353,13 @@ void ivm_pin_capture_readahead(struct ivm_pin_capture *pc,
 		if (!err) {
 			pc->stats.readaheads++;
 			pc->stats.readahead_bytes += bytes;
-		} else if (ivm_helper_error_is_answer(err)) {
-			/* Gone, replaced, unreadable: the unwind goes on. */
+		} else if (ivm_helper_error_is_answer(err) ||
+			   err->code == IVM_ERROR_INVALID) {
+			/*
+			 * Gone, replaced, unreadable, or a request never
+			 * sent (a path the protocol cannot carry): the
+			 * unwind goes on, and so does pinning.
+			 */
 			pc->stats.readahead_failed++;
 			ivm_error_destroy(err);
 		} else {
