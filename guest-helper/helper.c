@@ -329,6 +329,7 @@ static void handle_hello(struct helper *h, struct idlevm_writer *w)
 	if (uname(&uts) < 0)
 		strcpy(uts.release, "unknown");
 	rep.caps = IVM_CAP_PING | IVM_CAP_PIN | IVM_CAP_HOLD | IVM_CAP_MAPS |
+		   IVM_CAP_READAHEAD |
 		   (h->pins.journal ? IVM_CAP_JOURNAL : 0);
 	rep.ncpus = ncpus > 0 ? (uint32_t)ncpus : 1;
 	rep.flags = h->kaslr_known ? IVM_HELLO_F_KASLR_KNOWN : 0;
@@ -355,6 +356,7 @@ static int dispatch(struct helper *h, const struct idlevm_frame *fr,
 		struct idlevm_hold_req hold;
 		struct idlevm_release_req release;
 		struct idlevm_maps_req maps;
+		struct idlevm_readahead_req readahead;
 	} req;
 	struct idlevm_lease_rep lease = { 0 };
 	bool expired;
@@ -426,6 +428,28 @@ static int dispatch(struct helper *h, const struct idlevm_frame *fr,
 		if (!idlevm_decode_maps_req(p, len, &req.maps))
 			return -EBADMSG;
 		return helper_maps_encode(w, req.maps.pid, req.maps.first);
+	case IVM_MSG_READAHEAD: {
+		struct idlevm_readahead_rep rep;
+
+		if (!idlevm_decode_readahead_req(p, len, &req.readahead))
+			return -EBADMSG;
+		r = helper_readahead(req.readahead.pid, req.readahead.path.ptr,
+				     req.readahead.path.len,
+				     req.readahead.inode,
+				     req.readahead.offset,
+				     req.readahead.length, &rep.bytes);
+		if (r == -ESTALE)
+			snprintf(h->errtext, sizeof(h->errtext),
+				 "readahead: %.*s of pid %d is not inode %llu",
+				 (int)req.readahead.path.len,
+				 req.readahead.path.ptr,
+				 (int)req.readahead.pid,
+				 (unsigned long long)req.readahead.inode);
+		if (r < 0)
+			return r;
+		idlevm_encode_readahead_rep(w, &rep);
+		return 0;
+	}
 	}
 	return -EOPNOTSUPP;
 }

@@ -23,6 +23,7 @@ enum fake_script {
 	FAKE_OK,		/* answer every request */
 	FAKE_REFUSE_FIRST,	/* ERROR EBUSY to the first, answer the second */
 	FAKE_REFUSE_SECOND,	/* answer the first, ERROR ESRCH to the second */
+	FAKE_REFUSE_ALL,	/* ERROR EACCES to every request */
 	FAKE_SILENT,		/* read, never answer */
 	FAKE_HANG_UP,		/* read, close */
 	FAKE_SWAPPED,		/* answer the second before the first */
@@ -61,6 +62,10 @@ static void reply(int fd, const struct fake *f, int i, int errnum)
 			struct idlevm_hold_rep r = { .lease_ms = 77 };
 
 			idlevm_encode_hold_rep(&w, &r);
+		} else if (f->types[i] == IVM_MSG_READAHEAD) {
+			struct idlevm_readahead_rep r = { .bytes = 8192 };
+
+			idlevm_encode_readahead_rep(&w, &r);
 		} else if (f->types[i] == IVM_MSG_PIN) {
 			struct idlevm_pin_rep r = { .lease_ms = 66,
 						    .prev_cpu = 1 };
@@ -121,6 +126,10 @@ static void *fake_main(void *arg)
 	case FAKE_REFUSE_SECOND:
 		reply(fd, f, 0, 0);
 		reply(fd, f, 1, ESRCH);
+		break;
+	case FAKE_REFUSE_ALL:
+		for (int i = 0; i < f->nseen; i++)
+			reply(fd, f, i, EACCES);
 		break;
 	case FAKE_SWAPPED:
 		reply(fd, f, 1, 0);
@@ -353,6 +362,57 @@ Test(helper_client, replies_wait_through_the_callers_wait)
 	err = ivm_helper_hold_pin(h, 1, 80, 4242, 90, &hp);
 	cr_assert_not_null(err);
 	cr_assert_eq(err->code, IVM_ERROR_TIMEOUT, "%s", ivm_error_string(err));
+	ivm_error_destroy(err);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+}
+
+Test(helper_client, readahead_request_reply_and_refusal)
+{
+	struct idlevm_readahead_req req;
+	struct ivm_error *err;
+	struct ivm_helper *h;
+	struct fake f;
+	uint64_t got = 0;
+
+	fake_start(&f, FAKE_OK, 1);
+	h = connect_fake(&f);
+	/* Bad requests never leave the host. */
+	err = ivm_helper_readahead(h, 42, "lib/x.so", 7, 0, 4096, &got);
+	cr_assert(err && err->code == IVM_ERROR_INVALID);
+	ivm_error_destroy(err);
+	err = ivm_helper_readahead(h, 42, "/lib/x.so", 7, 0,
+				   IVM_READAHEAD_MAX_LEN + 1ull, &got);
+	cr_assert(err && err->code == IVM_ERROR_INVALID);
+	ivm_error_destroy(err);
+	err = ivm_helper_readahead(h, 42, "/usr/lib/x.so", 7, 0x1000, 0x4000,
+				   &got);
+	cr_assert_null(err, "%s", err ? ivm_error_string(err) : "");
+	cr_assert_eq(got, 8192);
+	cr_assert_eq(f.types[0], IVM_MSG_READAHEAD);
+	cr_assert(idlevm_decode_readahead_req(f.payload[0], f.lens[0], &req));
+	cr_assert(req.pid == 42 && req.inode == 7 && req.offset == 0x1000 &&
+		  req.length == 0x4000 && req.path.len == 13 &&
+		  !memcmp(req.path.ptr, "/usr/lib/x.so", 13));
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+
+	/* More bytes than asked for: a helper not to be believed. */
+	fake_start(&f, FAKE_OK, 1);
+	h = connect_fake(&f);
+	err = ivm_helper_readahead(h, 42, "/usr/lib/x.so", 7, 0, 4096, &got);
+	cr_assert(err && err->code == IVM_ERROR_PROTOCOL);
+	ivm_error_destroy(err);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+
+	/* A refusal is the helper's answer, not a broken connection. */
+	fake_start(&f, FAKE_REFUSE_ALL, 1);
+	h = connect_fake(&f);
+	err = ivm_helper_readahead(h, 42, "/usr/lib/x.so", 7, 0, 8192, &got);
+	cr_assert_not_null(err);
+	cr_assert(ivm_helper_error_is_answer(err));
+	cr_assert_eq(err->errnum, EACCES);
 	ivm_error_destroy(err);
 	ivm_helper_destroy(h);
 	fake_stop(&f);

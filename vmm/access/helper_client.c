@@ -467,6 +467,39 @@ struct ivm_error *ivm_helper_release(struct ivm_helper *helper,
 	return NULL;
 }
 
+struct ivm_error *ivm_helper_readahead(struct ivm_helper *helper, int pid,
+				       const char *path, uint64_t inode,
+				       uint64_t offset, uint64_t length,
+				       uint64_t *ret)
+{
+	struct idlevm_readahead_req req = {
+		.pid = pid, .inode = inode, .offset = offset, .length = length,
+		.path = { path, (uint16_t)strnlen(path, IVM_PROTO_MAX_PATH + 1) },
+	};
+	struct idlevm_readahead_rep rep;
+	struct idlevm_writer w;
+	struct idlevm_frame fr;
+	struct ivm_error *err;
+	uint32_t id;
+
+	if (pid <= 0 || path[0] != '/' || !length ||
+	    length > IVM_READAHEAD_MAX_LEN ||
+	    strnlen(path, IVM_PROTO_MAX_PATH + 1) > IVM_PROTO_MAX_PATH)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"readahead: bad request (pid %d, %llu bytes of %.64s)",
+					pid, (unsigned long long)length, path);
+	id = begin(helper, &w, IVM_MSG_READAHEAD);
+	idlevm_encode_readahead_req(&w, &req);
+	err = transact(helper, &w, IVM_MSG_READAHEAD, id, &fr);
+	if (err)
+		return err;
+	if (!idlevm_decode_readahead_rep(fr.payload, fr.hdr.length, &rep) ||
+	    rep.bytes > length)
+		return malformed(IVM_MSG_READAHEAD);
+	*ret = rep.bytes;
+	return NULL;
+}
+
 /* Pages of one process's maps; a hostile helper could page forever. */
 #define MAX_MAPS_PAGES 1024
 

@@ -158,4 +158,16 @@ typedef struct ivm_error *(*ivm_helper_map_fn)(
 struct ivm_error *ivm_helper_maps(struct ivm_helper *helper, int pid,
 				  ivm_helper_map_fn fn, void *arg);
 
+/*
+ * Have the helper read [offset, offset + length) of the file at path, as
+ * guest process pid sees it, which must be inode number inode, into the
+ * guest's page cache (proto.h IVM_MSG_READAHEAD); ret: bytes read.  The
+ * helper answers when it has read them: on a slow guest disk that can
+ * take longer than a pin, so give it its own timeout.
+ */
+struct ivm_error *ivm_helper_readahead(struct ivm_helper *helper, int pid,
+				       const char *path, uint64_t inode,
+				       uint64_t offset, uint64_t length,
+				       uint64_t *ret);
+
 #endif /* IVM_HELPER_CLIENT_H */

@@ -542,9 +542,13 @@ static void run_summary(const struct profile_opts *o,
 		fprintf(stderr,
 			"user objects: %zu, unwound by the CFI the guest holds: %zu; CFI rows: %"
 			PRIu64 " looked up, %" PRIu64
-			" whose bytes the guest did not hold\n",
+			" read from the file's page cache (not the process's page tables), %"
+			PRIu64 " whose bytes the guest did not hold\n",
 			res->objects.objects, res->objects.with_image,
-			res->objects.row_lookups, res->objects.row_faults);
+			res->objects.row_lookups,
+			res->objects.row_page_cache +
+			res->objects.row_other_mapping,
+			res->objects.row_faults);
 	}
 	if ((res->to_idle_resolved || res->to_idle_unresolved) &&
 	    res->idle_source != IVM_IDLE_SOURCE_SCHED) {
@@ -591,6 +595,18 @@ static void run_summary(const struct profile_opts *o,
 						 res->pin.refused),
 			mean_ms(res->pin.restore_ns, res->pin.ok +
 						     res->pin.hold_only));
+	}
+	if (r->cfg.capture_mode == IVM_CAPTURE_MODE_PIN &&
+	    (res->pin.readaheads || res->pin.readahead_failed)) {
+		who(o, r);
+		fprintf(stderr,
+			"CFI the guest did not hold, read into its page cache by the helper: %"
+			PRIu64 " files, %.1f KiB, %.0f ms; %" PRIu64
+			" refused or failed\n",
+			res->pin.readaheads,
+			(double)res->pin.readahead_bytes / 1024,
+			(double)res->pin.readahead_ns / 1e6,
+			res->pin.readahead_failed);
 	}
 	if (r->cfg.switch_every) {
 		const struct ivm_switch_sampler_stats *ss = &res->switches;

@@ -21,6 +21,8 @@ struct ivm_pin_capture {
 	enum ivm_pin_policy policy;
 	bool paused;			/* no round trips for now */
 	uint32_t helper_pid;
+	uint32_t helper_caps;		/* IVM_CAP_* from HELLO */
+	int timeout_ms;			/* of every request but READAHEAD */
 	unsigned int guest_cpus;
 	struct ivm_pin_stats stats;
 	char degraded[256];
@@ -103,6 +105,8 @@ struct ivm_error *ivm_pin_capture_create(struct ivm_guest *guest,
 	 */
 	pc->hold_lease_ms = pc->lease_ms / 2 ? pc->lease_ms / 2 : 1;
 	pc->helper_pid = hello.pid;
+	pc->helper_caps = hello.caps;
+	pc->timeout_ms = timeout_ms;
 	/* The helper's count of online CPUs is hostile: it only chooses
 	 * between hold-only and hold+pin, both safe. */
 	pc->guest_cpus = hello.ncpus;
@@ -340,4 +344,48 @@ struct ivm_error *ivm_pin_capture_task(struct ivm_pin_capture *pc,
 		pc->stats.ok++;
 	}
 	return err;
+}
+
+_Static_assert(IVM_CAPTURE_READAHEAD_MAX <= IVM_READAHEAD_MAX_LEN,
+	       "a capture's readahead fits the protocol's bound");
+
+void ivm_pin_capture_readahead(struct ivm_pin_capture *pc,
+			       struct ivm_capture_engine *engine)
+{
+	struct ivm_capture_readahead ra;
+
+	while (ivm_capture_engine_take_readahead(engine, &ra)) {
+		struct ivm_error *err;
+		uint64_t bytes = 0, t0;
+
+		if (!pc->helper || !(pc->helper_caps & IVM_CAP_READAHEAD)) {
+			free(ra.path);
+			continue;
+		}
+		t0 = ivm_mono_ns();
+		ivm_helper_set_timeout(pc->helper,
+				       IVM_PIN_READAHEAD_TIMEOUT_MS);
+		err = ivm_helper_readahead(pc->helper, ra.pid, ra.path,
+					   ra.inode, ra.offset, ra.length,
+					   &bytes);
+		ivm_helper_set_timeout(pc->helper, pc->timeout_ms);
+		pc->stats.readahead_ns += ivm_mono_ns() - t0;
+		free(ra.path);
+		if (!err) {
+			pc->stats.readaheads++;
+			pc->stats.readahead_bytes += bytes;
+		} else if (ivm_helper_error_is_answer(err) ||
+			   err->code == IVM_ERROR_INVALID) {
+			/*
+			 * Gone, replaced, unreadable, or a request never
+			 * sent (a path the protocol cannot carry): the
+			 * unwind goes on, and so does pinning.
+			 */
+			pc->stats.readahead_failed++;
+			ivm_error_destroy(err);
+		} else {
+			pc->stats.readahead_failed++;
+			degrade(pc, err);
+		}
+	}
 }

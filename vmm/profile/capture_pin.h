@@ -66,6 +66,9 @@ struct ivm_pin_stats {
 	uint64_t unpinned;	/* captures made without pin after degrading */
 	uint64_t pin_ns;	/* total time in HOLD+PIN round trips */
 	uint64_t restore_ns;	/* total time in UNPIN+RELEASE round trips */
+	/* READAHEADs of CFI the guest lacked (ivm_pin_capture_readahead). */
+	uint64_t readaheads, readahead_failed, readahead_bytes;
+	uint64_t readahead_ns;	/* total time they took */
 };
 
 struct ivm_pin_capture;
@@ -137,5 +140,18 @@ struct ivm_error *ivm_pin_capture_task(struct ivm_pin_capture *pc,
 				       struct ivm_capture_engine *engine,
 				       uint64_t task_addr, int cpu,
 				       struct ivm_capture *cap);
+
+/*
+ * Have the helper read what the engine's captures wanted and guest memory
+ * lacked (capture.h ivm_capture_engine_take_readahead): every range waiting,
+ * each in one round trip bounded by IVM_PIN_READAHEAD_TIMEOUT_MS (a cold
+ * read from the guest's disk takes longer than a pin).  Counted in the
+ * stats; a helper without READAHEAD is not asked, a refusal is counted, a
+ * failed connection degrades pin capture as any request's does.  Call it
+ * between captures: the helper serves one request at a time.
+ */
+#define IVM_PIN_READAHEAD_TIMEOUT_MS 10000
+void ivm_pin_capture_readahead(struct ivm_pin_capture *pc,
+			       struct ivm_capture_engine *engine);
 
 #endif /* IVM_CAPTURE_PIN_H */

@@ -427,6 +427,12 @@ out:
 			err = ivm_error_wrap(cerr, "resuming the guest");
 		}
 	}
+	/*
+	 * CFI this capture needed and guest memory lacked: the helper reads
+	 * it into the page cache now, between captures, for the next ones.
+	 */
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin)
+		ivm_pin_capture_readahead(p->cfg->pin, p->engine);
 	return err;
 }
 
@@ -1143,6 +1149,9 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		st[n++] = (struct ivm_stat){ "cfi_rows", us.row_lookups };
 		st[n++] = (struct ivm_stat){ "cfi_rows_absent",
 					     us.row_faults };
+		st[n++] = (struct ivm_stat){ "cfi_rows_page_cache",
+					     us.row_page_cache +
+					     us.row_other_mapping };
 	}
 	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
 		const struct ivm_pin_stats *ps =
@@ -1159,6 +1168,11 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 					     ps->lease_expired };
 		st[n++] = (struct ivm_stat){ "pin_failed", ps->failed };
 		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
+		st[n++] = (struct ivm_stat){ "readaheads", ps->readaheads };
+		st[n++] = (struct ivm_stat){ "readahead_bytes",
+					     ps->readahead_bytes };
+		st[n++] = (struct ivm_stat){ "readahead_failed",
+					     ps->readahead_failed };
 	}
 	fill_idle_stats(p, st, &n);
 	fill_switch_stats(p, st, &n);
