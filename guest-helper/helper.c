@@ -397,6 +397,7 @@ static void handle_hello(struct helper *h, const struct idlevm_hello_req *req,
 	if (req->max_version < rep.version)
 		rep.version = req->max_version;
 	rep.caps = IVM_CAP_PING | IVM_CAP_PIN | IVM_CAP_HOLD | IVM_CAP_MAPS |
+		   IVM_CAP_READAHEAD |
 		   (h->pins.journal ? IVM_CAP_JOURNAL : 0);
 	if (rep.version >= 2)
 		rep.caps |= IVM_CAP_HOLD_PIN | IVM_CAP_STATS;
@@ -576,6 +577,7 @@ static int dispatch(struct helper *h, const struct idlevm_frame *fr,
 		struct idlevm_release_req release;
 		struct idlevm_maps_req maps;
 		struct idlevm_hold_pin_req hold_pin;
+		struct idlevm_readahead_req readahead;
 	} req;
 	struct idlevm_lease_rep lease = { 0 };
 	bool expired;
@@ -664,6 +666,28 @@ static int dispatch(struct helper *h, const struct idlevm_frame *fr,
 			return -EBADMSG;
 		handle_stats(h, w);
 		return 0;
+	case IVM_MSG_READAHEAD: {
+		struct idlevm_readahead_rep rep;
+
+		if (!idlevm_decode_readahead_req(p, len, &req.readahead))
+			return -EBADMSG;
+		r = helper_readahead(req.readahead.pid, req.readahead.path.ptr,
+				     req.readahead.path.len,
+				     req.readahead.inode,
+				     req.readahead.offset,
+				     req.readahead.length, &rep.bytes);
+		if (r == -ESTALE)
+			snprintf(h->errtext, sizeof(h->errtext),
+				 "readahead: %.*s of pid %d is not inode %llu",
+				 (int)req.readahead.path.len,
+				 req.readahead.path.ptr,
+				 (int)req.readahead.pid,
+				 (unsigned long long)req.readahead.inode);
+		if (r < 0)
+			return r;
+		idlevm_encode_readahead_rep(w, &rep);
+		return 0;
+	}
 	}
 	return -EOPNOTSUPP;
 }

@@ -242,4 +242,17 @@ int helper_maps_encode(struct idlevm_writer *w, pid_t pid, uint32_t first);
 /* The GNU build-id of the ELF file open at fd; 0 when it has none. */
 int helper_read_build_id(int fd, uint8_t *id, unsigned int max);
 
+/* ---- READAHEAD (helper_readahead.c) ----------------------------------- */
+
+/*
+ * Read [offset, offset + length) of path (path_len bytes, absolute) as
+ * process pid sees it into the page cache; *ret gets the bytes read
+ * (fewer at the end of the file).  -ESTALE when the file there is not a
+ * regular file of inode number inode; other negative errnos as open and
+ * pread give them.
+ */
+int helper_readahead(pid_t pid, const char *path, size_t path_len,
+		     uint64_t inode, uint64_t offset, uint64_t length,
+		     uint64_t *ret);
+
 #endif /* IDLEVM_HELPER_H */

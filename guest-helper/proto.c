@@ -99,6 +99,7 @@ const char *idlevm_msg_type_name(uint16_t type)
 	case IVM_MSG_MAPS: return "maps";
 	case IVM_MSG_HOLD_PIN: return "hold_pin";
 	case IVM_MSG_STATS: return "stats";
+	case IVM_MSG_READAHEAD: return "readahead";
 	}
 	return "unknown";
 }
@@ -114,6 +115,7 @@ uint16_t idlevm_msg_type_since(uint16_t type)
 	case IVM_MSG_HOLD:
 	case IVM_MSG_RELEASE:
 	case IVM_MSG_MAPS:
+	case IVM_MSG_READAHEAD:
 		return 1;
 	case IVM_MSG_HOLD_PIN:
 	case IVM_MSG_STATS:
@@ -146,6 +148,7 @@ void idlevm_caps_string(uint32_t caps, char *buf, size_t len)
 		{ IVM_CAP_JOURNAL, "journal" },
 		{ IVM_CAP_HOLD_PIN, "hold_pin" },
 		{ IVM_CAP_STATS, "stats" },
+		{ IVM_CAP_READAHEAD, "readahead" },
 	};
 	size_t used = 0, i, n;
 	char hex[16];
@@ -461,6 +464,25 @@ void idlevm_encode_stats_rep(struct idlevm_writer *w,
 		idlevm_put_str(w, m->stat[i].name.ptr, m->stat[i].name.len);
 		idlevm_put_u64(w, m->stat[i].value);
 	}
+}
+
+void idlevm_encode_readahead_req(struct idlevm_writer *w,
+				 const struct idlevm_readahead_req *m)
+{
+	idlevm_put_u32(w, (uint32_t)m->pid);
+	idlevm_put_u64(w, m->inode);
+	idlevm_put_u64(w, m->offset);
+	idlevm_put_u64(w, m->length);
+	if (m->path.len > IVM_PROTO_MAX_PATH)
+		w->overflow = true;
+	else
+		idlevm_put_str(w, m->path.ptr, m->path.len);
+}
+
+void idlevm_encode_readahead_rep(struct idlevm_writer *w,
+				 const struct idlevm_readahead_rep *m)
+{
+	idlevm_put_u64(w, m->bytes);
 }
 
 size_t idlevm_encode_maps_rep_begin(struct idlevm_writer *w, uint32_t first)
@@ -877,6 +899,33 @@ int idlevm_maps_rep_next(struct idlevm_maps_rep *m,
 	m->pos = r.pos;
 	m->seen++;
 	return 1;
+}
+
+bool idlevm_decode_readahead_req(const uint8_t *p, size_t len,
+				 struct idlevm_readahead_req *ret)
+{
+	struct reader r;
+
+	reader_init(&r, p, len);
+	ret->pid = (int32_t)get_u32(&r);
+	ret->inode = get_u64(&r);
+	ret->offset = get_u64(&r);
+	ret->length = get_u64(&r);
+	get_str(&r, IVM_PROTO_MAX_PATH, &ret->path);
+	return reader_done(&r) && ret->pid > 0 && ret->length &&
+	       ret->length <= IVM_READAHEAD_MAX_LEN &&
+	       ret->offset + ret->length > ret->offset &&
+	       ret->path.len && ret->path.ptr[0] == '/';
+}
+
+bool idlevm_decode_readahead_rep(const uint8_t *p, size_t len,
+				 struct idlevm_readahead_rep *ret)
+{
+	struct reader r;
+
+	reader_init(&r, p, len);
+	ret->bytes = get_u64(&r);
+	return reader_done(&r) && ret->bytes <= IVM_READAHEAD_MAX_LEN;
 }
 
 /* ---- streaming decoder ----------------------------------------------- */

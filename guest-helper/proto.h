@@ -96,8 +96,9 @@ enum idlevm_msg_type {
 	IVM_MSG_HOLD = 6,
 	IVM_MSG_RELEASE = 7,
 	IVM_MSG_MAPS = 8,
-	IVM_MSG_HOLD_PIN = 9,	/* version 2 */
-	IVM_MSG_STATS = 10,	/* version 2 */
+	IVM_MSG_READAHEAD = 9,
+	IVM_MSG_HOLD_PIN = 10,	/* version 2 */
+	IVM_MSG_STATS = 11,	/* version 2 */
 };
 
 /* The first protocol version that has message type, or 0 for none. */
@@ -112,8 +113,9 @@ const char *idlevm_msg_type_name(uint16_t type);
 #define IVM_CAP_HOLD	0x0004u
 #define IVM_CAP_MAPS	0x0008u
 #define IVM_CAP_JOURNAL	0x0010u	/* pins survive a helper crash */
-#define IVM_CAP_HOLD_PIN 0x0020u	/* version 2 */
-#define IVM_CAP_STATS	0x0040u		/* version 2 */
+#define IVM_CAP_READAHEAD 0x0020u
+#define IVM_CAP_HOLD_PIN 0x0040u	/* version 2 */
+#define IVM_CAP_STATS	0x0080u		/* version 2 */
 
 /*
  * Write into buf (len bytes, NUL included) a comma-separated list of the
@@ -279,6 +281,28 @@ struct idlevm_map_entry {
 #define IVM_MAPS_F_MORE	0x01u	/* entries after first + count exist */
 
 /*
+ * Bring bytes of a file a process maps into the guest's page cache, so
+ * that the host finds them in guest memory: [offset, offset + length) of
+ * the file at path as process pid sees it (its root), which must be a
+ * regular file with inode number inode.  The helper reads them, so they
+ * are in the page cache when the reply comes; the reply says how many it
+ * read (fewer at the end of the file).  length is at most
+ * IVM_READAHEAD_MAX_LEN; path is absolute.
+ */
+#define IVM_READAHEAD_MAX_LEN	(16u << 20)
+
+struct idlevm_readahead_req {
+	int32_t pid;
+	uint64_t inode;
+	uint64_t offset, length;
+	struct idlevm_str path;
+};
+
+struct idlevm_readahead_rep {
+	uint64_t bytes;
+};
+
+/*
  * A MAPS reply is a header followed by entries; the decoder iterates the
  * entries with idlevm_maps_rep_next (they are not stored in the struct).
  */
@@ -374,6 +398,10 @@ void idlevm_encode_map_entry(struct idlevm_writer *w,
 			     const struct idlevm_map_entry *e);
 void idlevm_encode_maps_rep_end(struct idlevm_writer *w, size_t hdr_pos,
 				uint32_t count, uint32_t flags);
+void idlevm_encode_readahead_req(struct idlevm_writer *w,
+				 const struct idlevm_readahead_req *m);
+void idlevm_encode_readahead_rep(struct idlevm_writer *w,
+				 const struct idlevm_readahead_rep *m);
 /* The encoded size of one map entry, to know whether it still fits. */
 size_t idlevm_map_entry_size(const struct idlevm_map_entry *e);
 
@@ -426,6 +454,11 @@ bool idlevm_decode_maps_rep(const uint8_t *p, size_t len,
  */
 int idlevm_maps_rep_next(struct idlevm_maps_rep *m,
 			 struct idlevm_map_entry *ret);
+/* Refuses a relative or empty path, a length of 0 or over the bound. */
+bool idlevm_decode_readahead_req(const uint8_t *p, size_t len,
+				 struct idlevm_readahead_req *ret);
+bool idlevm_decode_readahead_rep(const uint8_t *p, size_t len,
+				 struct idlevm_readahead_rep *ret);
 
 /* ---- streaming decoder ----------------------------------------------- */
 

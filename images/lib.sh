@@ -135,11 +135,12 @@ ivm_qemu_group() {
 	esac
 }
 
-# ivm_rundir_create PREFIX: a new private run directory that libvirt's QEMU
-# (which may run as another user) can create sockets in.  Prints its path.
+# ivm_rundir_create PREFIX [PARENT]: a new private run directory in PARENT
+# (default /tmp; itself reachable by QEMU) that libvirt's QEMU (which may
+# run as another user) can create sockets in.  Prints its path.
 ivm_rundir_create() {
 	local dir group
-	dir=$(mktemp -d "/tmp/$1.XXXXXX") || ivm_die "mktemp failed"
+	dir=$(mktemp -d "${2:-/tmp}/$1.XXXXXX") || ivm_die "mktemp failed"
 	group=$(ivm_qemu_group)
 	chgrp "$group" "$dir" 2>/dev/null && chmod 0770 "$dir" ||
 		chmod 0755 "$dir"

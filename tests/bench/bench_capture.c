@@ -159,11 +159,13 @@ int main(int argc, char **argv)
 		ivm_uobjects_stats(objs, &us);
 		printf("  user objects: %zu (%zu with guest CFI), their caches %.1f KiB; CFI rows: %" PRIu64
 		       " lookups, %" PRIu64 " from the cache, %" PRIu64
+		       " decoded from the page cache, %" PRIu64
 		       " not in guest memory, %" PRIu64 " malformed\n",
 		       us.objects, us.with_image,
 		       (double)ivm_uobjects_memory(objs) / 1024,
-		       us.row_lookups, us.row_hits, us.row_faults,
-		       us.row_bad);
+		       us.row_lookups, us.row_hits,
+		       us.row_page_cache + us.row_other_mapping,
+		       us.row_faults, us.row_bad);
 	}
 	if (nr_first) {
 		printf("  first capture of each task (warm-up): %.2f us",

@@ -257,7 +257,8 @@ idlevm_has_command() {
 # measured over N and M samples, may differ: 10 points, or three standard
 # deviations of their difference when the counts are that small (a loaded
 # host leaves idlevm and the guest fewer transitions to count).
-# In awk: tol(p, n, m).
-LS_AWK_TOL='function tol(p, n, m,  sd) {
+# In awk: tol(p, n, m); tol_base(p, n, m, POINTS) for another base than 10.
+LS_AWK_TOL='function tol_base(p, n, m, base,  sd) {
 	sd = 100 * sqrt((p / 100) * (1 - p / 100) * (1 / (n > 0 ? n : 1) + 1 / (m > 0 ? m : 1)))
-	return 3 * sd > 10 ? 3 * sd : 10 }'
+	return 3 * sd > base ? 3 * sd : base }
+function tol(p, n, m) { return tol_base(p, n, m, 10) }'

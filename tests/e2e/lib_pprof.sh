@@ -1,7 +1,8 @@
 # Reading idlevm's pprof files with the real pprof tool (`go tool pprof`,
 # Debian's golang-go), for the tests that compare it with idlevm's own
 # reports.  Frames are compared by name: a frame neither side could name
-# (idlevm prints its address, pprof its mapping's "[file]") is "?".
+# (idlevm prints its address or FILE+0xADDR, pprof its mapping's "[file]")
+# is "?".
 
 # pprof_stacks PB KIND: every stack of samples of KIND in PB, outermost
 # frame first, as "frame;frame;... COUNT" with the counts of equal stacks

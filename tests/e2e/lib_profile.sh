@@ -92,3 +92,37 @@ check_lockstorm_paths() {
 		exit bad
 	}'
 }
+
+# lockstorm_split FOLDED: "LOCK PIPE SLEEP N" of the workers' to-idle
+# samples in FOLDED (`idlevm report -f folded -K to_idle` output): their
+# shares in percent ending in wait_for_lock (futex_wait), read_request
+# (pipe_read) and throttle (nanosleep), and their number; nothing when
+# there is none.
+lockstorm_split() {
+	echo "$1" | awk '
+	$0 !~ /;ls-worker/ { next }
+	{ n = $NF; w += n }
+	/futex_wait/ { lock += n } /pipe_read/ { pipe += n } /nanosleep/ { sleep += n }
+	END { if (w) printf "%.2f %.2f %.2f %d\n", lock * 100 / w, pipe * 100 / w, sleep * 100 / w, w }'
+}
+
+# compare_splits ONE OTHER [POINTS]: two lockstorm_split outputs of one
+# guest profiled two ways.  Prints per share both values, their difference
+# and how far they may differ: POINTS (default 3), or three standard
+# deviations of the difference when the counts are too small for POINTS
+# (LS_AWK_TOL's rule).  Status 1 when a share differs by more.
+compare_splits() {
+	echo "$1 $2" | awk -v base="${3:-3}" "$LS_AWK_TOL"'
+	NF >= 8 {
+		split("wait_for_lock read_request throttle", name, " ")
+		for (i = 1; i <= 3; i++) {
+			t = tol_base(($i + $(i + 4)) / 2, $4, $8, base)
+			d = $i - $(i + 4); if (d < 0) d = -d
+			printf "  %-13s %6.2f%% and %6.2f%% (%d and %d samples): %.2f points apart, allowed %.2f%s\n",
+				name[i], $i, $(i + 4), $4, $8, d, t, (d > t ? "  OUTSIDE" : "")
+			if (d > t) bad = 1
+		}
+		done = 1
+	}
+	END { exit (done ? bad : 2) }'
+}

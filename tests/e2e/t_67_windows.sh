@@ -1,7 +1,7 @@
 # Continuous windows: `idlevm profile --window SEC --output-dir DIR -D
-# 3*SEC` leaves 3 whole windows (each profile with its END record, each
-# pprof read by `go tool pprof` with the same totals), and the windows'
-# samples add up to the run's.  IVM_WINDOW_SECONDS (default 20) sets SEC:
+# 3*SEC` leaves 3 whole windows (each profile with its END record and the
+# process names it needs, each pprof read by `go tool pprof` with the same
+# totals), and the windows' samples add up to the run's.  IVM_WINDOW_SECONDS (default 20) sets SEC:
 # the issue's 3-minute run is IVM_WINDOW_SECONDS=60 with
 # IVM_TEST_TIMEOUT=400.
 case $IVM_WORKLOAD in
@@ -36,6 +36,9 @@ for prof in $profs; do
 	grep -q "cut short\|skipped" "$dir.err" && fail "$prof is not whole: $(cat "$dir.err")"
 	t=$(echo "$text" | sed -n 's/^  samples: [0-9]* (to_idle \([0-9]*\), from_idle \([0-9]*\), on_cpu \([0-9]*\))$/\1 \2 \3/p')
 	[ -n "$t" ] || fail "no totals in the report of $prof"
+	# Each window names its processes itself (not only the first).
+	echo "$text" | grep -Eq '^ +lockstorm \[[0-9]+\]  \(process\)$' ||
+		fail "$name does not name the lockstorm process"
 	# Its pprof: whole, with the same totals, placed in its window.
 	pb=$dir/$name.pb.gz
 	[ -s "$pb" ] || fail "no $pb"

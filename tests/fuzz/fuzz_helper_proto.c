@@ -41,6 +41,8 @@ static void decode_payload(const struct idlevm_frame *fr)
 		struct idlevm_hold_pin_req hold_pin_req;
 		struct idlevm_hold_pin_rep hold_pin_rep;
 		struct idlevm_stats_rep stats;
+		struct idlevm_readahead_req readahead_req;
+		struct idlevm_readahead_rep readahead_rep;
 	} m;
 	struct idlevm_map_entry e;
 	volatile size_t sink = 0;
@@ -124,6 +126,16 @@ static void decode_payload(const struct idlevm_frame *fr)
 			if (++guard > IVM_PROTO_MAX_PAYLOAD)
 				__builtin_trap();
 		}
+		break;
+	case IVM_MSG_READAHEAD:
+		if (reply) {
+			idlevm_decode_readahead_rep(p, len, &m.readahead_rep);
+			break;
+		}
+		/* Its path's bytes must all be readable. */
+		if (idlevm_decode_readahead_req(p, len, &m.readahead_req))
+			sink += m.readahead_req.path.ptr[
+				m.readahead_req.path.len - 1];
 		break;
 	}
 	(void)sink;

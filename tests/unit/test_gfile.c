@@ -9,10 +9,14 @@
  */
 #include <criterion/criterion.h>
 #include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/bytes.h"
 #include "synth_mm.h"
+#include "unwind/cfi_rows.h"
+#include "unwind/uimage.h"
 #include "unwind/uunwind_exe.h"
 
 #define FILE_PAGES 20
@@ -245,12 +249,16 @@ Test(gfile, read_ranges_absent_pages_and_eof)
 		cr_expect(info.past_eof);
 		cr_expect_eq(info.first_absent, FILE_PAGES * 4096);
 		cr_expect_eq(info.absent_pages, 0);
-		/* Read again: from this reader's cache, not the guest. */
+		/*
+		 * Read again: from this reader's cache, not the guest, and
+		 * still said to be the page cache's.
+		 */
 		w.k.reads = 0;
 		err = ivm_gfile_read(g, &c.gf, NULL, NULL, 0, 0, buf, 4096,
 				     &info);
 		cr_assert_null(err);
-		cr_expect_eq(info.sources, IVM_GFILE_CACHED);
+		cr_expect_eq(info.sources,
+			     IVM_GFILE_CACHED | IVM_GFILE_PAGE_CACHE);
 		cr_expect_eq(w.k.reads, 0);
 		cr_expect(all_bytes(buf, 4096, 0xa0));
 		ivm_gfile_stats(g, &st);
@@ -530,4 +538,256 @@ Test(gfile, build_id_through_the_page_cache)
 	ivm_gfile_destroy(g);
 	ivm_btf_destroy(w.btf);
 	sw_fini(&w);
+}
+
+/* ---- CFI of a fork child's library, from the page cache ------------------ */
+
+#define CFI_LIB "/lib/x86_64-linux-gnu/libc.so.6"
+#define CFI_LIB_FRAME 0x10000ull	/* frame of the file's page 0 */
+#define CFI_LIB_VA 0x7f1000000000ull
+
+struct file_copy {
+	uint8_t *data;
+	size_t size;
+};
+
+static struct ivm_error *copy_read(void *ctx, uint64_t off, void *buf,
+				   size_t len)
+{
+	const struct file_copy *f = ctx;
+
+	if (off > f->size || len > f->size - off)
+		return ivm_error_fault(off, "past the end");
+	memcpy(buf, f->data + off, len);
+	return NULL;
+}
+
+/*
+ * The real libc.so.6 as a guest file whose page cache (a two-level
+ * xarray) holds every page but those in [hole_lo, hole_hi), and that one
+ * process maps whole at CFI_LIB_VA holding, in its page tables, only the
+ * pages in [held_lo, held_hi) (a fork child holds none).
+ */
+struct cfi_world {
+	struct sworld w;
+	struct file_copy copy;
+	struct ivm_guest_file gf;
+	struct process proc;
+	struct ivm_gfile *g;
+	struct ivm_gfile_file ff;
+	struct ivm_kmem_reader reader;
+};
+
+static void cfi_world_init(struct cfi_world *cw, struct ivm_btf *btf,
+			   uint64_t hole_lo, uint64_t hole_hi,
+			   uint64_t held_lo, uint64_t held_hi)
+{
+	struct sworld *w = &cw->w;
+	struct sw_file f;
+	uint64_t top, leaf = 0, vma, npages, i;
+	FILE *fp;
+	long n;
+
+	memset(cw, 0, sizeof(*cw));
+	fp = fopen(CFI_LIB, "rb");
+	cr_assert_not_null(fp, "open " CFI_LIB);
+	cr_assert_eq(fseek(fp, 0, SEEK_END), 0);
+	n = ftell(fp);
+	cr_assert_gt(n, 0);
+	rewind(fp);
+	cw->copy.size = (size_t)n;
+	cw->copy.data = malloc(cw->copy.size);
+	cr_assert_not_null(cw->copy.data);
+	cr_assert_eq(fread(cw->copy.data, 1, cw->copy.size, fp),
+		     cw->copy.size);
+	fclose(fp);
+	npages = (cw->copy.size + 4095) / 4096;
+	cr_assert_lt(npages, 64 * 64, "a two-level xarray holds it");
+
+	sw_init(w, btf);
+	f = sw_file(w, w->root_mount, sw_dentry(w, w->root_dentry, "libc"),
+		    91, 2, cw->copy.size);
+	top = sw_xa_node(w, (uint8_t)w->gcfg.off.xa_chunk_shift);
+	cr_assert_eq(w->gcfg.off.xa_chunk_shift, 6, "64-slot nodes");
+	for (i = 0; i < npages; i++) {
+		uint64_t off = i * 4096, len = cw->copy.size - off;
+
+		if (i % 64 == 0) {
+			leaf = sw_xa_node(w, 0);
+			sw_xa_set(w, top, (unsigned int)(i / 64),
+				  sw_xa_mknode(leaf));
+		}
+		if (off + 4096 > hole_lo && off < hole_hi)
+			continue;
+		sw_xa_set(w, leaf, (unsigned int)(i % 64),
+			  sw_page(w, CFI_LIB_FRAME + i, f.mapping, i, true,
+				  0));
+		memcpy(skm_at(&w->k, SKM_POB + ((CFI_LIB_FRAME + i) << 12),
+			      4096), cw->copy.data + off,
+		       len < 4096 ? len : 4096);
+	}
+	sw_xa_head(w, f.mapping, sw_xa_mknode(top));
+
+	/* The process: one VMA of the whole file, private, no COW. */
+	skm_init(&cw->proc.user);
+	for (i = held_lo & ~4095ull; i < held_hi && i < cw->copy.size;
+	     i += 4096) {
+		uint64_t len = cw->copy.size - i;
+
+		memcpy(skm_region_at(&cw->proc.user, CFI_LIB_VA + i, 4096),
+		       cw->copy.data + i, len < 4096 ? len : 4096);
+	}
+	cw->proc.umem.read = skm_read;
+	cw->proc.umem.ctx = &cw->proc.user;
+	w->mm = skm_alloc(&w->k, 0x800, 64);
+	vma = sw_vma(w, CFI_LIB_VA, CFI_LIB_VA + npages * 4096, SW_R | SW_X,
+		     0, f.file);
+	sw_maple(w, &vma, 1, 4, 3);
+	cr_assert_null(ivm_mm_maps_read(&w->src, w->mm, 0, &cw->proc.maps));
+	cw->proc.space.maps = cw->proc.maps;
+	cw->proc.space.umem = &cw->proc.umem;
+	cw->gf = ivm_mm_maps_get(cw->proc.maps, 0)->file;
+	cr_assert_eq(cw->gf.mapping, f.mapping);
+
+	cw->g = make_gfile(w);
+	cw->ff = (struct ivm_gfile_file){ .g = cw->g, .file = &cw->gf,
+					  .own = &cw->proc.space };
+	ivm_gfile_file_reader(&cw->ff, &cw->reader);
+}
+
+static void cfi_world_fini(struct cfi_world *cw)
+{
+	ivm_gfile_destroy(cw->g);
+	drop_process(&cw->proc);
+	sw_fini(&cw->w);
+	free(cw->copy.data);
+}
+
+/* Link-time pcs of the first FDEs of the table, one in every stride. */
+static size_t fde_pcs(const struct ivm_uelf *elf,
+		      const struct file_copy *copy, uint64_t *pcs, size_t cap)
+{
+	uint64_t step = elf->eh.count / cap + 1, i;
+	size_t n = 0;
+
+	cr_assert_eq(elf->eh.entry_size, 4);
+	for (i = 0; i < elf->eh.count && n < cap; i += step) {
+		int32_t rel;
+		uint64_t at = elf->eh.table + 8 * i;
+
+		/* Before the data segment, libc's vaddr is its offset. */
+		memcpy(&rel, copy->data + at, 4);
+		pcs[n++] = (uint64_t)((int64_t)elf->eh.vaddr + rel) + 1;
+	}
+	return n;
+}
+
+Test(gfile, fork_child_cfi_rows_from_the_page_cache)
+{
+	struct ivm_btf *btfs[2];
+	size_t nb = synth_btfs(btfs), b;
+
+	for (b = 0; b < nb; b++) {
+		struct ivm_kmem_reader plain;
+		struct ivm_uimage *truth, *im;
+		struct ivm_uimage_stats st;
+		struct ivm_uelf_section sec;
+		struct cfi_world cw;
+		uint64_t pcs[200], hole;
+		size_t nr, i, ok = 0, faults = 0;
+		char want[1024], got[1024];
+
+		/* The real rows, from the file's own bytes. */
+		cfi_world_init(&cw, btfs[b], 0, 0, 0, 0);
+		plain = (struct ivm_kmem_reader){ copy_read, &cw.copy };
+		cr_assert_null(ivm_uimage_create(&plain, &truth));
+		cr_assert_null(ivm_uelf_find_section(&plain,
+						     ivm_uimage_elf(truth),
+						     ".eh_frame", &sec));
+		nr = fde_pcs(ivm_uimage_elf(truth), &cw.copy, pcs, 200);
+		cr_assert_gt(nr, 100);
+		hole = (sec.offset + sec.size / 2) & ~4095ull;
+		cfi_world_fini(&cw);
+
+		/*
+		 * A fork child: none of the file in its page tables; the page
+		 * cache has all of it but one page of .eh_frame.
+		 */
+		cfi_world_init(&cw, btfs[b], hole, hole + 4096, 0, 0);
+		cr_assert_null(ivm_uimage_create(&cw.reader, &im));
+		cr_expect_eq(cw.ff.sources & IVM_GFILE_OWN_MAPPING, 0);
+		for (i = 0; i < nr; i++) {
+			struct ivm_cfi_row scratch;
+			const struct ivm_cfi_row *row;
+
+			row = ivm_uimage_row(im, &cw.reader, &cw.ff.sources,
+					     pcs[i], &scratch);
+			ivm_uimage_describe_row(truth, &plain, pcs[i], want,
+						sizeof(want));
+			if (row->state == ROW_FAULT) {
+				faults++;
+				continue;
+			}
+			cr_assert_eq(row->state, ROW_OK, "pc 0x%llx",
+				     (unsigned long long)pcs[i]);
+			ok++;
+			cr_expect_str_eq(ivm_cfi_row_format(row, got,
+							    sizeof(got)),
+					 want, "pc 0x%llx",
+					 (unsigned long long)pcs[i]);
+		}
+		ivm_uimage_stats(im, &st);
+		cr_expect_gt(ok, nr / 2);
+		cr_expect_gt(faults, 0, "no FDE in the page the cache lacks");
+		cr_expect_eq(st.page_cache, ok);
+		cr_expect_eq(st.faults, faults);
+		cr_expect_eq(st.other_mapping, 0);
+		/*
+		 * Asked again: a row the image kept is a hit; one decoded
+		 * again, from pages gfile kept, still counts as the page
+		 * cache's.
+		 */
+		{
+			uint64_t hits = st.hits;
+
+			for (i = 0; i < nr; i++) {
+				struct ivm_cfi_row scratch;
+
+				ivm_uimage_row(im, &cw.reader, &cw.ff.sources,
+					       pcs[i], &scratch);
+			}
+			ivm_uimage_stats(im, &st);
+			cr_expect_gt(st.hits, hits);
+			cr_expect_eq(st.page_cache,
+				     2 * ok - (st.hits - hits));
+			cr_expect_eq(st.faults, 2 * faults);
+		}
+		ivm_uimage_destroy(im);
+		cfi_world_fini(&cw);
+
+		/*
+		 * Its parent, which touched .eh_frame_hdr and .eh_frame: its
+		 * rows come from its page tables, none from the page cache.
+		 */
+		cfi_world_init(&cw, btfs[b], hole, hole + 4096, 0,
+			       UINT64_MAX);
+		cr_assert_null(ivm_uimage_create(&cw.reader, &im));
+		for (i = 0; i < nr; i++) {
+			struct ivm_cfi_row scratch;
+			const struct ivm_cfi_row *row;
+
+			row = ivm_uimage_row(im, &cw.reader, &cw.ff.sources,
+					     pcs[i], &scratch);
+			cr_expect_eq(row->state, ROW_OK, "pc 0x%llx",
+				     (unsigned long long)pcs[i]);
+		}
+		ivm_uimage_stats(im, &st);
+		cr_expect_eq(st.page_cache, 0);
+		cr_expect_eq(st.faults, 0);
+		cr_expect_eq(cw.ff.sources, IVM_GFILE_OWN_MAPPING |
+					    IVM_GFILE_CACHED);
+		ivm_uimage_destroy(im);
+		cfi_world_fini(&cw);
+		ivm_uimage_destroy(truth);
+	}
 }

@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@ enum fake_script {
 	FAKE_OK,		/* answer every request */
 	FAKE_REFUSE_FIRST,	/* ERROR EBUSY to the first, answer the second */
 	FAKE_REFUSE_SECOND,	/* answer the first, ERROR ESRCH to the second */
+	FAKE_REFUSE_ALL,	/* ERROR EACCES to every request */
 	FAKE_SILENT,		/* read, never answer */
 	FAKE_HANG_UP,		/* read, close */
 	FAKE_SWAPPED,		/* answer the second before the first */
@@ -88,6 +90,10 @@ static void reply(int fd, const struct fake *f, int i, int errnum)
 			r.stat[1].name = (struct idlevm_str){ "hold_ns", 7 };
 			r.stat[1].value = 4500000;
 			idlevm_encode_stats_rep(&w, &r);
+		} else if (f->types[i] == IVM_MSG_READAHEAD) {
+			struct idlevm_readahead_rep r = { .bytes = 8192 };
+
+			idlevm_encode_readahead_rep(&w, &r);
 		} else if (f->types[i] == IVM_MSG_PIN) {
 			struct idlevm_pin_rep r = { .lease_ms = 66,
 						    .prev_cpu = 1 };
@@ -156,6 +162,10 @@ static void *fake_main(void *arg)
 	case FAKE_REFUSE_SECOND:
 		reply(fd, f, 0, 0);
 		reply(fd, f, 1, ESRCH);
+		break;
+	case FAKE_REFUSE_ALL:
+		for (int i = 0; i < f->nseen; i++)
+			reply(fd, f, i, EACCES);
 		break;
 	case FAKE_SWAPPED:
 		reply(fd, f, 1, 0);
@@ -409,4 +419,105 @@ Test(helper_client, an_old_helper_keeps_version_1_and_gets_no_hold_pin)
 	ivm_helper_destroy(h);
 	fake_stop(&f);
 	cr_assert_eq(f.nseen, 1);
+}
+
+/*
+ * A caller's wait (several guests in one thread): every reply is waited
+ * for through it, and what it reports (readable, or the deadline) is what
+ * the request sees.
+ */
+struct counted_wait {
+	int calls;
+	bool say_timeout;
+};
+
+static int counted_wait(void *ctx, int fd, uint64_t deadline_ns)
+{
+	struct counted_wait *cw = ctx;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	cw->calls++;
+	if (cw->say_timeout)
+		return 0;
+	return poll(&pfd, 1, 2000) > 0 ? 1 : 0;
+}
+
+Test(helper_client, replies_wait_through_the_callers_wait)
+{
+	struct counted_wait cw = { 0 };
+	struct ivm_helper_hold_pin hp;
+	struct ivm_helper *h;
+	struct ivm_error *err;
+	struct fake f;
+
+	fake_start(&f, FAKE_OK, 2);
+	h = connect_fake(&f);
+	ivm_helper_set_wait(h, counted_wait, &cw);
+	cr_assert_null(ivm_helper_hold_pin(h, 1, 80, 4242, 90, &hp));
+	cr_assert_geq(cw.calls, 1, "the reply was not waited for through it");
+	cr_assert_eq(hp.pin_errnum, 0);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+
+	fake_start(&f, FAKE_SILENT, 2);
+	h = connect_fake(&f);
+	cw = (struct counted_wait){ .say_timeout = true };
+	ivm_helper_set_wait(h, counted_wait, &cw);
+	err = ivm_helper_hold_pin(h, 1, 80, 4242, 90, &hp);
+	cr_assert_not_null(err);
+	cr_assert_eq(err->code, IVM_ERROR_TIMEOUT, "%s", ivm_error_string(err));
+	ivm_error_destroy(err);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+}
+
+Test(helper_client, readahead_request_reply_and_refusal)
+{
+	struct idlevm_readahead_req req;
+	struct ivm_error *err;
+	struct ivm_helper *h;
+	struct fake f;
+	uint64_t got = 0;
+
+	fake_start(&f, FAKE_OK, 1);
+	h = connect_fake(&f);
+	/* Bad requests never leave the host. */
+	err = ivm_helper_readahead(h, 42, "lib/x.so", 7, 0, 4096, &got);
+	cr_assert(err && err->code == IVM_ERROR_INVALID);
+	ivm_error_destroy(err);
+	err = ivm_helper_readahead(h, 42, "/lib/x.so", 7, 0,
+				   IVM_READAHEAD_MAX_LEN + 1ull, &got);
+	cr_assert(err && err->code == IVM_ERROR_INVALID);
+	ivm_error_destroy(err);
+	err = ivm_helper_readahead(h, 42, "/usr/lib/x.so", 7, 0x1000, 0x4000,
+				   &got);
+	cr_assert_null(err, "%s", err ? ivm_error_string(err) : "");
+	cr_assert_eq(got, 8192);
+	cr_assert_eq(f.types[0], IVM_MSG_READAHEAD);
+	cr_assert(idlevm_decode_readahead_req(f.payload[0], f.lens[0], &req));
+	cr_assert(req.pid == 42 && req.inode == 7 && req.offset == 0x1000 &&
+		  req.length == 0x4000 && req.path.len == 13 &&
+		  !memcmp(req.path.ptr, "/usr/lib/x.so", 13));
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+
+	/* More bytes than asked for: a helper not to be believed. */
+	fake_start(&f, FAKE_OK, 1);
+	h = connect_fake(&f);
+	err = ivm_helper_readahead(h, 42, "/usr/lib/x.so", 7, 0, 4096, &got);
+	cr_assert(err && err->code == IVM_ERROR_PROTOCOL);
+	ivm_error_destroy(err);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+
+	/* A refusal is the helper's answer, not a broken connection. */
+	fake_start(&f, FAKE_REFUSE_ALL, 1);
+	h = connect_fake(&f);
+	err = ivm_helper_readahead(h, 42, "/usr/lib/x.so", 7, 0, 8192, &got);
+	cr_assert_not_null(err);
+	cr_assert(ivm_helper_error_is_answer(err));
+	cr_assert_eq(err->errnum, EACCES);
+	ivm_error_destroy(err);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
 }

@@ -21,6 +21,7 @@
 #include "helper_pin.c"
 #include "helper_hold.c"
 #include "helper_maps.c"
+#include "helper_readahead.c"
 
 #define MS 1000000ull
 
@@ -789,4 +790,52 @@ Test(helper_pin, real_time_targets_above_the_holder_are_not_holdable)
 	cr_assert_eq(sched_setscheduler(rt.tid, SCHED_FIFO, &p), 0);
 	cr_assert_eq(helper_task_holdable(rt.tid, &policy, &prio), 0);
 	victim_stop(&rt);
+}
+
+/* READAHEAD: a file of this process, checked by inode, read in pieces. */
+Test(helper_readahead, reads_the_range_of_the_right_file)
+{
+	char dir[] = "/tmp/ivm-readahead-XXXXXX", path[64], other[64];
+	static uint8_t data[200 * 1024];
+	struct stat st;
+	uint64_t got = 0;
+	int fd;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/lib.so", dir);
+	snprintf(other, sizeof(other), "%s/other", dir);
+	memset(data, 0x5a, sizeof(data));
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, data, sizeof(data)), (ssize_t)sizeof(data));
+	cr_assert_eq(fstat(fd, &st), 0);
+	close(fd);
+	fd = open(other, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0);
+	close(fd);
+
+	/* More than one piece, as this process sees the file. */
+	cr_assert_eq(helper_readahead(getpid(), path, strlen(path), st.st_ino,
+				      4096, 150 * 1024, &got), 0);
+	cr_assert_eq(got, 150 * 1024);
+	/* Up to the end of the file, and nothing past it. */
+	cr_assert_eq(helper_readahead(getpid(), path, strlen(path), st.st_ino,
+				      100 * 1024, 1 << 20, &got), 0);
+	cr_assert_eq(got, 100 * 1024);
+	cr_assert_eq(helper_readahead(getpid(), path, strlen(path), st.st_ino,
+				      1 << 20, 4096, &got), 0);
+	cr_assert_eq(got, 0);
+	/* path_len bounds the name: "lib.so" cut to "lib" is no file. */
+	cr_assert_eq(helper_readahead(getpid(), path, strlen(path) - 3,
+				      st.st_ino, 0, 4096, &got), -ENOENT);
+	/* Another file, a directory, another process's missing root. */
+	cr_assert_eq(helper_readahead(getpid(), other, strlen(other),
+				      st.st_ino, 0, 4096, &got), -ESTALE);
+	cr_assert_eq(helper_readahead(getpid(), dir, strlen(dir), st.st_ino,
+				      0, 4096, &got), -ESTALE);
+	cr_assert_lt(helper_readahead(0x7ffffff0, path, strlen(path),
+				      st.st_ino, 0, 4096, &got), 0);
+	unlink(path);
+	unlink(other);
+	rmdir(dir);
 }

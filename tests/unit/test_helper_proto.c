@@ -276,6 +276,75 @@ Test(helper_proto, maps_count_that_cannot_fit_is_rejected)
 	cr_assert_eq(idlevm_maps_rep_next(&rep, NULL), -1);
 }
 
+Test(helper_proto, readahead_round_trip_and_bounds)
+{
+	struct idlevm_readahead_req req = {
+		.pid = 4242, .inode = 1234567, .offset = 0x46151c,
+		.length = 0x78dcc, .path = { "/usr/sbin/php-fpm8.2", 20 },
+	}, req2;
+	struct idlevm_readahead_rep rep = { .bytes = 0x78dcc }, rep2;
+	struct idlevm_writer w;
+	struct idlevm_frame fr;
+	uint8_t buf[128];
+	size_t len;
+
+	len = BUILD(w, IVM_MSG_READAHEAD, 0, 9,
+		    idlevm_encode_readahead_req(&w, &req));
+	fr = decode_one(frame, len);
+	cr_assert(idlevm_decode_readahead_req(fr.payload, fr.hdr.length,
+					      &req2));
+	cr_assert(req2.pid == 4242 && req2.inode == 1234567 &&
+		  req2.offset == 0x46151c && req2.length == 0x78dcc);
+	cr_assert_eq(req2.path.len, 20);
+	cr_assert_eq(memcmp(req2.path.ptr, "/usr/sbin/php-fpm8.2", 20), 0);
+	len = BUILD(w, IVM_MSG_READAHEAD, IVM_PROTO_F_REPLY, 9,
+		    idlevm_encode_readahead_rep(&w, &rep));
+	fr = decode_one(frame, len);
+	cr_assert(idlevm_decode_readahead_rep(fr.payload, fr.hdr.length,
+					      &rep2));
+	cr_assert_eq(rep2.bytes, 0x78dcc);
+	cr_assert_str_eq(idlevm_msg_type_name(IVM_MSG_READAHEAD), "readahead");
+
+	/* A helper cannot have read more than the bound. */
+	rep.bytes = IVM_READAHEAD_MAX_LEN + 1ull;
+	len = BUILD(w, IVM_MSG_READAHEAD, IVM_PROTO_F_REPLY, 9,
+		    idlevm_encode_readahead_rep(&w, &rep));
+	fr = decode_one(frame, len);
+	cr_assert_not(idlevm_decode_readahead_rep(fr.payload, fr.hdr.length,
+						  &rep2));
+	/* Each bound of a request, one at a time. */
+#define REQ(field_setup, ok) do {					\
+		struct idlevm_readahead_req r = req;			\
+		field_setup;						\
+		len = BUILD(w, IVM_MSG_READAHEAD, 0, 9,			\
+			    idlevm_encode_readahead_req(&w, &r));	\
+		fr = decode_one(frame, len);				\
+		cr_assert_eq(idlevm_decode_readahead_req(fr.payload,	\
+				fr.hdr.length, &req2), ok, #field_setup); \
+	} while (0)
+	REQ((void)0, true);
+	REQ(r.pid = 0, false);
+	REQ(r.pid = -5, false);
+	REQ(r.length = 0, false);
+	REQ(r.length = IVM_READAHEAD_MAX_LEN, true);
+	REQ(r.length = IVM_READAHEAD_MAX_LEN + 1, false);
+	REQ(r.offset = UINT64_MAX - 10, false);
+	REQ(r.path = ((struct idlevm_str){ "usr/sbin/x", 10 }), false);
+	REQ(r.path = ((struct idlevm_str){ "", 0 }), false);
+	REQ(r.path = ((struct idlevm_str){ "/a\0b", 4 }), false);
+#undef REQ
+	/* Short and trailing bytes. */
+	len = BUILD(w, IVM_MSG_READAHEAD, 0, 9,
+		    idlevm_encode_readahead_req(&w, &req));
+	fr = decode_one(frame, len);
+	cr_assert_not(idlevm_decode_readahead_req(fr.payload,
+						  fr.hdr.length - 1, &req2));
+	memcpy(buf, fr.payload, fr.hdr.length);
+	buf[fr.hdr.length] = 0;
+	cr_assert_not(idlevm_decode_readahead_req(buf, fr.hdr.length + 1,
+						  &req2));
+}
+
 Test(helper_proto, payload_decoders_reject_malformed)
 {
 	struct idlevm_writer w;

@@ -409,7 +409,7 @@ Test(uimage, missing_pages_fault_and_are_retried)
 	f.hole_lo = (sec.offset + sec.size / 2) & ~4095ull;
 	f.hole_hi = f.hole_lo + 4096;
 	for (pc = 0x28000; pc < 0x180000; pc += 64) {
-		row = ivm_uimage_row(im, &r, pc, &scratch);
+		row = ivm_uimage_row(im, &r, NULL, pc, &scratch);
 		if (row->state == ROW_FAULT)
 			break;
 	}
@@ -418,9 +418,9 @@ Test(uimage, missing_pages_fault_and_are_retried)
 						 sizeof(mine)), "fault");
 	/* Not remembered: once the page is there, the row is found. */
 	f.hole_lo = f.hole_hi = 0;
-	row = ivm_uimage_row(im, &r, pc, &scratch);
+	row = ivm_uimage_row(im, &r, NULL, pc, &scratch);
 	cr_assert_eq(row->state, ROW_OK);
-	row = ivm_uimage_row(im, &r, pc, &scratch);
+	row = ivm_uimage_row(im, &r, NULL, pc, &scratch);
 	cr_assert_eq(row->state, ROW_OK);
 	ivm_uimage_stats(im, &stats);
 	cr_assert_eq(stats.faults, 2);	/* the loop's and describe_row's */

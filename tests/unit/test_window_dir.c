@@ -133,12 +133,15 @@ Test(window_dir, not_a_directory)
 {
 	struct ivm_window_dir_config cfg = { .name = "g" };
 	struct ivm_window_dir *d;
+	struct ivm_error *err;
 	char path[256];
 
 	snprintf(path, sizeof(path), "%s/file", dir);
 	put("file", 1);
 	cfg.dir = path;
-	cr_assert_not_null(ivm_window_dir_create(&cfg, &d));
+	err = ivm_window_dir_create(&cfg, &d);
+	cr_assert_not_null(err);
+	ivm_error_destroy(err);
 	snprintf(path, sizeof(path), "%s/new", dir);
 	cr_assert_null(ivm_window_dir_create(&cfg, &d));
 	ivm_window_dir_destroy(d);

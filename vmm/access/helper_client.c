@@ -28,6 +28,8 @@ struct ivm_helper {
 	uint64_t stale_replies;
 	struct idlevm_decoder dec;
 	uint8_t out[IVM_PROTO_MAX_FRAME];
+	ivm_helper_wait_fn wait;	/* NULL: poll() */
+	void *wait_ctx;
 };
 
 /* Milliseconds left until deadline, rounded up, 0 when past. */
@@ -95,6 +97,13 @@ void ivm_helper_destroy(struct ivm_helper *helper)
 	close(helper->fd);
 	free(helper->path);
 	free(helper);
+}
+
+void ivm_helper_set_wait(struct ivm_helper *helper, ivm_helper_wait_fn wait,
+			 void *ctx)
+{
+	helper->wait = wait;
+	helper->wait_ctx = ctx;
 }
 
 void ivm_helper_set_timeout(struct ivm_helper *helper, int timeout_ms)
@@ -231,7 +240,10 @@ static struct ivm_error *wait_reply(struct ivm_helper *helper, uint16_t type,
 			break;
 		}
 
-		r = poll(&pfd, 1, ms_left(deadline));
+		if (helper->wait)
+			r = helper->wait(helper->wait_ctx, helper->fd, deadline);
+		else
+			r = poll(&pfd, 1, ms_left(deadline));
 		if (r < 0 && errno != EINTR)
 			return ivm_error_os(errno, "poll");
 		if (r == 0) {
@@ -555,6 +567,39 @@ bool ivm_helper_stats_get(const struct ivm_helper_stats *stats,
 			return true;
 		}
 	return false;
+}
+
+struct ivm_error *ivm_helper_readahead(struct ivm_helper *helper, int pid,
+				       const char *path, uint64_t inode,
+				       uint64_t offset, uint64_t length,
+				       uint64_t *ret)
+{
+	struct idlevm_readahead_req req = {
+		.pid = pid, .inode = inode, .offset = offset, .length = length,
+		.path = { path, (uint16_t)strnlen(path, IVM_PROTO_MAX_PATH + 1) },
+	};
+	struct idlevm_readahead_rep rep;
+	struct idlevm_writer w;
+	struct idlevm_frame fr;
+	struct ivm_error *err;
+	uint32_t id;
+
+	if (pid <= 0 || path[0] != '/' || !length ||
+	    length > IVM_READAHEAD_MAX_LEN ||
+	    strnlen(path, IVM_PROTO_MAX_PATH + 1) > IVM_PROTO_MAX_PATH)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"readahead: bad request (pid %d, %llu bytes of %.64s)",
+					pid, (unsigned long long)length, path);
+	id = begin(helper, &w, IVM_MSG_READAHEAD);
+	idlevm_encode_readahead_req(&w, &req);
+	err = transact(helper, &w, IVM_MSG_READAHEAD, id, &fr);
+	if (err)
+		return err;
+	if (!idlevm_decode_readahead_rep(fr.payload, fr.hdr.length, &rep) ||
+	    rep.bytes > length)
+		return malformed(IVM_MSG_READAHEAD);
+	*ret = rep.bytes;
+	return NULL;
 }
 
 /* Pages of one process's maps; a hostile helper could page forever. */

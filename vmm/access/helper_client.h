@@ -39,6 +39,16 @@ struct ivm_error *ivm_helper_connect_path(const char *path,
 					  struct ivm_helper **ret);
 void ivm_helper_destroy(struct ivm_helper *helper);
 
+/*
+ * How a request waits for its reply: wait(ctx, fd, deadline_ns) returns
+ * 1 once fd is readable, 0 at deadline (CLOCK_MONOTONIC), -1 with errno
+ * on failure (EINTR is retried).  NULL: poll() on fd.  A caller that runs
+ * several guests in one thread serves the others there meanwhile.
+ */
+typedef int (*ivm_helper_wait_fn)(void *ctx, int fd, uint64_t deadline_ns);
+void ivm_helper_set_wait(struct ivm_helper *helper, ivm_helper_wait_fn wait,
+			 void *ctx);
+
 /* Per-request timeout in ms (default IVM_HELPER_TIMEOUT_MS). */
 void ivm_helper_set_timeout(struct ivm_helper *helper, int timeout_ms);
 
@@ -191,5 +201,17 @@ typedef struct ivm_error *(*ivm_helper_map_fn)(
 	const struct idlevm_map_entry *entry, void *arg);
 struct ivm_error *ivm_helper_maps(struct ivm_helper *helper, int pid,
 				  ivm_helper_map_fn fn, void *arg);
+
+/*
+ * Have the helper read [offset, offset + length) of the file at path, as
+ * guest process pid sees it, which must be inode number inode, into the
+ * guest's page cache (proto.h IVM_MSG_READAHEAD); ret: bytes read.  The
+ * helper answers when it has read them: on a slow guest disk that can
+ * take longer than a pin, so give it its own timeout.
+ */
+struct ivm_error *ivm_helper_readahead(struct ivm_helper *helper, int pid,
+				       const char *path, uint64_t inode,
+				       uint64_t offset, uint64_t length,
+				       uint64_t *ret);
 
 #endif /* IVM_HELPER_CLIENT_H */

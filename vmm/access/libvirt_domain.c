@@ -41,32 +41,85 @@ struct ivm_error *ivm_libvirt_error(const char *what)
 				"unknown libvirt error");
 }
 
-/* "no domain named X (running: a, b)" with the names libvirt has. */
-static struct ivm_error *no_such_domain(virConnectPtr conn, const char *name)
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of conn's running domains, sorted. */
+static struct ivm_error *running_names(virConnectPtr conn, char ***ret,
+				       size_t *nr)
 {
 	virDomainPtr *doms = NULL;
-	char *list = NULL;
-	size_t len = 0;
-	FILE *f;
+	char **names;
+	size_t k = 0;
 	int n, i;
 
+	*ret = NULL;
+	*nr = 0;
 	n = virConnectListAllDomains(conn, &doms,
 				     VIR_CONNECT_LIST_DOMAINS_ACTIVE);
-	f = open_memstream(&list, &len);
+	if (n < 0)
+		return ivm_libvirt_error("listing domains");
+	names = calloc((size_t)n + 1, sizeof(*names));
 	for (i = 0; i < n; i++) {
-		if (f)
-			fprintf(f, "%s%s", i ? ", " : "",
-				virDomainGetName(doms[i]));
+		if (names && (names[k] = strdup(virDomainGetName(doms[i]))))
+			k++;
 		virDomainFree(doms[i]);
 	}
 	free(doms);
+	if (!names || k < (size_t)n) {
+		ivm_libvirt_free_names(names, k);
+		return &ivm_enomem;
+	}
+	qsort(names, k, sizeof(*names), name_cmp);
+	*ret = names;
+	*nr = k;
+	return NULL;
+}
+
+void ivm_libvirt_free_names(char **names, size_t nr)
+{
+	while (names && nr--)
+		free(names[nr]);
+	free(names);
+}
+
+struct ivm_error *ivm_libvirt_running_domains(const char *uri, char ***ret,
+					      size_t *nr)
+{
+	struct ivm_error *err;
+	virConnectPtr conn;
+
+	virSetErrorFunc(NULL, ignore_libvirt_error);
+	conn = virConnectOpen(uri ? uri : DEFAULT_URI);
+	if (!conn)
+		return ivm_error_wrap(ivm_libvirt_error("cannot connect to libvirt"),
+				      "%s", uri ? uri : DEFAULT_URI);
+	err = running_names(conn, ret, nr);
+	virConnectClose(conn);
+	return err;
+}
+
+/* "no domain named X (running: a, b)" with the names libvirt has. */
+static struct ivm_error *no_such_domain(virConnectPtr conn, const char *name)
+{
+	char **names = NULL, *list = NULL;
+	size_t nr = 0, len = 0, i;
+	struct ivm_error *err;
+	FILE *f;
+
+	ivm_error_destroy(running_names(conn, &names, &nr));
+	f = open_memstream(&list, &len);
+	for (i = 0; f && i < nr; i++)
+		fprintf(f, "%s%s", i ? ", " : "", names[i]);
 	if (f)
 		fclose(f);
-	if (n > 0 && list) {
-		struct ivm_error *err = ivm_error_create(
-			IVM_ERROR_NOT_FOUND,
-			"no domain named '%s' (running domains: %s)", name,
-			list);
+	ivm_libvirt_free_names(names, nr);
+	if (nr && list) {
+		err = ivm_error_create(IVM_ERROR_NOT_FOUND,
+				       "no domain named '%s' (running domains: %s)",
+				       name, list);
 		free(list);
 		return err;
 	}

@@ -55,6 +55,14 @@ struct ivm_error *ivm_libvirt_channel_path_from_xml(const char *xml,
 						    const char *channel_name,
 						    char **ret);
 
+/*
+ * The names of the running domains of uri (NULL: "qemu:///system"),
+ * sorted, into *ret (*nr of them; free with ivm_libvirt_free_names).
+ */
+struct ivm_error *ivm_libvirt_running_domains(const char *uri, char ***ret,
+					      size_t *nr);
+void ivm_libvirt_free_names(char **names, size_t nr);
+
 /* An ivm_error from the last libvirt error, prefixed with what failed. */
 struct ivm_error *ivm_libvirt_error(const char *what);
 

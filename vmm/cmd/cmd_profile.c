@@ -4,6 +4,7 @@
  * file, then print its report.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <limits.h>
 #include <inttypes.h>
@@ -11,8 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "access/libvirt_domain.h"
+#include "base/clock.h"
 #include "cmd/commands.h"
 #include "cmd/window_run.h"
 #include "profile/capture_pin.h"
@@ -31,13 +37,18 @@ static void on_signal(int sig)
 static void profile_usage(FILE *out)
 {
 	fprintf(out,
-"usage: idlevm profile (--domain NAME | --qmp PATH) [options]\n"
+"usage: idlevm profile (--domain NAME... | --all-domains | --qmp PATH) [options]\n"
 "\n"
 "Record the guest stacks that ran just before each vCPU went idle (to-idle)\n"
 "and just after it woke (from-idle), plus on-CPU ticks, into a profile file;\n"
 "then print its report.  Ctrl-C stops early and keeps everything collected.\n"
 "\n"
 IVM_GUEST_USAGE
+"                         (repeat --domain for several guests in one run;\n"
+"                         they need --output-dir)\n"
+"      --all-domains      every running libvirt domain, and those that start\n"
+"                         later (looked for every 5 s); needs --output-dir\n"
+"      --match GLOB       with --all-domains: only domains whose name matches\n"
 "  -o, --output FILE      profile file (default idlevm.prof)\n"
 "  -D, --duration SEC     stop after SEC seconds (default: at Ctrl-C)\n"
 "  -F, --frequency HZ     on-CPU samples per second per vCPU (default 99; 0 off)\n"
@@ -100,8 +111,9 @@ IVM_GUEST_USAGE
 "      --window SEC       continuous: one whole profile per SEC seconds in\n"
 "                         --output-dir, until Ctrl-C or -D; each window's\n"
 "                         pprof is made beside it (no report is printed)\n"
-"      --output-dir DIR   where windows go: DIR/NAME-YYYYmmddTHHMMSSZ.prof\n"
-"                         and .pb.gz (NAME: the guest's, START in UTC)\n"
+"      --output-dir DIR   one profile per guest (per window with --window)\n"
+"                         and its pprof: DIR/NAME-YYYYmmddTHHMMSSZ.prof and\n"
+"                         .pb.gz (NAME: the guest's, START in UTC)\n"
 "      --keep N           keep the N newest windows of this guest in DIR\n"
 "                         (default 1440; 0: all), oldest removed first\n"
 "      --keep-bytes SIZE  and at most SIZE bytes of them (K, M, G; default\n"
@@ -113,9 +125,13 @@ IVM_GUEST_USAGE
 		(double)IVM_SWITCH_INTERVAL_DEFAULT_NS / 1e6, IVM_LABELS_MAX);
 }
 
-/* What each --label read: values, "?" (and why the last one was). */
+/*
+ * What each --label read: values, "?" (and why the last one was); guest:
+ * the guest's name before each line when a run has several, or NULL.
+ */
 static void print_label_stats(const struct ivm_label_spec *labels, size_t n,
-			      const struct ivm_profiler_result *res)
+			      const struct ivm_profiler_result *res,
+			      const char *guest)
 {
 	size_t i;
 
@@ -124,9 +140,10 @@ static void print_label_stats(const struct ivm_label_spec *labels, size_t n,
 		uint64_t all = st->read + st->unreadable;
 
 		fprintf(stderr,
-			"idlevm: label %s: %" PRIu64 " samples with a value, %"
+			"idlevm: %s%slabel %s: %" PRIu64 " samples with a value, %"
 			PRIu64 " unreadable ('?', %.1f%%)%s%s, %" PRIu64
 			" samples of processes without %s\n",
+			guest ? guest : "", guest ? ": " : "",
 			labels[i].key, st->read, st->unreadable,
 			all ? 100.0 * (double)st->unreadable / (double)all : 0.0,
 			res->label_why[i] ? ": the last because " : "",
@@ -153,7 +170,7 @@ static void print_footprint(const struct ivm_profiler_result *res)
 
 	if (!hs->nr) {
 		fprintf(stderr,
-			"idlevm: helper footprint (asked by idlevm; this helper does not count): %" PRIu64
+			"helper footprint (asked by idlevm; this helper does not count): %" PRIu64
 			" requests (%.1f/s), %" PRIu64 " holds, %" PRIu64
 			" pins\n",
 			res->pin.requests, res->pin.requests / el,
@@ -171,7 +188,7 @@ static void print_footprint(const struct ivm_profiler_result *res)
 	ivm_helper_stats_get(hs, "late_holds", &late);
 	ivm_helper_stats_get(hs, "refused_rt", &rt);
 	fprintf(stderr,
-		"idlevm: helper footprint: %" PRIu64 " requests (%.1f/s), %"
+		"helper footprint: %" PRIu64 " requests (%.1f/s), %"
 		PRIu64 " wakeups of its loop; %" PRIu64
 		" holds spinning %.1f ms in all (%.2f%% of one vCPU), %" PRIu64
 		" pins keeping threads %.1f ms in all; %" PRIu64
@@ -223,6 +240,592 @@ static bool parse_double(const char *s, double *ret)
 	return *s && !*end && *ret >= 0;
 }
 
+/* Guests one run profiles at most. */
+#define MAX_GUESTS 64
+/* How often --all-domains looks for domains that started. */
+#define SCAN_NS 5000000000ull
+
+enum regs_source { REGS_AUTO, REGS_MEMORY, REGS_MONITOR };
+
+/* What every guest's run shares: the command line. */
+struct profile_opts {
+	struct ivm_profiler_config cfg;	/* each run copies it */
+	struct ivm_guest_options gopts;	/* --connect, --qmp, --vmlinux */
+	bool auto_source;
+	enum regs_source regs;
+	const char *helper_socket;
+	unsigned int pin_lease_us;
+	enum ivm_pin_policy pin_policy;
+	struct ivm_window_dir_config wcfg;	/* dir: a file per guest */
+	bool window_pprof;
+	const char *output;		/* no dir: the one guest's file */
+	uint64_t end_ns;		/* -D: the run's end; 0 none */
+	bool several;			/* say which guest each line is of */
+};
+
+/* One guest's run. */
+struct guest_run {
+	char *name;			/* the domain (or QMP socket) */
+	struct ivm_guest *g;
+	struct ivm_tcg_env *tcg_env;
+	struct ivm_pin_capture *pin;
+	struct ivm_profiler_config cfg;
+	struct ivm_window_run windows;
+	struct ivm_profiler_result res;
+	struct ivm_profiler *pr;
+	bool running;
+	bool busy;			/* in its step (maybe waiting for its helper) */
+	bool ended;			/* its step said the run is over */
+	struct ivm_error *end_err;	/* and why, if an error */
+	uint64_t attach_ns;		/* CPU time opening the guest took */
+	/* The loop's last wait: whether it was in it, and its descriptors. */
+	bool waited;
+	size_t fd_first, nr_fds;
+};
+
+/* The runs of this process, for serve_others(). */
+static struct guest_run *all_runs;
+static size_t *nr_all_runs;
+
+/* CPU time of this thread (one thread runs every guest). */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* One step of r's run; a run that ends is left for the loop to close. */
+static void step_run(struct guest_run *r)
+{
+	struct ivm_error *err;
+
+	r->busy = true;
+	if (!ivm_profiler_step(r->pr, stop_requested, &err)) {
+		r->ended = true;
+		r->end_err = err;
+	}
+	r->busy = false;
+}
+
+/* Whether r can be stepped now (running, not over, not in a step). */
+static bool steppable(const struct guest_run *r)
+{
+	return r->running && !r->ended && !r->busy;
+}
+
+/*
+ * Whether a step of r is due after a wait on fds, where r's descriptors
+ * were fds[first, first + n): one of them is ready, or its wake time has
+ * come, or a stop was asked.  The others are not stepped: a wakeup for one
+ * guest's event costs nothing for the other guests (ivm_profiler_wake_at()
+ * is when a step is due at the latest).
+ */
+static bool step_due(const struct guest_run *r, const struct pollfd *fds,
+		     size_t first, size_t n, uint64_t now)
+{
+	size_t i;
+
+	if (stop_requested || now >= ivm_profiler_wake_at(r->pr))
+		return true;
+	for (i = first; i < first + n; i++)
+		if (fds[i].revents)
+			return true;
+	return false;
+}
+
+/*
+ * A guest's helper round trip (tens of ms under TCG) waits here rather
+ * than in poll(): meanwhile the other guests' events are served, as if
+ * each had the thread to itself, except that their captures make no
+ * round trip of their own (unpinned reads, counted as skipped pins): one
+ * pin in flight per process, so this guest's reply is taken as soon as it
+ * comes, while its leases hold.  A guest in a step is never stepped again
+ * before that step ends.  The CPU time the others take is lent: not the
+ * waiting guest's cost.
+ */
+static int serve_others(void *ctx, int fd, uint64_t deadline_ns)
+{
+	struct guest_run *me = ctx;
+	struct pollfd fds[4 * IVM_PROFILER_MAX_POLLFDS];
+	size_t first[MAX_GUESTS], count[MAX_GUESTS];
+	uint64_t lent = 0;
+	int ret;
+
+	for (;;) {
+		uint64_t now = ivm_mono_ns(), wake = deadline_ns;
+		struct timespec ts;
+		size_t n = 1, i;
+		int r;
+
+		fds[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		for (i = 0; i < *nr_all_runs; i++) {
+			struct guest_run *o = &all_runs[i];
+
+			first[i] = n;
+			count[i] = 0;
+			if (o == me || !steppable(o))
+				continue;
+			count[i] = ivm_profiler_pollfds(o->pr, fds + n,
+							sizeof(fds) / sizeof(fds[0]) - n);
+			n += count[i];
+			if (ivm_profiler_wake_at(o->pr) < wake)
+				wake = ivm_profiler_wake_at(o->pr);
+		}
+		if (now >= deadline_ns) {
+			ret = 0;
+			break;
+		}
+		ts.tv_sec = wake > now ? (time_t)((wake - now) / 1000000000ull) : 0;
+		ts.tv_nsec = wake > now ? (long)((wake - now) % 1000000000ull) : 0;
+		r = ppoll(fds, (nfds_t)n, &ts, NULL);
+		if (r < 0 && errno != EINTR) {
+			ret = -1;
+			break;
+		}
+		if (r > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ret = 1;
+			break;
+		}
+		now = ivm_mono_ns();
+		for (i = 0; i < *nr_all_runs; i++) {
+			struct guest_run *o = &all_runs[i];
+			uint64_t cpu0;
+
+			if (o == me || !steppable(o) ||
+			    !step_due(o, fds, first[i], count[i], now))
+				continue;
+			/*
+			 * No round trip of theirs meanwhile: their steps stay
+			 * short, and this guest's reply is taken while its
+			 * leases hold (one pin in flight per process).
+			 */
+			if (o->pin)
+				ivm_pin_capture_pause(o->pin, true);
+			cpu0 = thread_cpu_ns();
+			step_run(o);
+			lent += thread_cpu_ns() - cpu0;
+			if (o->pin)
+				ivm_pin_capture_pause(o->pin, false);
+		}
+	}
+	ivm_profiler_lend_cpu(me->pr, lent);
+	return ret;
+}
+
+/* "idlevm: " or "idlevm: NAME: " before a guest's lines. */
+static void who(const struct profile_opts *o, const struct guest_run *r)
+{
+	if (o->several)
+		fprintf(stderr, "idlevm: %s: ", r->name);
+	else
+		fprintf(stderr, "idlevm: ");
+}
+
+/* Free what run_start made (not the profiler, which finish frees). */
+static void run_release(struct guest_run *r)
+{
+	/* Before the guest: closing the channel ends any lease left. */
+	ivm_pin_capture_destroy(r->pin);
+	ivm_tcg_env_destroy(r->tcg_env);
+	ivm_guest_close(r->g);
+	r->pin = NULL;
+	r->tcg_env = NULL;
+	r->g = NULL;
+}
+
+/*
+ * Open a guest and start profiling it: its registers' source, the
+ * helper for pin captures, its file (or first window), its profiler.
+ */
+static struct ivm_error *run_start(struct guest_run *r,
+				   const struct profile_opts *o,
+				   const char *domain)
+{
+	struct ivm_guest_options gopts = o->gopts;
+	struct ivm_profile_writer *writer;
+	struct ivm_error *err;
+	bool kvm = false;
+
+	memset(r, 0, sizeof(*r));
+	r->attach_ns = thread_cpu_ns();
+	r->name = strdup(domain ? domain : o->gopts.qmp_path);
+	if (!r->name)
+		return &ivm_enomem;
+	r->cfg = o->cfg;
+	if (domain)
+		gopts.domain = domain;
+	err = ivm_guest_open(&gopts, &r->g);
+	if (err)
+		return err;
+	ivm_error_destroy(ivm_guest_uses_kvm(r->g, &kvm));
+	/*
+	 * The host scheduler's events on the vCPU threads mark every halt
+	 * and wakeup, under TCG and KVM alike (kvm_exit adds the exit reason
+	 * on KVM); without a usable tracefs, the profiler polls the threads
+	 * instead and says so.
+	 */
+	if (o->auto_source) {
+		r->cfg.idle_source = IVM_IDLE_SOURCE_SCHED;
+		r->cfg.source_fallback = true;
+	}
+	err = NULL;
+	if (o->regs == REGS_MEMORY && kvm)
+		err = ivm_error_create(IVM_ERROR_INVALID,
+				       "--registers memory needs a guest under TCG, and %s runs on KVM",
+				       r->g->name);
+	else if (o->regs != REGS_MONITOR && !kvm)
+		err = ivm_tcg_env_locate(r->g->qemu_pid, r->g->qmp, &r->tcg_env);
+	if (err && o->regs == REGS_MEMORY)
+		return err;
+	if (err) {
+		/* Slower, but it works: say so and go on. */
+		who(o, r);
+		fprintf(stderr, "warning: registers through the monitor (%s)\n",
+			ivm_error_string(err));
+		ivm_error_destroy(err);
+	}
+	r->cfg.tcg_env = r->tcg_env;
+	if (r->cfg.capture_mode == IVM_CAPTURE_MODE_PIN) {
+		/*
+		 * Pin needs the helper: one HELLO within a short timeout
+		 * says whether it is there.  Without it, go on optimistic,
+		 * saying why; a profiler that refused to run would help
+		 * nobody, and the mode is printed below.
+		 */
+		err = ivm_pin_capture_create(r->g, o->helper_socket,
+					     gopts.qmp_path,
+					     IVM_PIN_TIMEOUT_DEFAULT_MS,
+					     o->pin_lease_us, &r->pin);
+		if (err) {
+			who(o, r);
+			fprintf(stderr, "warning: no pin capture (%s), capturing optimistic\n",
+				ivm_error_string(err));
+			ivm_error_destroy(err);
+			r->cfg.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC;
+		} else {
+			ivm_pin_capture_set_policy(r->pin, o->pin_policy);
+			/* One thread for all: others go on during round trips. */
+			if (o->several)
+				ivm_pin_capture_set_wait(r->pin, serve_others, r);
+		}
+		r->cfg.pin = r->pin;
+	}
+	if (o->wcfg.dir) {
+		/* A whole profile per window (or per run), in the directory. */
+		struct ivm_window_dir_config wcfg = o->wcfg;
+
+		wcfg.name = r->g->name;
+		err = ivm_window_run_init(&r->windows, &wcfg, o->window_pprof);
+		if (!err)
+			err = ivm_window_run_open(&r->windows, &writer);
+		if (!err && r->cfg.window_s > 0) {
+			r->cfg.next_window = ivm_window_run_next;
+			r->cfg.window_ctx = &r->windows;
+		}
+	} else {
+		err = ivm_profile_writer_create(o->output, &writer);
+	}
+	if (err)
+		return err;
+	/* -D is the run's: a guest found later gets what is left of it. */
+	if (o->end_ns) {
+		uint64_t now = ivm_mono_ns();
+
+		r->cfg.duration_s = o->end_ns > now ?
+				    (double)(o->end_ns - now) / 1e9 : 0.001;
+	}
+	who(o, r);
+	fprintf(stderr,
+		"profiling %s (kernel %s, %zu vCPUs): idle source %s%s, capture %s, registers from %s, %g Hz on-CPU, writing %s\n",
+		r->g->name, r->g->release, r->g->nr_vcpus,
+		ivm_idle_source_name(r->cfg.idle_source),
+		r->cfg.source_fallback ? " (thread if tracefs is not usable)" : "",
+		ivm_capture_mode_name(r->cfg.capture_mode),
+		r->tcg_env ? "qemu memory" : "the monitor",
+		r->cfg.frequency_hz,
+		o->wcfg.dir ? r->windows.path : o->output);
+	r->attach_ns = thread_cpu_ns() - r->attach_ns;
+	err = ivm_profiler_start(r->g, &r->cfg, writer, &r->res, &r->pr);
+	if (err)
+		return err;
+	r->running = true;
+	return NULL;
+}
+
+/* What a guest's run did, on stderr, as its closing lines. */
+static void run_summary(const struct profile_opts *o,
+			const struct guest_run *r)
+{
+	const struct ivm_profiler_result *res = &r->res;
+
+	who(o, r);
+	fprintf(stderr,
+		"stopped after %.1f s (%s): %" PRIu64 " to_idle, %" PRIu64
+		" from_idle, %" PRIu64 " on_cpu samples; discarded %" PRIu64
+		" (target ran during the read) + %" PRIu64
+		" (target runnable); lost %" PRIu64
+		" (capture busy) + %" PRIu64 " (target missed); %" PRIu64
+		" idle periods too short to see\n",
+		res->elapsed_s, res->end_reason, res->kept[IVM_SAMPLE_TO_IDLE],
+		res->kept[IVM_SAMPLE_FROM_IDLE], res->kept[IVM_SAMPLE_ON_CPU],
+		res->outcomes[IVM_CAPTURE_DISCARDED_RAN],
+		res->outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE],
+		res->dispatch.lost_busy, res->dispatch.lost_missed,
+		res->dispatch.missed_idle);
+	print_label_stats(r->cfg.labels, r->cfg.nr_labels, res,
+			  o->several ? r->name : NULL);
+	who(o, r);
+	fprintf(stderr,
+		"targets read from their saved frame: %" PRIu64
+		" kept, %" PRIu64 " discarded\n",
+		res->blocked_outcomes[IVM_CAPTURE_KEPT],
+		res->blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
+		res->blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE]);
+	if (res->objects.objects) {
+		who(o, r);
+		fprintf(stderr,
+			"user objects: %zu, unwound by the CFI the guest holds: %zu; CFI rows: %"
+			PRIu64 " looked up, %" PRIu64
+			" read from the file's page cache (not the process's page tables), %"
+			PRIu64 " whose bytes the guest did not hold\n",
+			res->objects.objects, res->objects.with_image,
+			res->objects.row_lookups,
+			res->objects.row_page_cache +
+			res->objects.row_other_mapping,
+			res->objects.row_faults);
+	}
+	if ((res->to_idle_resolved || res->to_idle_unresolved) &&
+	    res->idle_source != IVM_IDLE_SOURCE_SCHED) {
+		who(o, r);
+		fprintf(stderr,
+			"to-idle targets the poll could not be sure of: %" PRIu64
+			" found in guest memory (%" PRIu64
+			" not the task last seen, %" PRIu64
+			" in idle periods between two polls), %" PRIu64
+			" not found\n",
+			res->to_idle_resolved, res->to_idle_retargeted,
+			res->dispatch.unseen_to_idle, res->to_idle_unresolved);
+	}
+	who(o, r);
+	fprintf(stderr,
+		"idle source %s: %" PRIu64 " idle periods seen (%" PRIu64
+		" ended, recorded), %" PRIu64
+		" came and went unseen (%" PRIu64
+		" rebuilt from the guest scheduler's stamps); %" PRIu64
+		" vCPU-thread sleeps (%" PRIu64
+		" idle, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
+		" trace records read, %" PRIu64 " trace events lost%s\n",
+		ivm_idle_source_name(res->idle_source), res->idle.periods_seen,
+		res->periods_written, res->idle.unseen_periods,
+		res->idle.recovered_periods, res->idle.host_sleeps,
+		res->idle.host_sleeps_idle, res->idle.host_sleeps_busy,
+		res->trace_records, res->idle.lost_events,
+		res->realtime ? "; waited at real-time priority" : "");
+	if (r->cfg.capture_mode == IVM_CAPTURE_MODE_PIN) {
+		who(o, r);
+		fprintf(stderr,
+			"pin: %" PRIu64 " pinned, %" PRIu64
+			" held only, %" PRIu64 " unneeded, %" PRIu64
+			" running (not pinned), %" PRIu64
+			" read again (asleep again), %" PRIu64
+			" skipped, %" PRIu64
+			" refused, %" PRIu64 " ran before the pin, %" PRIu64
+			" lease expired, %" PRIu64 " unanswered in time, %" PRIu64
+			" pin_failed (helper lost), %"
+			PRIu64 " unpinned after it; mean round trips: hold+pin %.2f ms, unpin+release %.2f ms\n",
+			res->pin.ok, res->pin.hold_only, res->pin.unneeded,
+			res->pin.running, res->pin.reread, res->pin.skipped,
+			res->pin.refused, res->pin.ran_before_pin,
+			res->pin.lease_expired, res->pin.timed_out,
+			res->pin.failed, res->pin.unpinned,
+			mean_ms(res->pin.pin_ns, res->pin.ok +
+						 res->pin.hold_only +
+						 res->pin.refused),
+			mean_ms(res->pin.restore_ns, res->pin.ok +
+						     res->pin.hold_only));
+		who(o, r);
+		print_footprint(res);
+	}
+	if (r->cfg.capture_mode == IVM_CAPTURE_MODE_PIN &&
+	    (res->pin.readaheads || res->pin.readahead_failed)) {
+		who(o, r);
+		fprintf(stderr,
+			"CFI the guest did not hold, read into its page cache by the helper: %"
+			PRIu64 " files, %.1f KiB, %.0f ms; %" PRIu64
+			" refused or failed\n",
+			res->pin.readaheads,
+			(double)res->pin.readahead_bytes / 1024,
+			(double)res->pin.readahead_ns / 1e6,
+			res->pin.readahead_failed);
+	}
+	if (r->cfg.switch_every) {
+		const struct ivm_switch_sampler_stats *ss = &res->switches;
+
+		who(o, r);
+		fprintf(stderr,
+			"switch sampling every %u switches: %" PRIu64
+			" threads watched (%" PRIu64 " met, %" PRIu64
+			" gone, %" PRIu64 " past the cap); %" PRIu64
+			" crossings, %" PRIu64 " samples kept, %" PRIu64
+			" discarded (the thread ran during the read), %" PRIu64
+			" capture failed; %" PRIu64 " looks, %.1f us each (max %.1f us), %" PRIu64
+			" sweeps of the task lists (%" PRIu64 " cut short)\n",
+			r->cfg.switch_every, ss->watched, ss->threads_met,
+			ss->gone, ss->unwatched, ss->crossings,
+			res->kept[IVM_SAMPLE_SWITCH], ss->discarded,
+			ss->capture_failed, ss->looks,
+			ss->looks ? (double)ss->look_ns / 1e3 /
+				    (double)ss->looks : 0.0,
+			(double)ss->look_max_ns / 1e3, ss->sweeps,
+			ss->sweeps_truncated);
+	}
+	who(o, r);
+	fprintf(stderr, "host CPU %.2f s over %.1f s (%.1f%% of a core), and %.2f s opening the guest\n",
+		(double)res->cpu_ns / 1e9, res->elapsed_s,
+		res->elapsed_s > 0 ?
+		100.0 * (double)res->cpu_ns / 1e9 / res->elapsed_s : 0,
+		(double)r->attach_ns / 1e9);
+	if (o->wcfg.dir) {
+		who(o, r);
+		fprintf(stderr, "%u windows in %s (%u pprof made, %u failed); %zu old windows removed by --keep\n",
+			r->windows.windows, o->wcfg.dir, r->windows.pprofs,
+			r->windows.pprof_failures, r->windows.pruned);
+	}
+}
+
+/*
+ * End a guest's run: its file's END record (its last window's pprof),
+ * the closing lines, the guest closed.  Returns err, or the error of
+ * writing the file's end.
+ */
+static struct ivm_error *run_end(struct guest_run *r,
+				 const struct profile_opts *o,
+				 struct ivm_error *err)
+{
+	struct ivm_error *ferr = ivm_profiler_finish(r->pr);
+
+	r->pr = NULL;
+	r->running = false;
+	r->ended = false;
+	run_release(r);
+	if (o->wcfg.dir) {
+		/* The last window is whole now (or cut short by an error). */
+		ivm_window_run_finished(&r->windows);
+		ivm_window_run_deinit(&r->windows);
+	}
+	run_summary(o, r);
+	if (err) {
+		ivm_error_destroy(ferr);
+		return err;
+	}
+	return ferr;
+}
+
+/* Whether a run of this domain is going on. */
+static bool profiling(const struct guest_run *runs, size_t nr,
+		      const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (runs[i].running && !strcmp(runs[i].name, name))
+			return true;
+	return false;
+}
+
+/* How long a domain that could not be profiled waits to be tried again. */
+#define RETRY_NS 15000000000ull
+
+/* A domain --all-domains could not profile, and when to try it again. */
+struct not_yet {
+	char name[256];
+	uint64_t retry_at;
+};
+
+/*
+ * --all-domains: start a run for each running domain (matching glob) not
+ * profiled yet.  A domain that cannot be profiled (one still booting has
+ * no kernel to find yet) is said once and tried again every RETRY_NS.
+ */
+static void scan_domains(struct guest_run *runs, size_t *nr,
+			 const struct profile_opts *o, const char *glob,
+			 struct not_yet *later, size_t *nr_later, bool rt)
+{
+	uint64_t now = ivm_mono_ns();
+	struct ivm_error *err;
+	char **names;
+	size_t n, i, k;
+
+	err = ivm_libvirt_running_domains(o->gopts.connect_uri, &names, &n);
+	if (err) {
+		fprintf(stderr, "idlevm: %s\n", ivm_error_string(err));
+		ivm_error_destroy(err);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		struct not_yet *ny = NULL;
+		struct guest_run *r;
+
+		if ((glob && fnmatch(glob, names[i], 0)) ||
+		    profiling(runs, *nr, names[i]) ||
+		    strlen(names[i]) >= sizeof(ny->name))
+			continue;
+		for (k = 0; k < *nr_later && !ny; k++)
+			if (!strcmp(later[k].name, names[i]))
+				ny = &later[k];
+		if (ny && now < ny->retry_at)
+			continue;
+		/* A slot: a new one, or one whose run ended. */
+		for (k = 0; k < *nr && runs[k].running; k++)
+			;
+		if (k == MAX_GUESTS) {
+			if (!ny && *nr_later < MAX_GUESTS)
+				fprintf(stderr, "idlevm: at most %d guests: %s left out\n",
+					MAX_GUESTS, names[i]);
+			ny = ny ? ny : *nr_later < MAX_GUESTS ?
+			     &later[(*nr_later)++] : NULL;
+			if (ny) {
+				snprintf(ny->name, sizeof(ny->name), "%s", names[i]);
+				ny->retry_at = now + RETRY_NS;
+			}
+			continue;
+		}
+		r = &runs[k];
+		if (k < *nr)
+			free(r->name);
+		err = run_start(r, o, names[i]);
+		if (!err) {
+			if (k == *nr)
+				(*nr)++;
+			if (rt)
+				ivm_profiler_set_realtime(r->pr, true);
+			if (ny)
+				*ny = later[--*nr_later];
+			continue;
+		}
+		if (!ny)
+			fprintf(stderr, "idlevm: %s: %s (trying again every %llu s)\n",
+				names[i], ivm_error_string(err),
+				RETRY_NS / 1000000000ull);
+		ivm_error_destroy(err);
+		run_release(r);
+		ivm_window_run_deinit(&r->windows);
+		free(r->name);
+		r->name = NULL;
+		if (k == *nr)
+			memset(r, 0, sizeof(*r));
+		if (!ny && *nr_later < MAX_GUESTS) {
+			ny = &later[(*nr_later)++];
+			snprintf(ny->name, sizeof(ny->name), "%s", names[i]);
+		}
+		if (ny)
+			ny->retry_at = now + RETRY_NS;
+	}
+	ivm_libvirt_free_names(names, n);
+}
+
 int ivm_cmd_profile(int argc, char **argv)
 {
 	enum { OPT_IDLE_EVERY = 256, OPT_POLL, OPT_SOURCE, OPT_CAPTURE,
@@ -230,8 +833,8 @@ int ivm_cmd_profile(int argc, char **argv)
 	       OPT_COMM, OPT_NO_REPORT, OPT_BINARY, OPT_HELPER_SOCKET,
 	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_SYMDIR, OPT_REGISTERS,
 	       OPT_WINDOW, OPT_OUTPUT_DIR, OPT_KEEP, OPT_KEEP_BYTES,
-	       OPT_NO_PPROF, OPT_SWITCH_EVERY, OPT_SWITCH_BATCH,
-	       OPT_SWITCH_INTERVAL, OPT_LABEL };
+	       OPT_NO_PPROF, OPT_ALL_DOMAINS, OPT_MATCH, OPT_SWITCH_EVERY,
+	       OPT_SWITCH_BATCH, OPT_SWITCH_INTERVAL, OPT_LABEL };
 	static const struct option longopts[] = {
 		IVM_GUEST_LONGOPTS,
 		{ "output", required_argument, NULL, 'o' },
@@ -258,6 +861,8 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "keep", required_argument, NULL, OPT_KEEP },
 		{ "keep-bytes", required_argument, NULL, OPT_KEEP_BYTES },
 		{ "no-pprof", no_argument, NULL, OPT_NO_PPROF },
+		{ "all-domains", no_argument, NULL, OPT_ALL_DOMAINS },
+		{ "match", required_argument, NULL, OPT_MATCH },
 		{ "switch-every", required_argument, NULL, OPT_SWITCH_EVERY },
 		{ "switch-batch", required_argument, NULL, OPT_SWITCH_BATCH },
 		{ "switch-interval", required_argument, NULL,
@@ -265,111 +870,100 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct ivm_profiler_config cfg = {
-		.frequency_hz = 99, .idle_every = 1, .poll_interval_ms = 1,
-		.realtime = true,
-		.idle_source = IVM_IDLE_SOURCE_THREAD,
-		.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC, .filter_pid = -1,
+	static struct guest_run runs[MAX_GUESTS];
+	struct profile_opts o = {
+		.cfg = {
+			.frequency_hz = 99, .idle_every = 1,
+			.poll_interval_ms = 1, .realtime = true,
+			.idle_source = IVM_IDLE_SOURCE_THREAD,
+			.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC,
+			.filter_pid = -1,
+		},
+		.auto_source = true, .regs = REGS_AUTO,
+		.pin_lease_us = IVM_PIN_LEASE_DEFAULT_US,
+		.pin_policy = IVM_PIN_RESCUE,
+		.wcfg = { .keep_windows = 1440 },
+		.window_pprof = true,
+		.output = "idlevm.prof",
 	};
-	struct ivm_guest_options gopts = { 0 };
 	struct ivm_report_options ropts = { .out = stdout, .kind = -1,
 					    .top = 5 };
-	const char *output = "idlevm.prof";
-	const char *binaries[16];
-	size_t nr_binaries = 0;
+	const char *domains[MAX_GUESTS], *binaries[16], *glob = NULL;
+	size_t nr_domains = 0, nr_binaries = 0, nr_runs = 0, i;
+	static struct not_yet later[MAX_GUESTS];
+	size_t nr_later = 0;
+	struct pollfd fds[4 * IVM_PROFILER_MAX_POLLFDS];
+	struct ivm_error *err = NULL, *first_err = NULL;
 	struct ivm_label_spec labels[IVM_LABELS_MAX];
 	size_t nr_labels = 0;
-	struct ivm_profiler_result res;
-	struct ivm_profile_writer *writer;
 	struct sigaction sa;
-	struct ivm_guest *g;
-	struct ivm_error *err;
-	const char *helper_socket = NULL;
 	char symdir_buf[PATH_MAX];
 	const char *symdir = NULL;
-	unsigned int pin_lease_us = IVM_PIN_LEASE_DEFAULT_US;
-	enum ivm_pin_policy pin_policy = IVM_PIN_RESCUE;
-	struct ivm_pin_capture *pin = NULL;
-	enum { REGS_AUTO, REGS_MEMORY, REGS_MONITOR } regs_source = REGS_AUTO;
-	struct ivm_tcg_env *tcg_env = NULL;
-	bool report = true, auto_source = true, kvm = false;
-	/* Continuous windows (--window, --output-dir). */
-	struct ivm_window_dir_config wcfg = { .keep_windows = 1440 };
-	struct ivm_window_run windows = { 0 };
-	bool output_given = false, window_pprof = true;
-	uint64_t size;
+	bool report = true, output_given = false, all_domains = false;
+	bool rt = false;
+	uint64_t size, next_scan = 0, t0;
+	struct rusage ru;
 	double d;
 	int c;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, IVM_GUEST_SHORTOPTS "o:D:F:p:h",
 				longopts, NULL)) != -1) {
-		if (ivm_guest_parse_option(&gopts, c, optarg))
+		if (c == 'd') {
+			/* Repeatable: several guests in one run. */
+			if (nr_domains == MAX_GUESTS) {
+				fprintf(stderr, "idlevm profile: at most %d guests\n",
+					MAX_GUESTS);
+				return 2;
+			}
+			domains[nr_domains++] = optarg;
+			continue;
+		}
+		if (ivm_guest_parse_option(&o.gopts, c, optarg))
 			continue;
 		switch (c) {
 		case 'o':
-			output = optarg;
+			o.output = optarg;
 			output_given = true;
 			break;
-		case OPT_WINDOW:
-			if (!parse_double(optarg, &cfg.window_s) ||
-			    cfg.window_s < 1)
-				goto bad_value;
-			break;
-		case OPT_OUTPUT_DIR:
-			wcfg.dir = optarg;
-			break;
-		case OPT_KEEP:
-			if (!parse_size(optarg, &size) || strpbrk(optarg, "KkMmGg"))
-				goto bad_value;
-			wcfg.keep_windows = size;
-			break;
-		case OPT_KEEP_BYTES:
-			if (!parse_size(optarg, &size) || !size)
-				goto bad_value;
-			wcfg.keep_bytes = size;
-			break;
-		case OPT_NO_PPROF:
-			window_pprof = false;
-			break;
 		case 'D':
-			if (!parse_double(optarg, &cfg.duration_s))
+			if (!parse_double(optarg, &o.cfg.duration_s))
 				goto bad_value;
 			break;
 		case 'F':
-			if (!parse_double(optarg, &cfg.frequency_hz) ||
-			    cfg.frequency_hz > 10000)
+			if (!parse_double(optarg, &o.cfg.frequency_hz) ||
+			    o.cfg.frequency_hz > 10000)
 				goto bad_value;
 			break;
 		case OPT_IDLE_EVERY:
 			if (!parse_double(optarg, &d) || d > 1e6)
 				goto bad_value;
-			cfg.idle_every = (uint32_t)d;
+			o.cfg.idle_every = (uint32_t)d;
 			break;
 		case OPT_POLL:
-			if (!parse_double(optarg, &cfg.poll_interval_ms) ||
-			    cfg.poll_interval_ms < 0.1 ||
-			    cfg.poll_interval_ms > 1000)
+			if (!parse_double(optarg, &o.cfg.poll_interval_ms) ||
+			    o.cfg.poll_interval_ms < 0.1 ||
+			    o.cfg.poll_interval_ms > 1000)
 				goto bad_value;
 			break;
 		case OPT_REALTIME:
-			cfg.realtime = true;
+			o.cfg.realtime = true;
 			break;
 		case OPT_NO_REALTIME:
-			cfg.realtime = false;
+			o.cfg.realtime = false;
 			break;
 		case OPT_SOURCE:
-			auto_source = false;
+			o.auto_source = false;
 			if (!strcmp(optarg, "auto"))
-				auto_source = true;
+				o.auto_source = true;
 			else if (!strcmp(optarg, "thread"))
-				cfg.idle_source = IVM_IDLE_SOURCE_THREAD;
+				o.cfg.idle_source = IVM_IDLE_SOURCE_THREAD;
 			else if (!strcmp(optarg, "qmp"))
-				cfg.idle_source = IVM_IDLE_SOURCE_QMP;
+				o.cfg.idle_source = IVM_IDLE_SOURCE_QMP;
 			else if (!strcmp(optarg, "kvm"))
-				cfg.idle_source = IVM_IDLE_SOURCE_KVM;
+				o.cfg.idle_source = IVM_IDLE_SOURCE_KVM;
 			else if (!strcmp(optarg, "sched"))
-				cfg.idle_source = IVM_IDLE_SOURCE_SCHED;
+				o.cfg.idle_source = IVM_IDLE_SOURCE_SCHED;
 			else
 				goto bad_value;
 			break;
@@ -380,39 +974,39 @@ int ivm_cmd_profile(int argc, char **argv)
 			 * checks and cost the guest (README, "Pin capture").
 			 */
 			if (!strcmp(optarg, "pin"))
-				cfg.capture_mode = IVM_CAPTURE_MODE_PIN;
+				o.cfg.capture_mode = IVM_CAPTURE_MODE_PIN;
 			else if (!strcmp(optarg, "optimistic") ||
 				 !strcmp(optarg, "auto"))
-				cfg.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC;
+				o.cfg.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC;
 			else if (!strcmp(optarg, "stop"))
-				cfg.capture_mode = IVM_CAPTURE_MODE_STOP;
+				o.cfg.capture_mode = IVM_CAPTURE_MODE_STOP;
 			else
 				goto bad_value;
 			break;
 		case OPT_REGISTERS:
 			if (!strcmp(optarg, "auto"))
-				regs_source = REGS_AUTO;
+				o.regs = REGS_AUTO;
 			else if (!strcmp(optarg, "memory"))
-				regs_source = REGS_MEMORY;
+				o.regs = REGS_MEMORY;
 			else if (!strcmp(optarg, "monitor"))
-				regs_source = REGS_MONITOR;
+				o.regs = REGS_MONITOR;
 			else
 				goto bad_value;
 			break;
 		case OPT_HELPER_SOCKET:
-			helper_socket = optarg;
+			o.helper_socket = optarg;
 			break;
 		case OPT_PIN_LEASE:
 			if (!parse_double(optarg, &d) || d < 0.01 ||
 			    d > IVM_PROTO_LEASE_MAX_MS)
 				goto bad_value;
-			pin_lease_us = (unsigned int)(d * 1000 + 0.5);
+			o.pin_lease_us = (unsigned int)(d * 1000 + 0.5);
 			break;
 		case OPT_PIN_POLICY:
 			if (!strcmp(optarg, "always"))
-				pin_policy = IVM_PIN_ALWAYS;
+				o.pin_policy = IVM_PIN_ALWAYS;
 			else if (!strcmp(optarg, "rescue"))
-				pin_policy = IVM_PIN_RESCUE;
+				o.pin_policy = IVM_PIN_RESCUE;
 			else
 				goto bad_value;
 			break;
@@ -420,27 +1014,27 @@ int ivm_cmd_profile(int argc, char **argv)
 			if (!parse_double(optarg, &d) || d < 1 || d > 1e9 ||
 			    d != (uint32_t)d)
 				goto bad_value;
-			cfg.switch_every = (uint32_t)d;
+			o.cfg.switch_every = (uint32_t)d;
 			break;
 		case OPT_SWITCH_BATCH:
 			if (!parse_double(optarg, &d) || d < 1 || d > 65536 ||
 			    d != (uint32_t)d)
 				goto bad_value;
-			cfg.switch_batch = (uint32_t)d;
+			o.cfg.switch_batch = (uint32_t)d;
 			break;
 		case OPT_SWITCH_INTERVAL:
-			if (!parse_double(optarg, &cfg.switch_interval_ms) ||
-			    cfg.switch_interval_ms < 0.1 ||
-			    cfg.switch_interval_ms > 10000)
+			if (!parse_double(optarg, &o.cfg.switch_interval_ms) ||
+			    o.cfg.switch_interval_ms < 0.1 ||
+			    o.cfg.switch_interval_ms > 10000)
 				goto bad_value;
 			break;
 		case 'p':
 			if (!parse_double(optarg, &d) || d > 4194304)
 				goto bad_value;
-			cfg.filter_pid = (int)d;
+			o.cfg.filter_pid = (int)d;
 			break;
 		case OPT_COMM:
-			cfg.filter_comm = optarg;
+			o.cfg.filter_comm = optarg;
 			break;
 		case OPT_NO_REPORT:
 			report = false;
@@ -465,9 +1059,34 @@ int ivm_cmd_profile(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case OPT_LABEL: {
-			size_t i;
-
+		case OPT_WINDOW:
+			if (!parse_double(optarg, &o.cfg.window_s) ||
+			    o.cfg.window_s < 1)
+				goto bad_value;
+			break;
+		case OPT_OUTPUT_DIR:
+			o.wcfg.dir = optarg;
+			break;
+		case OPT_KEEP:
+			if (!parse_size(optarg, &size) || strpbrk(optarg, "KkMmGg"))
+				goto bad_value;
+			o.wcfg.keep_windows = size;
+			break;
+		case OPT_KEEP_BYTES:
+			if (!parse_size(optarg, &size) || !size)
+				goto bad_value;
+			o.wcfg.keep_bytes = size;
+			break;
+		case OPT_NO_PPROF:
+			o.window_pprof = false;
+			break;
+		case OPT_ALL_DOMAINS:
+			all_domains = true;
+			break;
+		case OPT_MATCH:
+			glob = optarg;
+			break;
+		case OPT_LABEL:
 			if (nr_labels == IVM_LABELS_MAX) {
 				fprintf(stderr, "idlevm profile: at most %d --label\n",
 					IVM_LABELS_MAX);
@@ -488,7 +1107,6 @@ int ivm_cmd_profile(int argc, char **argv)
 				}
 			nr_labels++;
 			break;
-		}
 		case 'h':
 			profile_usage(stdout);
 			return 0;
@@ -502,245 +1120,198 @@ int ivm_cmd_profile(int argc, char **argv)
 			argv[optind]);
 		return 2;
 	}
-	if (gopts.core_path) {
+	if (o.gopts.core_path) {
 		fprintf(stderr, "idlevm profile: needs a live guest (--domain or --qmp), not --core\n");
 		return 2;
 	}
-	err = ivm_guest_check_options(&gopts);
-	if (err) {
-		fprintf(stderr, "idlevm profile: %s\n", ivm_error_string(err));
-		ivm_error_destroy(err);
+	if (nr_domains == 1)
+		o.gopts.domain = domains[0];
+	if ((all_domains || nr_domains > 1) &&
+	    (o.gopts.qmp_path || (nr_domains && all_domains))) {
+		fprintf(stderr, "idlevm profile: --all-domains, several --domain or one --qmp\n");
 		return 2;
 	}
-	if ((cfg.window_s > 0) != !!wcfg.dir) {
-		fprintf(stderr, "idlevm profile: --window and --output-dir go together\n");
+	if (glob && !all_domains) {
+		fprintf(stderr, "idlevm profile: --match goes with --all-domains\n");
 		return 2;
 	}
-	if (wcfg.dir && output_given) {
+	if (!all_domains && nr_domains < 2) {
+		err = ivm_guest_check_options(&o.gopts);
+		if (err) {
+			fprintf(stderr, "idlevm profile: %s\n", ivm_error_string(err));
+			ivm_error_destroy(err);
+			return 2;
+		}
+	}
+	o.several = all_domains || nr_domains > 1;
+	if (o.cfg.window_s > 0 && !o.wcfg.dir) {
+		fprintf(stderr, "idlevm profile: --window needs --output-dir\n");
+		return 2;
+	}
+	if (o.several && !o.wcfg.dir) {
+		fprintf(stderr, "idlevm profile: several guests need --output-dir (a file each)\n");
+		return 2;
+	}
+	if (o.wcfg.dir && output_given) {
 		fprintf(stderr, "idlevm profile: -o or --output-dir, not both\n");
 		return 2;
 	}
-	cfg.status_line = isatty(STDERR_FILENO);
-	cfg.binaries = binaries;
-	cfg.nr_binaries = nr_binaries;
-	cfg.symdir = symdir;
-	cfg.labels = labels;
-	cfg.nr_labels = nr_labels;
+	if (o.several && o.helper_socket) {
+		fprintf(stderr, "idlevm profile: --helper-socket is for one guest\n");
+		return 2;
+	}
+	o.cfg.status_line = isatty(STDERR_FILENO) && !o.several;
+	o.cfg.binaries = binaries;
+	o.cfg.nr_binaries = nr_binaries;
+	o.cfg.symdir = symdir;
+	o.cfg.labels = labels;
+	o.cfg.nr_labels = nr_labels;
 	if (nr_binaries)
 		ropts.binary = binaries[0];
 	ropts.binaries = binaries;
 	ropts.nr_binaries = nr_binaries;
 	ropts.symdir = symdir;
+	if (o.wcfg.dir)
+		report = false;		/* files and their pprof, no text */
+	t0 = ivm_mono_ns();
+	/* Several guests: -D ends the run; one guest: its profile's. */
+	if (o.cfg.duration_s > 0 && o.several)
+		o.end_ns = t0 + (uint64_t)(o.cfg.duration_s * 1e9);
 
-	err = ivm_guest_open(&gopts, &g);
-	if (err)
-		return ivm_error_report(err);
-	ivm_error_destroy(ivm_guest_uses_kvm(g, &kvm));
-	/*
-	 * The host scheduler's events on the vCPU threads mark every halt
-	 * and wakeup, under TCG and KVM alike (kvm_exit adds the exit reason
-	 * on KVM); without a usable tracefs, the profiler polls the threads
-	 * instead and says so.
-	 */
-	if (auto_source) {
-		cfg.idle_source = IVM_IDLE_SOURCE_SCHED;
-		cfg.source_fallback = true;
-	}
-	err = NULL;
-	if (regs_source == REGS_MEMORY && kvm)
-		err = ivm_error_create(IVM_ERROR_INVALID,
-				       "--registers memory needs a guest under TCG, and %s runs on KVM",
-				       g->name);
-	else if (regs_source != REGS_MONITOR && !kvm)
-		err = ivm_tcg_env_locate(g->qemu_pid, g->qmp, &tcg_env);
-	if (err && regs_source == REGS_MEMORY) {
-		ivm_guest_close(g);
-		return ivm_error_report(err);
-	}
-	if (err) {
-		/* Slower, but it works: say so and go on. */
-		fprintf(stderr,
-			"idlevm: warning: registers through the monitor (%s)\n",
-			ivm_error_string(err));
-		ivm_error_destroy(err);
-	}
-	cfg.tcg_env = tcg_env;
-	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN) {
-		/*
-		 * Pin needs the helper: one HELLO within a short timeout
-		 * says whether it is there.  Without it, go on optimistic,
-		 * saying why; a profiler that refused to run would help
-		 * nobody, and the mode is printed below.
-		 */
-		err = ivm_pin_capture_create(g, helper_socket, gopts.qmp_path,
-					     IVM_PIN_TIMEOUT_DEFAULT_MS,
-					     pin_lease_us, &pin);
-		if (err) {
-			fprintf(stderr,
-				"idlevm: warning: no pin capture (%s), capturing optimistic\n",
-				ivm_error_string(err));
-			ivm_error_destroy(err);
-			cfg.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC;
-		} else {
-			ivm_pin_capture_set_policy(pin, pin_policy);
-		}
-		cfg.pin = pin;
-	}
-	if (wcfg.dir) {
-		/* Windows: each a whole profile, the first one opened here. */
-		wcfg.name = g->name;
-		err = ivm_window_run_init(&windows, &wcfg, window_pprof);
-		if (!err)
-			err = ivm_window_run_open(&windows, &writer);
-		if (!err) {
-			output = windows.path;
-			cfg.next_window = ivm_window_run_next;
-			cfg.window_ctx = &windows;
-			report = false;
-		}
-	} else {
-		err = ivm_profile_writer_create(output, &writer);
-	}
-	if (err) {
-		ivm_window_run_deinit(&windows);
-		ivm_pin_capture_destroy(pin);
-		ivm_tcg_env_destroy(tcg_env);
-		ivm_guest_close(g);
-		return ivm_error_report(err);
-	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	/* No SA_RESTART: Ctrl-C must cut the poll sleep short. */
+	/* No SA_RESTART: Ctrl-C must cut the wait short. */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	fprintf(stderr,
-		"idlevm: profiling %s (kernel %s, %zu vCPUs): idle source %s%s, capture %s, registers from %s, %g Hz on-CPU, writing %s\n",
-		g->name, g->release, g->nr_vcpus,
-		ivm_idle_source_name(cfg.idle_source),
-		cfg.source_fallback ? " (thread if tracefs is not usable)" : "",
-		ivm_capture_mode_name(cfg.capture_mode),
-		tcg_env ? "qemu memory" : "the monitor", cfg.frequency_hz,
-		output);
-	if (wcfg.dir)
-		fprintf(stderr, "idlevm: one window every %g s in %s, keeping %" PRIu64 " windows (0: all) and %" PRIu64 " bytes (0: any)\n",
-			cfg.window_s, wcfg.dir, wcfg.keep_windows,
-			wcfg.keep_bytes);
-	err = ivm_profile_guest(g, &cfg, writer, &stop_requested, &res);
-	/* Before the guest: closing the channel ends any lease left. */
-	ivm_pin_capture_destroy(pin);
-	ivm_tcg_env_destroy(tcg_env);
-	ivm_guest_close(g);
-	if (wcfg.dir) {
-		/* The last window is whole now (or cut short by an error). */
-		ivm_window_run_finished(&windows);
-		if (windows.report)
-			fprintf(stderr, "idlevm: making the last window's pprof\n");
-		ivm_window_run_deinit(&windows);
-		fprintf(stderr, "idlevm: %u windows in %s (%u pprof made, %u failed); %zu old windows removed by --keep\n",
-			windows.windows, wcfg.dir, windows.pprofs,
-			windows.pprof_failures, windows.pruned);
+	if (all_domains) {
+		fprintf(stderr, "idlevm: profiling every running domain%s%s, and those that start\n",
+			glob ? " matching " : "", glob ? glob : "");
+	} else {
+		for (i = 0; i < (nr_domains ? nr_domains : 1); i++) {
+			err = run_start(&runs[nr_runs], &o,
+					nr_domains ? domains[i] : NULL);
+			if (!err) {
+				nr_runs++;
+				continue;
+			}
+			if (!o.several) {
+				run_release(&runs[0]);
+				ivm_window_run_deinit(&runs[0].windows);
+				free(runs[0].name);
+				return ivm_error_report(err);
+			}
+			/* One guest that cannot be profiled: the others can. */
+			fprintf(stderr, "idlevm: %s: %s\n", domains[i],
+				ivm_error_string(err));
+			ivm_error_destroy(err);
+			run_release(&runs[nr_runs]);
+			ivm_window_run_deinit(&runs[nr_runs].windows);
+			free(runs[nr_runs].name);
+		}
+		if (!nr_runs)
+			return 1;
 	}
-	if (err)
-		return ivm_error_report(err);
-	fprintf(stderr,
-		"idlevm: stopped after %.1f s (%s): %" PRIu64 " to_idle, %" PRIu64
-		" from_idle, %" PRIu64 " on_cpu samples; discarded %" PRIu64
-		" (target ran during the read) + %" PRIu64
-		" (target on a CPU); lost %" PRIu64
-		" (capture busy) + %" PRIu64 " (target missed); %" PRIu64
-		" idle periods too short to see\n",
-		res.elapsed_s, res.end_reason, res.kept[IVM_SAMPLE_TO_IDLE],
-		res.kept[IVM_SAMPLE_FROM_IDLE], res.kept[IVM_SAMPLE_ON_CPU],
-		res.outcomes[IVM_CAPTURE_DISCARDED_RAN],
-		res.outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE],
-		res.dispatch.lost_busy, res.dispatch.lost_missed,
-		res.dispatch.missed_idle);
-	print_label_stats(labels, nr_labels, &res);
-	fprintf(stderr,
-		"idlevm: targets read from their saved frame: %" PRIu64
-		" kept, %" PRIu64 " discarded\n",
-		res.blocked_outcomes[IVM_CAPTURE_KEPT],
-		res.blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
-		res.blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE]);
-	if (res.objects.objects)
-		fprintf(stderr,
-			"idlevm: user objects: %zu, unwound by the CFI the guest holds: %zu; CFI rows: %"
-			PRIu64 " looked up, %" PRIu64
-			" whose bytes the guest did not hold\n",
-			res.objects.objects, res.objects.with_image,
-			res.objects.row_lookups, res.objects.row_faults);
-	if ((res.to_idle_resolved || res.to_idle_unresolved) &&
-	    res.idle_source != IVM_IDLE_SOURCE_SCHED)
-		fprintf(stderr,
-			"idlevm: to-idle targets the poll could not be sure of: %" PRIu64
-			" found in guest memory (%" PRIu64
-			" not the task last seen, %" PRIu64
-			" in idle periods between two polls), %" PRIu64
-			" not found\n",
-			res.to_idle_resolved, res.to_idle_retargeted,
-			res.dispatch.unseen_to_idle, res.to_idle_unresolved);
-	fprintf(stderr,
-		"idlevm: idle source %s: %" PRIu64 " idle periods seen (%" PRIu64
-		" ended, recorded), %" PRIu64
-		" came and went unseen (%" PRIu64
-		" rebuilt from the guest scheduler's stamps); %" PRIu64
-		" vCPU-thread sleeps (%" PRIu64
-		" idle, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
-		" trace records read, %" PRIu64 " trace events lost%s\n",
-		ivm_idle_source_name(res.idle_source), res.idle.periods_seen,
-		res.periods_written, res.idle.unseen_periods,
-		res.idle.recovered_periods, res.idle.host_sleeps, res.idle.host_sleeps_idle,
-		res.idle.host_sleeps_busy, res.trace_records,
-		res.idle.lost_events,
-		res.realtime ? "; waited at real-time priority" : "");
-	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN)
-		fprintf(stderr,
-			"idlevm: pin: %" PRIu64 " pinned, %" PRIu64
-			" held only, %" PRIu64 " unneeded, %" PRIu64
-			" running (not pinned), %" PRIu64
-			" read again (asleep again), %" PRIu64
-			" skipped, %" PRIu64
-			" refused, %" PRIu64 " ran before the pin, %" PRIu64
-			" lease expired, %" PRIu64 " unanswered in time, %" PRIu64
-			" pin_failed (helper lost), %"
-			PRIu64 " unpinned after it; mean round trips: hold+pin %.2f ms, unpin+release %.2f ms\n",
-			res.pin.ok, res.pin.hold_only, res.pin.unneeded,
-			res.pin.running, res.pin.reread, res.pin.skipped,
-			res.pin.refused, res.pin.ran_before_pin,
-			res.pin.lease_expired, res.pin.timed_out, res.pin.failed,
-			res.pin.unpinned,
-			mean_ms(res.pin.pin_ns, res.pin.ok + res.pin.hold_only +
-						res.pin.refused),
-			mean_ms(res.pin.restore_ns, res.pin.ok +
-						    res.pin.hold_only));
-	if (cfg.capture_mode == IVM_CAPTURE_MODE_PIN)
-		print_footprint(&res);
-	if (cfg.switch_every) {
-		const struct ivm_switch_sampler_stats *ss = &res.switches;
+	if (o.wcfg.dir && o.cfg.window_s > 0)
+		fprintf(stderr, "idlevm: one window every %g s in %s, keeping %" PRIu64 " windows (0: all) and %" PRIu64 " bytes (0: any) per guest\n",
+			o.cfg.window_s, o.wcfg.dir, o.wcfg.keep_windows,
+			o.wcfg.keep_bytes);
+	/* One thread, real-time if a run waits for events. */
+	for (i = 0; i < nr_runs && !rt; i++)
+		rt = ivm_profiler_wants_realtime(runs[i].pr);
+	if (all_domains && o.cfg.realtime)
+		rt = true;
+	if (rt)
+		rt = ivm_realtime(true);
+	for (i = 0; i < nr_runs; i++)
+		ivm_profiler_set_realtime(runs[i].pr, rt);
 
-		fprintf(stderr,
-			"idlevm: switch sampling every %u switches: %" PRIu64
-			" threads watched (%" PRIu64 " met, %" PRIu64
-			" gone, %" PRIu64 " past the cap); %" PRIu64
-			" crossings, %" PRIu64 " samples kept, %" PRIu64
-			" discarded (the thread ran during the read), %" PRIu64
-			" capture failed; %" PRIu64 " looks, %.1f us each (max %.1f us), %" PRIu64
-			" sweeps of the task lists (%" PRIu64 " cut short)\n",
-			cfg.switch_every, ss->watched, ss->threads_met,
-			ss->gone, ss->unwatched, ss->crossings,
-			res.kept[IVM_SAMPLE_SWITCH], ss->discarded,
-			ss->capture_failed, ss->looks,
-			ss->looks ? (double)ss->look_ns / 1e3 /
-				    (double)ss->looks : 0.0,
-			(double)ss->look_max_ns / 1e3, ss->sweeps,
-			ss->sweeps_truncated);
+	/* The loop: every guest's events and polls in one wait. */
+	all_runs = runs;
+	nr_all_runs = &nr_runs;
+	for (;;) {
+		uint64_t now = ivm_mono_ns(), wake = now + 1000000000ull;
+		size_t nr_fds = 0, running = 0;
+
+		if (all_domains && !stop_requested &&
+		    (!o.end_ns || now < o.end_ns) && now >= next_scan) {
+			scan_domains(runs, &nr_runs, &o, glob, later,
+				     &nr_later, rt);
+			next_scan = ivm_mono_ns() + SCAN_NS;
+		}
+		for (i = 0; i < nr_runs; i++) {
+			struct guest_run *r = &runs[i];
+
+			/* One new since the last wait is stepped at once. */
+			if (steppable(r) &&
+			    (!r->waited || step_due(r, fds, r->fd_first,
+						    r->nr_fds, ivm_mono_ns())))
+				step_run(r);
+		}
+		for (i = 0; i < nr_runs; i++) {
+			struct guest_run *r = &runs[i];
+
+			if (r->running && r->ended) {
+				/* This guest's run is over; the others go on. */
+				err = run_end(r, &o, r->end_err);
+				r->end_err = NULL;
+				if (err && o.several) {
+					fprintf(stderr, "idlevm: %s: %s\n",
+						r->name, ivm_error_string(err));
+					ivm_error_destroy(err);
+				} else if (err) {
+					first_err = err;
+				}
+				err = NULL;
+				continue;
+			}
+			if (!r->running)
+				continue;
+			running++;
+			r->waited = true;
+			r->fd_first = nr_fds;
+			r->nr_fds = ivm_profiler_pollfds(r->pr, fds + nr_fds,
+							 sizeof(fds) / sizeof(fds[0]) - nr_fds);
+			nr_fds += r->nr_fds;
+			if (ivm_profiler_wake_at(r->pr) < wake)
+				wake = ivm_profiler_wake_at(r->pr);
+		}
+		if (stop_requested || (o.end_ns && ivm_mono_ns() >= o.end_ns)) {
+			if (!running)
+				break;
+		} else if (!running && !all_domains) {
+			break;
+		}
+		if (all_domains && next_scan < wake)
+			wake = next_scan;
+		if (o.end_ns && o.end_ns < wake)
+			wake = o.end_ns;
+		ivm_profiler_wait(fds, nr_fds, wake);
 	}
+	if (rt)
+		ivm_realtime(false);
+	if (o.several) {
+		double secs = (double)(ivm_mono_ns() - t0) / 1e9, cpu;
+		uint64_t in_runs = 0;
+
+		for (i = 0; i < nr_runs; i++)
+			in_runs += runs[i].res.cpu_ns;
+		getrusage(RUSAGE_SELF, &ru);
+		cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+		      (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+		fprintf(stderr, "idlevm: %zu guests over %.1f s: host CPU %.2f s (%.1f%% of a core), %.2f s of it in the guests' runs\n",
+			nr_runs, secs, cpu, secs > 0 ? 100.0 * cpu / secs : 0,
+			(double)in_runs / 1e9);
+	}
+	for (i = 0; i < nr_runs; i++)
+		free(runs[i].name);
+	if (first_err)
+		return ivm_error_report(first_err);
 	if (!report)
 		return 0;
-	return ivm_report_file(output, false, &ropts,
+	return ivm_report_file(o.output, false, &ropts,
 			       IVM_CALLTREE_BY_PROCESS | IVM_CALLTREE_BY_THREAD);
 
 bad_value:

@@ -33,6 +33,7 @@ struct cache_entry {
 	uint32_t generation;
 	int32_t next;			/* bucket chain, -1 ends */
 	bool valid, referenced;
+	uint8_t from;			/* FROM_OWN, FROM_CACHE, FROM_OTHER */
 };
 
 struct ivm_gfile {
@@ -199,9 +200,10 @@ static bool entry_is(const struct cache_entry *e,
 	       e->generation == f->generation;
 }
 
+/* The page kept, and *from where it was read from first. */
 static const uint8_t *cache_find(struct ivm_gfile *g,
 				 const struct ivm_guest_file *f,
-				 uint64_t index)
+				 uint64_t index, int *from)
 {
 	int32_t i;
 
@@ -209,6 +211,7 @@ static const uint8_t *cache_find(struct ivm_gfile *g,
 	     i = g->entries[i].next) {
 		if (entry_is(&g->entries[i], f, index)) {
 			g->entries[i].referenced = true;
+			*from = g->entries[i].from;
 			return g->data + (size_t)i * IVM_GFILE_PAGE_SIZE;
 		}
 	}
@@ -235,7 +238,7 @@ static void cache_unlink(struct ivm_gfile *g, size_t victim)
 
 /* Keep page index of f; the clock picks what to replace. */
 static void cache_insert(struct ivm_gfile *g, const struct ivm_guest_file *f,
-			 uint64_t index, const uint8_t *page)
+			 uint64_t index, int from, const uint8_t *page)
 {
 	struct cache_entry *e;
 	size_t victim, b;
@@ -261,6 +264,7 @@ static void cache_insert(struct ivm_gfile *g, const struct ivm_guest_file *f,
 	e->index = index;
 	e->valid = true;
 	e->referenced = false;
+	e->from = (uint8_t)from;
 	b = bucket_of(g, f, index);
 	e->next = g->buckets[b];
 	g->buckets[b] = (int32_t)victim;
@@ -559,7 +563,7 @@ struct ivm_error *ivm_gfile_read(struct ivm_gfile *g,
 		uint64_t in_page = pos & PAGE_MASK_4K;
 		uint64_t n = IVM_GFILE_PAGE_SIZE - in_page, have;
 		const uint8_t *src;
-		int from;
+		int from = -1;
 
 		if (n > end - pos)
 			n = end - pos;
@@ -568,10 +572,10 @@ struct ivm_error *ivm_gfile_read(struct ivm_gfile *g,
 		       file->size - pos < n ? file->size - pos : n;
 		if (have < n)
 			ret->past_eof = true;
-		src = have ? cache_find(g, file, index) : NULL;
+		src = have ? cache_find(g, file, index, &from) : NULL;
 		if (src) {
 			g->stats.cache_hits++;
-			ret->sources |= IVM_GFILE_CACHED;
+			ret->sources |= IVM_GFILE_CACHED | source_bit[from];
 		} else if (have) {
 			g->stats.cache_misses++;
 			from = read_page(g, file, own, others, nr_others,
@@ -579,7 +583,7 @@ struct ivm_error *ivm_gfile_read(struct ivm_gfile *g,
 			g->stats.pages_from[from < 0 ? FROM_NONE : from]++;
 			if (from >= 0) {
 				ret->sources |= source_bit[from];
-				cache_insert(g, file, index, page);
+				cache_insert(g, file, index, from, page);
 				src = page;
 			}
 		}

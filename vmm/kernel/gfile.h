@@ -97,7 +97,11 @@ enum {
 	IVM_GFILE_OWN_MAPPING = 1,
 	IVM_GFILE_PAGE_CACHE = 2,
 	IVM_GFILE_OTHER_MAPPING = 4,
-	IVM_GFILE_CACHED = 8,		/* this reader's cache, read earlier */
+	/*
+	 * This reader's cache, read earlier: with the bit of the source
+	 * the page was read from then.
+	 */
+	IVM_GFILE_CACHED = 8,
 };
 
 /* An address space that may map the file: its VMAs and user memory. */

@@ -42,6 +42,8 @@ struct code_map {
 	struct ivm_uobject *obj;	/* NULL: no ELF object we know */
 	struct ivm_gfile_file gf;	/* gf.file points at file above */
 	struct ivm_kmem_reader reader;
+	/* The vDSO: no file; its image is its memory (reader above). */
+	const struct ivm_gfile_space *space;
 };
 
 /* A guest file seen before: which object it is (none: not_elf). */
@@ -128,6 +130,11 @@ struct ivm_capture_engine {
 	struct ivm_kunwind_orc_range *module_orc;
 	size_t nr_module_orc;
 	struct ivm_cpu_stacks_layout cpu_stacks;
+	/* The vDSO's object, once its headers were read. */
+	struct ivm_uobject *vdso;
+	/* Ranges of files to have the guest read (capture.h). */
+	struct ivm_capture_readahead readaheads[IVM_CAPTURE_MAX_READAHEADS];
+	size_t nr_readaheads;
 };
 
 const char *ivm_capture_outcome_name(enum ivm_capture_outcome outcome)
@@ -432,6 +439,8 @@ void ivm_capture_engine_destroy(struct ivm_capture_engine *e)
 	for (i = 0; i < e->nr_module_orc; i++)
 		ivm_orc_destroy((struct ivm_orc_table *)e->module_orc[i].orc);
 	free(e->module_orc);
+	for (i = 0; i < e->nr_readaheads; i++)
+		free(e->readaheads[i].path);
 	free(e);
 }
 
@@ -770,6 +779,63 @@ static struct ivm_uobject *file_object(struct ivm_capture_engine *e,
 }
 
 /*
+ * The vDSO, which the kernel maps into every process (a special mapping,
+ * no file): its ELF image is its memory, linked at 0, so an offset in the
+ * image is an offset from the mapping's start, read through the process's
+ * page tables (all of it is mapped at exec).  Its CFI and .dynsym then
+ * unwind and name a task caught in it, as for a library.
+ */
+#define VDSO_NAME "[vdso]"
+#define VDSO_MAX (64u * 1024)
+
+static struct ivm_error *vdso_read(void *ctx, uint64_t off, void *buf,
+				   size_t len)
+{
+	const struct code_map *c = ctx;
+	const struct ivm_kmem_reader *umem = c->space->umem;
+
+	if (off > c->end - c->start || len > c->end - c->start - off)
+		return ivm_error_fault(off, "past the vDSO's end");
+	return umem->read(umem->ctx, c->start + off, buf, len);
+}
+
+static bool is_vdso(const struct ivm_vma *v)
+{
+	return !ivm_vma_is_file(v) && v->name && !strcmp(v->name, VDSO_NAME) &&
+	       (v->prot & IVM_VMA_EXEC) && v->end - v->start <= VDSO_MAX;
+}
+
+/* Its object, by build-id (every process maps the same one). */
+static struct ivm_uobject *vdso_object(struct ivm_capture_engine *e,
+				       const struct ivm_kmem_reader *r)
+{
+	struct ivm_uimage *im;
+	const struct ivm_uelf *elf;
+	struct ivm_uobject *o = NULL;
+	struct ivm_error *err;
+
+	if (e->vdso)
+		return e->vdso;
+	err = ivm_uimage_create(r, &im);
+	if (err) {
+		ivm_error_destroy(err);
+		return NULL;
+	}
+	elf = ivm_uimage_elf(im);
+	if (elf->build_id_len)
+		o = ivm_uobjects_get(e->objects, elf->build_id,
+				     elf->build_id_len, elf->type == ET_DYN,
+				     VDSO_NAME);
+	if (o && !o->image) {
+		o->image = im;
+		im = NULL;
+	}
+	ivm_uimage_destroy(im);
+	e->vdso = o;
+	return o;
+}
+
+/*
  * Read the VMAs of the binding's address space and make a code map of
  * each executable file mapping.  A failed read leaves the maps empty: the
  * executable is still known by its auxiliary vector.
@@ -798,6 +864,19 @@ static void read_code_maps(struct ivm_capture_engine *e, struct mm_binding *b,
 		const struct ivm_vma *v = ivm_mm_maps_get(b->vmas, i);
 		struct code_map *c = &b->code[b->nr_code];
 
+		if (is_vdso(v)) {
+			*c = (struct code_map){ .start = v->start,
+						.end = v->end,
+						.space = &b->space };
+			c->reader = (struct ivm_kmem_reader){ vdso_read, c };
+			c->obj = vdso_object(e, &c->reader);
+			if (!c->obj || !c->obj->image ||
+			    !ivm_uelf_bias(ivm_uimage_elf(c->obj->image),
+					   c->start, 0, &c->bias))
+				continue;
+			b->nr_code++;
+			continue;
+		}
 		if (!ivm_vma_is_file(v) || !(v->prot & IVM_VMA_EXEC))
 			continue;
 		c->start = v->start;
@@ -874,6 +953,69 @@ static void tag_code_frames(struct ivm_capture_engine *e,
 						 sym->size,
 						 syms->strtab + sym->name);
 	}
+}
+
+/*
+ * The objects of b whose CFI rows faulted (the guest did not hold their
+ * bytes) get a range to have the guest read: from .eh_frame_hdr to the
+ * end of its segment (.eh_frame follows it there), once a run.  The
+ * rows faulted in some process; what is asked is the file as this one
+ * maps it.
+ */
+static void want_readaheads(struct ivm_capture_engine *e,
+			    const struct ivm_guest_task *task,
+			    struct mm_binding *b)
+{
+	size_t i, k;
+
+	for (i = 0; i < b->nr_code; i++) {
+		struct code_map *c = &b->code[i];
+		struct ivm_capture_readahead *ra;
+		const struct ivm_uelf *elf;
+		struct ivm_uimage_stats st;
+		uint64_t in;
+
+		/* Files only: the vDSO is all in memory. */
+		if (c->obj->readahead || !c->obj->path || c->space)
+			continue;
+		ivm_uimage_stats(c->obj->image, &st);
+		if (!st.faults)
+			continue;
+		elf = ivm_uimage_elf(c->obj->image);
+		for (k = 0; k < elf->nr_loads; k++)
+			if (elf->eh.vaddr - elf->loads[k].vaddr <
+			    elf->loads[k].filesz)
+				break;
+		if (!elf->eh.vaddr || k == elf->nr_loads) {
+			c->obj->readahead = true;	/* nothing to ask */
+			continue;
+		}
+		if (e->nr_readaheads == IVM_CAPTURE_MAX_READAHEADS)
+			return;
+		in = elf->eh.vaddr - elf->loads[k].vaddr;
+		ra = &e->readaheads[e->nr_readaheads];
+		*ra = (struct ivm_capture_readahead){
+			.pid = task->tgid, .path = strdup(c->obj->path),
+			.inode = c->file.ino,
+			.offset = elf->loads[k].offset + in,
+			.length = elf->loads[k].filesz - in,
+		};
+		if (!ra->path)
+			return;
+		if (ra->length > IVM_CAPTURE_READAHEAD_MAX)
+			ra->length = IVM_CAPTURE_READAHEAD_MAX;
+		e->nr_readaheads++;
+		c->obj->readahead = true;
+	}
+}
+
+bool ivm_capture_engine_take_readahead(struct ivm_capture_engine *e,
+				       struct ivm_capture_readahead *ret)
+{
+	if (!e->nr_readaheads)
+		return false;
+	*ret = e->readaheads[--e->nr_readaheads];
+	return true;
 }
 
 /*
@@ -967,7 +1109,9 @@ static void unwind_user(struct ivm_capture_engine *e,
 			maps[nr_maps++] = (struct ivm_umapping){
 				.start = c->start, .end = c->end,
 				.bias = c->bias, .image = c->obj->image,
-				.file = &c->reader };
+				.file = &c->reader,
+				.file_sources = c->space ? NULL :
+						&c->gf.sources };
 			if (b->known && c->obj->build_id_len ==
 			    b->exe.build_id_len &&
 			    !memcmp(c->obj->build_id, b->exe.build_id,
@@ -1011,9 +1155,10 @@ static void unwind_user(struct ivm_capture_engine *e,
 	memcpy(cap->user_pcs, cap->user_addrs,
 	       cap->sample.nr_user * sizeof(cap->user_pcs[0]));
 	cap->sample.stack_flags |= sample_flags(st.flags);
-	if (b->nr_code)
+	if (b->nr_code) {
 		tag_code_frames(e, cap, b);
-	else
+		want_readaheads(e, task, b);
+	} else
 		tag_frames(e, cap, b, o, &file_reader);
 }
 

@@ -94,6 +94,30 @@ struct ivm_labels *ivm_capture_engine_labels(struct ivm_capture_engine *engine);
 struct ivm_uobjects *ivm_capture_engine_objects(struct ivm_capture_engine *e);
 
 /*
+ * A range of a guest file that unwinding needed and guest memory did not
+ * hold: the CFI (.eh_frame_hdr to the end of its segment, which holds
+ * .eh_frame) of an object some of whose rows faulted.  Read by the
+ * guest (the helper's READAHEAD), it is in the page cache for the next
+ * captures.  path is as process pid sees it; inode its number.
+ */
+struct ivm_capture_readahead {
+	int pid;
+	char *path;		/* owned by whoever took it: free() */
+	uint64_t inode, offset, length;
+};
+
+/*
+ * Take the next range captures wanted read (each object once a run),
+ * into *ret: false when none is waiting.  At most
+ * IVM_CAPTURE_MAX_READAHEADS wait; the rest are asked again later.
+ */
+#define IVM_CAPTURE_MAX_READAHEADS 16
+/* The longest range asked (a library's CFI is a few hundred KiB). */
+#define IVM_CAPTURE_READAHEAD_MAX (8u << 20)
+bool ivm_capture_engine_take_readahead(struct ivm_capture_engine *e,
+				       struct ivm_capture_readahead *ret);
+
+/*
  * Labels of profiles written before user pcs were tagged by object: a
  * report still reads them (the executable's build-id, and a PIE's bias).
  */

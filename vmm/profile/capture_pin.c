@@ -29,7 +29,10 @@ struct ivm_pin_capture {
 		uint64_t task;
 	} holder[HOLDER_CACHE];
 	enum ivm_pin_policy policy;
+	bool paused;			/* no round trips for now */
 	uint32_t helper_pid;
+	uint32_t helper_caps;		/* IVM_CAP_* from HELLO */
+	int timeout_ms;			/* of every request but READAHEAD */
 	unsigned int guest_cpus;
 	unsigned int timeouts_in_row;	/* HOLD_PIN requests unanswered */
 	bool has_on_cpu;		/* the guest's task_struct.on_cpu */
@@ -126,6 +129,8 @@ struct ivm_error *ivm_pin_capture_create(struct ivm_guest *guest,
 	 */
 	pc->hold_lease_ms = pc->lease_ms / 2 ? pc->lease_ms / 2 : 1;
 	pc->helper_pid = hello.pid;
+	pc->helper_caps = hello.caps;
+	pc->timeout_ms = timeout_ms;
 	/* The helper's count of online CPUs is hostile: it only chooses
 	 * between hold-only and hold+pin, both safe. */
 	pc->guest_cpus = hello.ncpus;
@@ -140,6 +145,18 @@ void ivm_pin_capture_destroy(struct ivm_pin_capture *pc)
 	/* Closing the channel ends every lease in the guest at once. */
 	ivm_helper_destroy(pc->helper);
 	free(pc);
+}
+
+void ivm_pin_capture_set_wait(struct ivm_pin_capture *pc,
+			      ivm_helper_wait_fn wait, void *ctx)
+{
+	if (pc->helper)
+		ivm_helper_set_wait(pc->helper, wait, ctx);
+}
+
+void ivm_pin_capture_pause(struct ivm_pin_capture *pc, bool paused)
+{
+	pc->paused = paused;
 }
 
 void ivm_pin_capture_set_policy(struct ivm_pin_capture *pc,
@@ -496,6 +513,10 @@ struct ivm_error *ivm_pin_capture_task(struct ivm_pin_capture *pc,
 		pc->stats.unpinned++;
 		return ivm_capture_task(engine, task_addr, NULL, -1, cpu, cap);
 	}
+	if (pc->paused && pc->policy != IVM_PIN_RESCUE) {
+		pc->stats.skipped++;
+		return ivm_capture_task(engine, task_addr, NULL, -1, cpu, cap);
+	}
 	/*
 	 * Before any round trip: the task and its involuntary switch count.
 	 * A task already runnable is pinned too: woken but still waiting in a
@@ -521,6 +542,10 @@ struct ivm_error *ivm_pin_capture_task(struct ivm_pin_capture *pc,
 		    cap->outcome == IVM_CAPTURE_FAILED) {
 			pc->stats.unneeded++;
 			return err;
+		}
+		if (pc->paused) {
+			pc->stats.skipped++;	/* the discarded read stands */
+			return NULL;
 		}
 		/*
 		 * Discarded: the target woke or ran.  Where is it now?  A pin
@@ -569,4 +594,48 @@ struct ivm_error *ivm_pin_capture_task(struct ivm_pin_capture *pc,
 					hold_only, cap);
 	return capture_pairs(pc, engine, task_addr, cpu, &before, hold_only,
 			     cap);
+}
+
+_Static_assert(IVM_CAPTURE_READAHEAD_MAX <= IVM_READAHEAD_MAX_LEN,
+	       "a capture's readahead fits the protocol's bound");
+
+void ivm_pin_capture_readahead(struct ivm_pin_capture *pc,
+			       struct ivm_capture_engine *engine)
+{
+	struct ivm_capture_readahead ra;
+
+	while (ivm_capture_engine_take_readahead(engine, &ra)) {
+		struct ivm_error *err;
+		uint64_t bytes = 0, t0;
+
+		if (!pc->helper || !(pc->helper_caps & IVM_CAP_READAHEAD)) {
+			free(ra.path);
+			continue;
+		}
+		t0 = ivm_mono_ns();
+		ivm_helper_set_timeout(pc->helper,
+				       IVM_PIN_READAHEAD_TIMEOUT_MS);
+		err = ivm_helper_readahead(pc->helper, ra.pid, ra.path,
+					   ra.inode, ra.offset, ra.length,
+					   &bytes);
+		ivm_helper_set_timeout(pc->helper, pc->timeout_ms);
+		pc->stats.readahead_ns += ivm_mono_ns() - t0;
+		free(ra.path);
+		if (!err) {
+			pc->stats.readaheads++;
+			pc->stats.readahead_bytes += bytes;
+		} else if (ivm_helper_error_is_answer(err) ||
+			   err->code == IVM_ERROR_INVALID) {
+			/*
+			 * Gone, replaced, unreadable, or a request never
+			 * sent (a path the protocol cannot carry): the
+			 * unwind goes on, and so does pinning.
+			 */
+			pc->stats.readahead_failed++;
+			ivm_error_destroy(err);
+		} else {
+			pc->stats.readahead_failed++;
+			degrade(pc, err);
+		}
+	}
 }

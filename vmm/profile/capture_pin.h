@@ -90,7 +90,7 @@
 struct ivm_pin_stats {
 	uint64_t ok;		/* held and pinned during the read */
 	uint64_t hold_only;	/* one-vCPU guest: holding is enough */
-	uint64_t skipped;	/* target unreadable, idle or running: no pin */
+	uint64_t skipped;	/* target unreadable, idle, running or paused: no pin */
 	uint64_t unneeded;	/* IVM_PIN_RESCUE: the unpinned read held */
 	uint64_t running;	/* IVM_PIN_RESCUE: discarded, target running */
 	uint64_t reread;	/* IVM_PIN_RESCUE: discarded, asleep again:
@@ -109,6 +109,9 @@ struct ivm_pin_stats {
 	uint64_t pins;		/* pins granted */
 	uint64_t lease_us;	/* leases granted (protocol 2), in total */
 	uint64_t refused_rt;	/* target above the holder's priority */
+	/* READAHEADs of CFI the guest lacked (ivm_pin_capture_readahead). */
+	uint64_t readaheads, readahead_failed, readahead_bytes;
+	uint64_t readahead_ns;	/* total time they took */
 };
 
 struct ivm_pin_capture;
@@ -144,6 +147,21 @@ enum ivm_pin_policy {
 
 void ivm_pin_capture_set_policy(struct ivm_pin_capture *pc,
 				enum ivm_pin_policy policy);
+
+/*
+ * How the helper's round trips wait for replies (helper_client.h): a loop
+ * running several guests serves the others meanwhile.
+ */
+void ivm_pin_capture_set_wait(struct ivm_pin_capture *pc,
+			      ivm_helper_wait_fn wait, void *ctx);
+
+/*
+ * While paused, captures make no round trip to the helper: unpinned reads
+ * only (counted skipped).  A loop running several guests pauses the
+ * others' pins while one guest waits for its helper, so that their steps
+ * are short and that guest's reply is taken before its leases run out.
+ */
+void ivm_pin_capture_pause(struct ivm_pin_capture *pc, bool paused);
 
 /* The helper's guest pid (its holder threads belong to it), from HELLO. */
 uint32_t ivm_pin_capture_helper_pid(const struct ivm_pin_capture *pc);
@@ -188,5 +206,18 @@ struct ivm_error *ivm_pin_capture_task(struct ivm_pin_capture *pc,
 				       struct ivm_capture_engine *engine,
 				       uint64_t task_addr, int cpu,
 				       struct ivm_capture *cap);
+
+/*
+ * Have the helper read what the engine's captures wanted and guest memory
+ * lacked (capture.h ivm_capture_engine_take_readahead): every range waiting,
+ * each in one round trip bounded by IVM_PIN_READAHEAD_TIMEOUT_MS (a cold
+ * read from the guest's disk takes longer than a pin).  Counted in the
+ * stats; a helper without READAHEAD is not asked, a refusal is counted, a
+ * failed connection degrades pin capture as any request's does.  Call it
+ * between captures: the helper serves one request at a time.
+ */
+#define IVM_PIN_READAHEAD_TIMEOUT_MS 10000
+void ivm_pin_capture_readahead(struct ivm_pin_capture *pc,
+			       struct ivm_capture_engine *engine);
 
 #endif /* IVM_CAPTURE_PIN_H */

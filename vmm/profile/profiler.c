@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <poll.h>
 #include <sched.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -426,6 +427,12 @@ out:
 			err = ivm_error_wrap(cerr, "resuming the guest");
 		}
 	}
+	/*
+	 * CFI this capture needed and guest memory lacked: the helper reads
+	 * it into the page cache now, between captures, for the next ones.
+	 */
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin)
+		ivm_pin_capture_readahead(p->cfg->pin, p->engine);
 	return err;
 }
 
@@ -1142,6 +1149,9 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		st[n++] = (struct ivm_stat){ "cfi_rows", us.row_lookups };
 		st[n++] = (struct ivm_stat){ "cfi_rows_absent",
 					     us.row_faults };
+		st[n++] = (struct ivm_stat){ "cfi_rows_page_cache",
+					     us.row_page_cache +
+					     us.row_other_mapping };
 	}
 	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
 		const struct ivm_pin_stats *ps =
@@ -1167,6 +1177,11 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		st[n++] = (struct ivm_stat){ "pin_lease_us", ps->lease_us };
 		st[n++] = (struct ivm_stat){ "pin_refused_rt",
 					     ps->refused_rt };
+		st[n++] = (struct ivm_stat){ "readaheads", ps->readaheads };
+		st[n++] = (struct ivm_stat){ "readahead_bytes",
+					     ps->readahead_bytes };
+		st[n++] = (struct ivm_stat){ "readahead_failed",
+					     ps->readahead_failed };
 	}
 	fill_idle_stats(p, st, &n);
 	fill_switch_stats(p, st, &n);
@@ -1175,6 +1190,8 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	if (p->engine && ivm_capture_engine_labels(p->engine))
 		n += ivm_labels_fill_stats(ivm_capture_engine_labels(p->engine),
 					   st + n, MAX_STATS - n);
+	/* What this guest's profiling cost the host (idlevm's thread). */
+	st[n++] = (struct ivm_stat){ "host_cpu_ms", r->cpu_ns / 1000000 };
 	/* Of this window only (next_window() took the counts at its start). */
 	for (i = 0; i < n && i < p->nr_window_base; i++)
 		if (st[i].value >= p->window_base[i].value)
@@ -1693,24 +1710,11 @@ static void teardown(struct profiler *p)
 }
 
 /*
- * Sched source: sleep until a vCPU thread's event, or the next look that
- * is due anyway (the on-CPU tick, or SLOW_POLL_NS).
- */
-static struct ivm_error *wait_for_events(struct profiler *p, uint64_t now)
-{
-	uint64_t next = switch_due(p, p->next_look_ns);
-	uint64_t timeout = next > now ? next - now : 0;
-	bool ready;
-
-	return ivm_trace_session_wait(p->trace, timeout, &ready);
-}
-
-/*
  * Real-time priority for the event loop, or back to normal.  Its work per
  * event is bounded (a batched read, a capture), and the kernel's RT
  * throttling bounds a runaway; without the privilege it warns and goes on.
  */
-static void set_realtime(struct profiler *p, bool on)
+bool ivm_realtime(bool on)
 {
 	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
 
@@ -1719,10 +1723,9 @@ static void set_realtime(struct profiler *p, bool on)
 			fprintf(stderr,
 				"idlevm: warning: no real-time priority (%s): events may be seen late on a loaded host\n",
 				strerror(errno));
-		return;
+		return false;
 	}
-	if (on)
-		p->res->realtime = true;
+	return on;
 }
 
 /*
@@ -1751,10 +1754,18 @@ static struct ivm_error *next_window(struct profiler *p, uint64_t now)
 	p->nr_window_base = 0;
 	fill_stats(p, p->window_base, &nr);
 	p->nr_window_base = nr;
+	/*
+	 * The new file says again what it needs: kernel names, user
+	 * objects, processes.
+	 */
 	if (p->ksym_hits)
 		ivm_ksym_hits_forget(p->ksym_hits);
-	/* The next file names its user objects itself too. */
 	ivm_uobjects_forget(ivm_capture_engine_objects(p->engine));
+	ivm_proc_table_destroy(p->procs);
+	p->procs = NULL;
+	err = ivm_proc_table_create(&p->procs);
+	if (err)
+		return err;
 	err = p->cfg->next_window(p->cfg->window_ctx, &p->writer);
 	if (!err)
 		err = write_meta(p);
@@ -1765,130 +1776,231 @@ static struct ivm_error *next_window(struct profiler *p, uint64_t now)
 	return err;
 }
 
-struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
-				    const struct ivm_profiler_config *config,
-				    struct ivm_profile_writer *writer,
-				    volatile sig_atomic_t *stop,
-				    struct ivm_profiler_result *result)
+/* One guest's run: its profiler and the loop's timekeeping. */
+struct ivm_profiler {
+	struct profiler p;
+	uint64_t interval;	/* polling sources: their period */
+	uint64_t next;		/* polling sources: the next poll */
+	uint64_t last_flush, end_ns;
+	uint64_t cpu_ns;	/* this thread's CPU time in start/steps */
+	uint64_t cpu_lent;	/* of it, spent on other runs meanwhile */
+};
+
+/* CPU time of the calling thread, for what a guest's run costs the host. */
+static uint64_t thread_cpu_ns(void)
 {
-	struct profiler p = { .guest = guest, .cfg = config, .writer = writer,
-			      .res = result, .source = config->idle_source };
-	uint64_t interval, next, last_flush, now, end_ns = 0;
-	struct ivm_stat stats[MAX_STATS];
-	struct ivm_error *err, *ferr;
-	size_t nr_stats;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct ivm_error *ivm_profiler_start(struct ivm_guest *guest,
+				     const struct ivm_profiler_config *config,
+				     struct ivm_profile_writer *writer,
+				     struct ivm_profiler_result *result,
+				     struct ivm_profiler **ret)
+{
+	uint64_t cpu0 = thread_cpu_ns();
+	struct ivm_profiler *pr;
+	struct ivm_error *err;
 
 	memset(result, 0, sizeof(*result));
-	interval = (uint64_t)(config->poll_interval_ms * 1e6);
-	if (interval < 100000)
-		interval = 100000;	/* 10 kHz at most */
-	err = setup(&p);
-	if (err) {
-		teardown(&p);
+	pr = calloc(1, sizeof(*pr));
+	if (!pr) {
 		ivm_profile_writer_destroy(writer);
+		return &ivm_enomem;
+	}
+	pr->p = (struct profiler){ .guest = guest, .cfg = config,
+				   .writer = writer, .res = result,
+				   .source = config->idle_source };
+	pr->interval = (uint64_t)(config->poll_interval_ms * 1e6);
+	if (pr->interval < 100000)
+		pr->interval = 100000;	/* 10 kHz at most */
+	err = setup(&pr->p);
+	if (err) {
+		teardown(&pr->p);
+		ivm_profile_writer_destroy(pr->p.writer);
+		free(pr);
 		return err;
 	}
-	if (config->realtime && p.source == IVM_IDLE_SOURCE_SCHED)
-		set_realtime(&p, true);
-	p.start_ns = now = next = last_flush = ivm_mono_ns();
+	pr->p.start_ns = pr->next = pr->last_flush = ivm_mono_ns();
 	if (config->duration_s > 0)
-		end_ns = p.start_ns + (uint64_t)(config->duration_s * 1e9);
+		pr->end_ns = pr->p.start_ns + (uint64_t)(config->duration_s * 1e9);
 	if (config->window_s > 0 && config->next_window)
-		p.window_end_ns = p.start_ns + (uint64_t)(config->window_s * 1e9);
+		pr->p.window_end_ns = pr->p.start_ns +
+				      (uint64_t)(config->window_s * 1e9);
+	pr->cpu_ns = thread_cpu_ns() - cpu0;
+	result->cpu_ns = pr->cpu_ns;
+	*ret = pr;
+	return NULL;
+}
 
-	while (!p.gone) {
-		struct timespec ts;
+void ivm_profiler_lend_cpu(struct ivm_profiler *pr, uint64_t ns)
+{
+	pr->cpu_lent += ns;
+}
 
-		if (*stop) {
-			end_with(&p, "interrupted");
-			break;
-		}
-		if (end_ns && now >= end_ns) {
-			end_with(&p, "duration reached");
-			break;
-		}
-		if (p.window_end_ns && now >= p.window_end_ns) {
-			err = next_window(&p, now);
-			if (err)
-				break;
-			p.window_end_ns += (uint64_t)(config->window_s * 1e9);
-			if (p.window_end_ns <= now)	/* late: no empty windows */
-				p.window_end_ns = now + (uint64_t)(config->window_s * 1e9);
-		}
-		poll_once(&p, now);
-		switch_look(&p, ivm_mono_ns());
-		now = ivm_mono_ns();
-		if (now - last_flush >= 1000000000ull) {
-			enum ivm_qmp_lifecycle state = ivm_qmp_lifecycle(guest->qmp);
+bool ivm_profiler_wants_realtime(const struct ivm_profiler *pr)
+{
+	return pr->p.cfg->realtime && pr->p.source == IVM_IDLE_SOURCE_SCHED;
+}
 
-			if (state == IVM_QMP_SHUTDOWN || state == IVM_QMP_GONE) {
-				p.gone = true;
-				end_with(&p, "the guest shut down");
-			}
-			fill_stats(&p, stats, &nr_stats);
-			err = write_new_ksyms(&p);
-			if (!err && p.switches)
-				err = ivm_switch_sampler_flush(p.switches);
-			if (!err)
-				err = ivm_profile_write_stats(p.writer, stats,
-							      nr_stats);
-			if (!err)
-				err = ivm_profile_writer_flush(p.writer);
-			if (err)
-				break;
-			if (config->status_line)
-				status_line(&p, now, false);
-			last_flush = now;
-		}
-		if (p.trace && p.source == IVM_IDLE_SOURCE_SCHED) {
-			err = wait_for_events(&p, now);
-			if (err)
-				break;
-			now = ivm_mono_ns();
-			continue;
-		}
-		next += interval;
-		if (next <= now)
-			next = now + interval;	/* overrun: don't burst */
-		next = switch_due(&p, next);
-		ts.tv_sec = (time_t)(next / 1000000000ull);
-		ts.tv_nsec = (long)(next % 1000000000ull);
-		/* EINTR (Ctrl-C) just ends the sleep early. */
-		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-		now = ivm_mono_ns();
+void ivm_profiler_set_realtime(struct ivm_profiler *pr, bool on)
+{
+	pr->p.res->realtime = on;
+}
+
+/* The once-a-second duties: the guest's state, the stats, the flush. */
+static struct ivm_error *flush_due(struct ivm_profiler *pr, uint64_t now)
+{
+	struct profiler *p = &pr->p;
+	struct ivm_stat stats[MAX_STATS];
+	struct ivm_error *err;
+	size_t nr_stats;
+	enum ivm_qmp_lifecycle state = ivm_qmp_lifecycle(p->guest->qmp);
+
+	if (state == IVM_QMP_SHUTDOWN || state == IVM_QMP_GONE) {
+		p->gone = true;
+		end_with(p, "the guest shut down");
 	}
-	if (result->realtime)
-		set_realtime(&p, false);
-	result->elapsed_s = (double)(ivm_mono_ns() - p.start_ns) / 1e9;
-	result->dispatch = *ivm_dispatch_stats(p.dispatch);
-	result->idle = *ivm_idle_periods_stats(p.periods);
-	ivm_uobjects_stats(ivm_capture_engine_objects(p.engine),
+	fill_stats(p, stats, &nr_stats);
+	err = write_new_ksyms(p);
+	if (!err && p->switches)
+		err = ivm_switch_sampler_flush(p->switches);
+	if (!err)
+		err = ivm_profile_write_stats(p->writer, stats, nr_stats);
+	if (!err)
+		err = ivm_profile_writer_flush(p->writer);
+	if (!err && p->cfg->status_line)
+		status_line(p, now, false);
+	pr->last_flush = now;
+	return err;
+}
+
+bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
+		       struct ivm_error **err)
+{
+	struct profiler *p = &pr->p;
+	const struct ivm_profiler_config *config = p->cfg;
+	uint64_t cpu0 = thread_cpu_ns(), now = ivm_mono_ns();
+	uint64_t window_ns = (uint64_t)(config->window_s * 1e9);
+	bool running = false;
+
+	*err = NULL;
+	if (p->gone)
+		goto out;
+	if (stop) {
+		end_with(p, "interrupted");
+		goto out;
+	}
+	if (pr->end_ns && now >= pr->end_ns) {
+		end_with(p, "duration reached");
+		goto out;
+	}
+	if (p->window_end_ns && now >= p->window_end_ns) {
+		*err = next_window(p, now);
+		if (*err)
+			goto out;
+		p->window_end_ns += window_ns;
+		if (p->window_end_ns <= now)	/* late: no empty windows */
+			p->window_end_ns = now + window_ns;
+	}
+	/* Polling sources poll on their period; sched reads its events. */
+	if (p->source == IVM_IDLE_SOURCE_SCHED || now >= pr->next) {
+		poll_once(p, now);
+		if (p->source != IVM_IDLE_SOURCE_SCHED) {
+			pr->next += pr->interval;
+			if (pr->next <= now)
+				pr->next = now + pr->interval;	/* overrun: no burst */
+		}
+	}
+	switch_look(p, ivm_mono_ns());
+	now = ivm_mono_ns();
+	if (now - pr->last_flush >= 1000000000ull) {
+		*err = flush_due(pr, now);
+		if (*err)
+			goto out;
+	}
+	running = !p->gone;
+out:
+	pr->cpu_ns += thread_cpu_ns() - cpu0;
+	pr->cpu_ns -= pr->cpu_lent < pr->cpu_ns ? pr->cpu_lent : pr->cpu_ns;
+	pr->cpu_lent = 0;
+	p->res->cpu_ns = pr->cpu_ns;
+	return running;
+}
+
+uint64_t ivm_profiler_wake_at(const struct ivm_profiler *pr)
+{
+	const struct profiler *p = &pr->p;
+	uint64_t t = pr->last_flush + 1000000000ull;
+
+	if (p->source == IVM_IDLE_SOURCE_SCHED && p->trace) {
+		if (p->next_look_ns < t)
+			t = p->next_look_ns;
+	} else if (pr->next < t) {
+		t = pr->next;
+	}
+	t = switch_due(p, t);
+	if (pr->end_ns && pr->end_ns < t)
+		t = pr->end_ns;
+	if (p->window_end_ns && p->window_end_ns < t)
+		t = p->window_end_ns;
+	return t;
+}
+
+size_t ivm_profiler_pollfds(const struct ivm_profiler *pr,
+			    struct pollfd *fds, size_t max)
+{
+	const struct pollfd *mine;
+	size_t n, i;
+
+	if (!pr->p.trace || pr->p.source != IVM_IDLE_SOURCE_SCHED)
+		return 0;
+	n = ivm_trace_session_pollfds(pr->p.trace, &mine);
+	for (i = 0; i < n && i < max; i++)
+		fds[i] = mine[i];
+	return i;
+}
+
+struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
+{
+	struct profiler *p = &pr->p;
+	const struct ivm_profiler_config *config = p->cfg;
+	struct ivm_profiler_result *result = p->res;
+	uint64_t cpu0 = thread_cpu_ns();
+	struct ivm_stat stats[MAX_STATS];
+	struct ivm_error *ferr, *swerr = NULL;
+	size_t nr_stats;
+
+	result->elapsed_s = (double)(ivm_mono_ns() - p->start_ns) / 1e9;
+	result->dispatch = *ivm_dispatch_stats(p->dispatch);
+	result->idle = *ivm_idle_periods_stats(p->periods);
+	ivm_uobjects_stats(ivm_capture_engine_objects(p->engine),
 			   &result->objects);
 	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin) {
 		/* What watching cost the guest, in the helper's own words
 		 * (the whole run's, so in the last window's file). */
-		ferr = ivm_pin_capture_record_footprint(config->pin, p.writer,
-							&result->helper);
-		if (ferr && !err)
-			err = ferr;
-		else
-			ivm_error_destroy(ferr);
+		swerr = ivm_pin_capture_record_footprint(config->pin, p->writer,
+							 &result->helper);
 		result->pin = *ivm_pin_capture_stats(config->pin);
 	}
 	if (config->status_line)
-		status_line(&p, ivm_mono_ns(), true);
-	if (p.switches) {
-		/* The totals end here: every thread read once more. */
-		ferr = p.writer ? ivm_switch_sampler_end_window(p.switches) :
-				  NULL;
-		if (ferr && !err)
-			err = ferr;
+		status_line(p, ivm_mono_ns(), true);
+	/* The switch totals end here: every thread read once more. */
+	if (p->switches && p->writer) {
+		ferr = ivm_switch_sampler_end_window(p->switches);
+		if (ferr && !swerr)
+			swerr = ferr;
 		else
 			ivm_error_destroy(ferr);
 	}
-	fill_stats(&p, stats, &nr_stats);
-	if (p.engine && ivm_capture_engine_labels(p.engine)) {
-		struct ivm_labels *l = ivm_capture_engine_labels(p.engine);
+	pr->cpu_ns += thread_cpu_ns() - cpu0;
+	result->cpu_ns = pr->cpu_ns;
+	fill_stats(p, stats, &nr_stats);
+	if (p->engine && ivm_capture_engine_labels(p->engine)) {
+		struct ivm_labels *l = ivm_capture_engine_labels(p->engine);
 		size_t i;
 
 		for (i = 0; i < ivm_labels_count(l); i++) {
@@ -1896,17 +2008,39 @@ struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
 			result->label_why[i] = ivm_labels_last_why(l, i);
 		}
 	}
-	ferr = write_new_ksyms(&p);
+	ferr = write_new_ksyms(p);
 	if (ferr) {
 		ivm_error_destroy(ferr);	/* the samples matter more */
 		ferr = NULL;
 	}
-	ferr = p.writer ? ivm_profile_writer_finish(p.writer, ivm_mono_ns(),
-						    stats, nr_stats) : NULL;
-	teardown(&p);
-	if (err) {
-		ivm_error_destroy(ferr);
-		return err;
-	}
+	if (p->writer)
+		ferr = ivm_profile_writer_finish(p->writer, ivm_mono_ns(),
+						 stats, nr_stats);
+	/* The file is finished first: its samples matter more. */
+	if (swerr && !ferr)
+		ferr = swerr;
+	else
+		ivm_error_destroy(swerr);
+	teardown(p);
+	free(pr);
 	return ferr;
+}
+
+void ivm_profiler_wait(struct pollfd *fds, size_t nr, uint64_t until_ns)
+{
+	uint64_t now = ivm_mono_ns();
+	struct timespec ts;
+
+	if (until_ns <= now)
+		return;
+	if (nr) {
+		ts.tv_sec = (time_t)((until_ns - now) / 1000000000ull);
+		ts.tv_nsec = (long)((until_ns - now) % 1000000000ull);
+		/* EINTR (Ctrl-C) just ends the wait early. */
+		ppoll(fds, (nfds_t)nr, &ts, NULL);
+		return;
+	}
+	ts.tv_sec = (time_t)(until_ns / 1000000000ull);
+	ts.tv_nsec = (long)(until_ns % 1000000000ull);
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The profiler loop: idle signal -> dispatch monitor -> capture -> profile
- * file, for one guest.
+ * The profiler: idle signal -> dispatch monitor -> capture -> profile
+ * file, for one guest, as an object a loop steps (ivm_profiler_step), so
+ * that one thread can run several guests with one wait over all of them.
  *
  * Idle signal sources (each poll gives every vCPU's halted state; the guest
  * kernel's `current` of each vCPU, read from guest memory, cross-checks it):
@@ -24,15 +25,15 @@
  *    a private tracefs instance (vmm/profile/trace_session.h, vmm/profile/kvm_events.h):
  *    exact and cheap, but only where the guest runs on hardware KVM.
  *
- * Stop conditions: the duration, a stop request (Ctrl-C: SIGINT/SIGTERM set
- * *stop), or the guest going away (shutdown, QEMU exit, libvirt destroy).
+ * Stop conditions: the duration, a stop request (Ctrl-C), or the guest
+ * going away (shutdown, QEMU exit, libvirt destroy), each guest's own.
  * Whatever ends the run, every capture made so far is in the file and the
  * file gets its END record.
  */
 #ifndef IVM_PROFILER_H
 #define IVM_PROFILER_H
 
-#include <signal.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -160,6 +161,7 @@ struct ivm_profiler_result {
 	/* User objects met, and their CFI rows (profile/uobjects.h). */
 	struct ivm_uobjects_stats objects;
 	struct ivm_switch_sampler_stats switches;	/* switch_every */
+	uint64_t cpu_ns;		/* host CPU time its profiling took */
 	char end_reason[128];		/* "duration", "interrupted", ... */
 	/* Per --label, in order: counts and why the last "?" was. */
 	struct ivm_label_stats labels[IVM_LABELS_MAX];
@@ -171,18 +173,73 @@ const char *ivm_idle_source_name(enum ivm_idle_source source);
 const char *ivm_capture_mode_name(enum ivm_capture_mode mode);
 
 /*
- * Profile guest into writer until a stop condition.  *stop is polled (set
- * it from a signal handler).  The writer is flushed at least once a second
- * and finished (END record) before returning, even on error; the caller
- * keeps ownership and must not use it afterwards (nor the writers
- * next_window gave).  Returns an error only
- * when profiling could not start or the file could not be written; the
- * guest going away is a normal end (result->end_reason says so).
+ * One guest's run as an object, for a loop that runs several (one thread,
+ * one wait over all of them):
+ *
+ *	ivm_profiler_start(guest, cfg, writer, &result, &pr);
+ *	while (ivm_profiler_step(pr, stop, &err))
+ *		wait on ivm_profiler_pollfds(pr) until ivm_profiler_wake_at(pr)
+ *	ivm_profiler_finish(pr);
+ *
+ * Guest, config and result are borrowed and must outlive pr; the writer
+ * (and those next_window gives) belong to pr from start on, also when
+ * start fails.  result->cpu_ns counts the calling thread's CPU time in
+ * start, the steps and finish: what this guest costs the host.
  */
-struct ivm_error *ivm_profile_guest(struct ivm_guest *guest,
-				    const struct ivm_profiler_config *config,
-				    struct ivm_profile_writer *writer,
-				    volatile sig_atomic_t *stop,
-				    struct ivm_profiler_result *result);
+struct ivm_profiler;
+
+struct ivm_error *ivm_profiler_start(struct ivm_guest *guest,
+				     const struct ivm_profiler_config *config,
+				     struct ivm_profile_writer *writer,
+				     struct ivm_profiler_result *result,
+				     struct ivm_profiler **ret);
+
+/*
+ * Do what is due now: read events or poll, capture, flush once a second,
+ * rotate a window.  Returns false once the run is over (stop asked, the
+ * duration reached, the guest gone: result->end_reason says which; or an
+ * error in *err, which the caller owns).
+ */
+bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
+		       struct ivm_error **err);
+
+/*
+ * During the current step of pr, ns of the thread's CPU time went to other
+ * runs (stepped while pr waited for its helper): not pr's cost.
+ */
+void ivm_profiler_lend_cpu(struct ivm_profiler *pr, uint64_t ns);
+
+/* When the next step is due (CLOCK_MONOTONIC ns) at the latest. */
+uint64_t ivm_profiler_wake_at(const struct ivm_profiler *pr);
+
+/* Most descriptors one guest's run waits on (its host CPUs' buffers). */
+#define IVM_PROFILER_MAX_POLLFDS 256
+
+/*
+ * Descriptors whose readiness (POLLIN) makes a step due sooner: the sched
+ * source's trace buffers; none for polling sources.  Copied into fds.
+ */
+size_t ivm_profiler_pollfds(const struct ivm_profiler *pr,
+			    struct pollfd *fds, size_t max);
+
+/* Whether the run wants real-time priority (the sched source, --realtime). */
+bool ivm_profiler_wants_realtime(const struct ivm_profiler *pr);
+/* Record that the run had it (result->realtime). */
+void ivm_profiler_set_realtime(struct ivm_profiler *pr, bool on);
+
+/*
+ * End the run: final stats, END record, everything freed (pr too).
+ * Returns the error of writing the file's end, if any.
+ */
+struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr);
+
+/* Sleep until until_ns, or until one of fds is readable (or a signal). */
+void ivm_profiler_wait(struct pollfd *fds, size_t nr, uint64_t until_ns);
+
+/*
+ * Real-time priority (SCHED_FIFO 1) for the calling thread, or back to
+ * normal; says on stderr when it cannot.  Returns whether it is on.
+ */
+bool ivm_realtime(bool on);
 
 #endif /* IVM_PROFILER_H */

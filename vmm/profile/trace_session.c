@@ -36,6 +36,9 @@ struct pending {
 	uint32_t off;		/* into the arena */
 };
 
+/* Sessions this process made, for instance names of their own. */
+static unsigned int sessions_made;
+
 struct ivm_trace_session {
 	struct tracefs_instance *instance;
 	char *events[MAX_EVENTS];
@@ -70,7 +73,8 @@ static struct ivm_error *ensure_tracefs(bool *mounted)
 /*
  * Remove the instances of idlevm runs that died without cleaning up
  * (SIGKILL): each holds its ring buffers and a pid filter for threads
- * long gone.  Only "idlevm-PID" whose PID no longer exists.
+ * long gone.  Only "idlevm-PID" and "idlevm-PID-N" whose PID no longer
+ * exists.
  */
 static void remove_stale_instances(void)
 {
@@ -87,6 +91,9 @@ static void remove_stale_instances(void)
 		if (strncmp(e->d_name, "idlevm-", 7))
 			continue;
 		pid = strtol(e->d_name + 7, &end, 10);
+		/* "idlevm-PID", or "idlevm-PID-N": a later session of PID. */
+		if (*end == '-' && end[1] >= '0' && end[1] <= '9')
+			strtol(end + 1, &end, 10);
 		if (*end || pid <= 0 || pid > INT32_MAX ||
 		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
@@ -202,7 +209,13 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 			goto fail;
 	}
 	remove_stale_instances();
-	snprintf(name, sizeof(name), "idlevm-%d", (int)getpid());
+	/* One instance per session: several guests in one process. */
+	if (sessions_made)
+		snprintf(name, sizeof(name), "idlevm-%d-%u", (int)getpid(),
+			 sessions_made);
+	else
+		snprintf(name, sizeof(name), "idlevm-%d", (int)getpid());
+	sessions_made++;
 	s->instance = tracefs_instance_create(name);
 	if (!s->instance) {
 		err = ivm_error_os(errno, "creating tracefs instance %s", name);
@@ -422,6 +435,13 @@ struct ivm_error *ivm_trace_session_read(
 		}
 	}
 	return NULL;
+}
+
+size_t ivm_trace_session_pollfds(const struct ivm_trace_session *s,
+				 const struct pollfd **ret)
+{
+	*ret = s->pfds;
+	return (size_t)s->nr_cpus;
 }
 
 struct ivm_error *ivm_trace_session_wait(struct ivm_trace_session *s,

@@ -6,9 +6,11 @@
  * The idle signal: sched:sched_switch / sched_waking / sched_wakeup of the
  * QEMU vCPU threads (vmm/profile/sched_events.h), and on hardware KVM also
  * kvm:kvm_exit / kvm_vcpu_wakeup (vmm/profile/kvm_events.h).  An instance of
- * our own ("idlevm-PID") leaves the global trace buffer and other tracers
- * alone, and is removed when the session ends (instances of idlevm runs
- * killed before they could remove theirs go at the next start).  tracefs is mounted at
+ * our own ("idlevm-PID", "idlevm-PID-N" for the next sessions of the same
+ * process: several guests) leaves the global trace buffer and other
+ * tracers alone, and is removed when the session ends (instances of idlevm
+ * runs killed before they could remove theirs go at the next start).
+ * tracefs is mounted at
  * /sys/kernel/tracing first if it is not (root); the session says so.
  *
  * Timestamps are CLOCK_MONOTONIC nanoseconds (the instance's trace_clock is
@@ -26,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/types.h>
 
 #include "base/error.h"
@@ -77,6 +80,13 @@ struct ivm_error *ivm_trace_session_read(
  */
 struct ivm_error *ivm_trace_session_wait(struct ivm_trace_session *s,
 					 uint64_t timeout_ns, bool *ret);
+
+/*
+ * The descriptors ivm_trace_session_wait() polls (POLLIN: events wait),
+ * for a caller that waits on several sessions at once.  Borrowed.
+ */
+size_t ivm_trace_session_pollfds(const struct ivm_trace_session *s,
+				 const struct pollfd **ret);
 
 /* Events the kernel dropped (buffer full) or that read had to drop. */
 uint64_t ivm_trace_session_lost(const struct ivm_trace_session *s);

@@ -286,6 +286,8 @@ void ivm_uobjects_stats(const struct ivm_uobjects *t,
 		ret->row_hits += st.hits;
 		ret->row_faults += st.faults;
 		ret->row_bad += st.bad;
+		ret->row_page_cache += st.page_cache;
+		ret->row_other_mapping += st.other_mapping;
 	}
 }
 

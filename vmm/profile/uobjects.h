@@ -45,6 +45,8 @@ struct ivm_uobject {
 	char *path;			/* NULL: not known (yet) */
 	/* The guest's bytes of it (uimage.h); NULL when none made yet. */
 	struct ivm_uimage *image;
+	/* Its CFI was asked to be read into the guest (capture.h). */
+	bool readahead;
 };
 
 struct ivm_uobjects;
@@ -111,6 +113,8 @@ struct ivm_uobjects_stats {
 	uint64_t row_lookups, row_hits;
 	uint64_t row_faults;	/* CFI bytes the guest did not hold */
 	uint64_t row_bad;
+	/* Rows decoded from the file's page cache (or another's mapping). */
+	uint64_t row_page_cache, row_other_mapping;
 };
 void ivm_uobjects_stats(const struct ivm_uobjects *t,
 			struct ivm_uobjects_stats *ret);

@@ -96,11 +96,14 @@ struct ivm_kmem_reader;
 /*
  * The row of link-time pc in image im, its bytes read through file: from
  * the image's cache, or decoded into a cache slot, or (uncached, for a
- * ROW_FAULT) into scratch.  Never NULL.
+ * ROW_FAULT) into scratch.  Never NULL.  sources: NULL, or where file
+ * ORs the IVM_GFILE_* bits of its reads (kernel/gfile.h, struct
+ * ivm_gfile_file): then the image's stats say which rows the page cache
+ * gave (uimage.h).
  */
 const struct ivm_cfi_row *ivm_uimage_row(struct ivm_uimage *im,
 					 const struct ivm_kmem_reader *file,
-					 uint64_t pc,
+					 unsigned int *sources, uint64_t pc,
 					 struct ivm_cfi_row *scratch);
 
 #endif /* IVM_CFI_ROWS_H */

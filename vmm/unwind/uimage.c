@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/bytes.h"
+#include "kernel/gfile.h"
 #include "unwind/cfi_rows.h"
 #include "unwind/ucfi.h"
 #include "unwind/uimage.h"
@@ -359,9 +360,9 @@ static struct ivm_error *build_index(struct ivm_uimage *im,
 	return err;
 }
 
-static void lookup_uncached(struct ivm_uimage *im,
-			    const struct ivm_kmem_reader *file, uint64_t pc,
-			    struct ivm_cfi_row *row)
+static void decode_row(struct ivm_uimage *im,
+		       const struct ivm_kmem_reader *file, uint64_t pc,
+		       struct ivm_cfi_row *row)
 {
 	struct ivm_uelf_vreader vr;
 	struct ivm_kmem_reader vmem;
@@ -402,9 +403,40 @@ static void lookup_uncached(struct ivm_uimage *im,
 	ivm_error_destroy(err);
 }
 
+/*
+ * Decode the row at pc, and say where its bytes came from when the file
+ * reader says it (sources: kernel/gfile.h's IVM_GFILE_* bits, which the
+ * reader ORs in).  A row the process's page tables did not hold all of,
+ * that the file's page cache completed, is what a fork child's unwind
+ * lives on: it is counted apart.
+ */
+static void lookup_uncached(struct ivm_uimage *im,
+			    const struct ivm_kmem_reader *file,
+			    unsigned int *sources, uint64_t pc,
+			    struct ivm_cfi_row *row)
+{
+	unsigned int before = 0, got;
+
+	if (sources) {
+		before = *sources;
+		*sources = 0;
+	}
+	decode_row(im, file, pc, row);
+	if (!sources)
+		return;
+	got = *sources;
+	*sources = before | got;
+	if (row->state != ROW_OK)
+		return;
+	if (got & IVM_GFILE_PAGE_CACHE)
+		im->stats.page_cache++;
+	else if (got & IVM_GFILE_OTHER_MAPPING)
+		im->stats.other_mapping++;
+}
+
 const struct ivm_cfi_row *ivm_uimage_row(struct ivm_uimage *im,
 					 const struct ivm_kmem_reader *file,
-					 uint64_t pc,
+					 unsigned int *sources, uint64_t pc,
 					 struct ivm_cfi_row *scratch)
 {
 	struct ivm_cfi_row *slot;
@@ -412,7 +444,7 @@ const struct ivm_cfi_row *ivm_uimage_row(struct ivm_uimage *im,
 	im->stats.lookups++;
 	if (!im->cache &&
 	    !(im->cache = calloc(ROW_CACHE_SIZE, sizeof(*im->cache)))) {
-		lookup_uncached(im, file, pc, scratch);
+		lookup_uncached(im, file, sources, pc, scratch);
 		return scratch;
 	}
 	/* Code addresses cluster; fold the high bits in so pages spread. */
@@ -421,7 +453,7 @@ const struct ivm_cfi_row *ivm_uimage_row(struct ivm_uimage *im,
 		im->stats.hits++;
 		return slot;
 	}
-	lookup_uncached(im, file, pc, scratch);
+	lookup_uncached(im, file, sources, pc, scratch);
 	/* What the guest did not hold may be there next time. */
 	if (scratch->state == ROW_FAULT)
 		return scratch;
@@ -435,7 +467,7 @@ char *ivm_uimage_describe_row(struct ivm_uimage *im,
 {
 	struct ivm_cfi_row row;
 
-	lookup_uncached(im, file, pc, &row);
+	decode_row(im, file, pc, &row);
 	return ivm_cfi_row_format(&row, buf, len);
 }
 

@@ -64,6 +64,12 @@ struct ivm_uimage_stats {
 	uint64_t lookups, hits;		/* CFI rows, and from the cache */
 	uint64_t faults;		/* rows whose bytes were not held */
 	uint64_t bad;			/* rows refused as malformed */
+	/*
+	 * Rows decoded whose bytes the process's page tables lacked, in
+	 * part, and the file's page cache (or another process's mapping)
+	 * had: counted only when the reader says its sources.
+	 */
+	uint64_t page_cache, other_mapping;
 	size_t memory;			/* bytes the image holds */
 };
 void ivm_uimage_stats(const struct ivm_uimage *im,

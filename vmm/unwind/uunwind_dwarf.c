@@ -1118,6 +1118,7 @@ struct ivm_error *ivm_uunwind_dwarf(const struct ivm_kmem_reader *mem,
 					 &scratch);
 		else if (map)
 			row = ivm_uimage_row(map->image, map->file,
+					     map->file_sources,
 					     where - map->bias, &scratch);
 		if (row && row->state == ROW_OK) {
 			out = step_cfi(&w, row, &rs, sp, limit, &next, &ra);

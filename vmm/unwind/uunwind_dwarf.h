@@ -116,6 +116,8 @@ struct ivm_umapping {
 	struct ivm_ubinary *binary;
 	struct ivm_uimage *image;
 	const struct ivm_kmem_reader *file;
+	/* NULL, or where file ORs its sources (cfi_rows.h ivm_uimage_row). */
+	unsigned int *file_sources;
 };
 
 /*

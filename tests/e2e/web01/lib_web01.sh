@@ -55,16 +55,24 @@ user_frame_stats() {
 }
 
 # reach_start_stats FOLDED COMM_REGEX: "samples whole" over the to-idle
-# stacks (report -f folded -K to_idle) of the processes whose comm
-# matches: whole ones have user frames that reach the thread start (their
-# outermost frame is libc's clone) or main (__libc_start_main), none of
-# them a bare address.
+# stacks (report -f folded -K to_idle) of the server processes whose
+# COMM_[PID] matches, whole as reach_start_by_process says.
 reach_start_stats() {
-	echo "$1" | awk -v re="$2" '
+	reach_start_by_process "$1" | awk -v re="$2" '
+	$1 ~ re { s += $2; w += $3 } END { printf "%d %d\n", s, w }'
+}
+
+# reach_start_by_process FOLDED: for every server process (COMM_[PID]),
+# "COMM_[PID] samples whole percent" over its to-idle stacks (report -f
+# folded -K to_idle): whole ones have user frames that reach the thread
+# start (their outermost frame is libc's clone) or main
+# (__libc_start_main), none of them a bare address.
+reach_start_by_process() {
+	echo "$1" | awk '
 	{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
 	  k = split(line, f, ";")
-	  if (f[1] !~ re) next
-	  samples += n
+	  if (f[1] !~ /^(nginx|php-fpm8\.2|redis-server)_\[[0-9]+\]$/) next
+	  s[f[1]] += n
 	  first = ""; bare = 0
 	  for (i = 3; i <= k; i++) {
 		if (f[i] ~ /_\[k\]/) continue
@@ -72,6 +80,6 @@ reach_start_stats() {
 		if (f[i] ~ /^0x[0-9a-f]+$/) bare = 1
 	  }
 	  if (!bare && (first ~ /^libc\.so\.6\+/ || first ~ /^_start/ ||
-			line ~ /;__libc_start_main;/)) whole += n
-	} END { printf "%d %d\n", samples, whole }'
+			line ~ /;__libc_start_main;/)) w[f[1]] += n
+	} END { for (p in s) printf "%s %d %d %.1f%%\n", p, s[p], w[p] + 0, 100 * w[p] / s[p] }' | sort
 }
