@@ -5,15 +5,22 @@
  * do from outside: pin a thread to a CPU, hold a CPU, and tell what the guest
  * kernel and a process look like.  See proto.h for the wire format.
  *
- * One thread serves the port; holders are threads of their own.  Every pin
+ * One thread serves the port; holders are threads of their own, and answer
+ * their HOLD_PIN requests themselves (under the port's lock).  Every pin
  * and hold ends on its lease, on host disconnect and on exit, and pins are
  * journaled so the next helper restores what a killed one left.
+ *
+ * Nothing here wakes up unless asked: with the host away the loop sleeps
+ * until virtio_console's SIGIO says it came (a long safety-net retry
+ * aside), with the host there until a request comes, and a HOLD_PIN's end
+ * needs no timer (its holder ends it).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +57,9 @@
 /* How often to look again for a port that is missing or closed by the
  * host, when no SIGIO tells us sooner. */
 #define RETRY_MS 500
+/* The same with SIGIO armed: only a safety net, so a guest nobody watches
+ * sees the helper wake once a minute at most. */
+#define RETRY_SIGIO_MS 60000
 
 enum port_state {
 	PORT_CLOSED,		/* not open: discover and open it */
@@ -57,12 +67,30 @@ enum port_state {
 	PORT_CONNECTED,
 };
 
+/* What the helper did since the host connected (STATS). */
+struct helper_counters {
+	uint64_t requests;	/* requests served */
+	uint64_t wakeups;	/* returns from the loop's poll */
+	uint64_t pins;		/* PIN requests carried out */
+	uint64_t refused_rt;	/* pins refused: target above the holder */
+	struct helper_hold_counters holds;
+};
+
 struct helper {
 	const char *port_arg;	/* --port, or NULL to discover */
 	char port_path[256];
 	int port_fd;
 	bool port_is_socket;
+	bool sigio;		/* SIGIO armed on the port */
 	enum port_state state;
+	/*
+	 * Taken around every write to the port and every change of port_fd,
+	 * state and session: holder threads answer HOLD_PIN themselves.
+	 * session counts host connections; a holder's reply to a session
+	 * that ended is dropped.
+	 */
+	pthread_mutex_t port_lock;
+	uint64_t session;
 	bool logged_missing;
 	int sig_fd, timer_fd;
 	bool quit;
@@ -72,6 +100,9 @@ struct helper {
 
 	bool kaslr_probed, kaslr_known;
 	uint64_t kaslr_offset;
+
+	struct helper_counters count;
+	struct helper_counters base;	/* at the host's connect */
 
 	struct idlevm_decoder dec;
 	uint64_t partial_since_ns;	/* 0: no partial frame buffered */
@@ -168,14 +199,17 @@ static int port_open(struct helper *h)
 			return -errno;
 		/* virtio_console raises SIGIO when the host opens or closes
 		 * its side: it wakes us instead of a polling loop. */
-		if (fcntl(fd, F_SETOWN, getpid()) < 0 ||
-		    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) < 0)
+		h->sigio = fcntl(fd, F_SETOWN, getpid()) == 0 &&
+			   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) == 0;
+		if (!h->sigio)
 			helper_log("no SIGIO on %s: %s; polling every %d ms",
 				   h->port_path, strerror(errno), RETRY_MS);
 	}
+	pthread_mutex_lock(&h->port_lock);
 	h->port_fd = fd;
 	h->port_is_socket = S_ISSOCK(st.st_mode);
 	h->state = PORT_WAIT_HOST;
+	pthread_mutex_unlock(&h->port_lock);
 	h->logged_missing = false;
 	helper_log("serving %s", h->port_path);
 	return 0;
@@ -191,8 +225,15 @@ static double ms_since_request(const struct helper *h)
 
 static void end_leases(struct helper *h, const char *why)
 {
-	unsigned int pins = helper_pins_release_all(&h->pins);
-	unsigned int holds = helper_holds_release_all(h->holds);
+	unsigned int pins, holds;
+	cpu_set_t idle;
+
+	/* Pins whose holder ended them already are no pins ended here. */
+	helper_holds_idle(h->holds, &idle);
+	helper_pins_forget_held(&h->pins, &idle);
+	/* Holders first: each restores its own pin as it stops. */
+	holds = helper_holds_release_all(h->holds);
+	pins = helper_pins_release_all(&h->pins);
 
 	if (pins || holds)
 		helper_log("%s: ended %u pin(s) and %u hold(s), %.1f ms after the last request",
@@ -208,6 +249,8 @@ static void host_gone(struct helper *h, int err)
 	 * request of the next one. */
 	idlevm_decoder_reset(&h->dec);
 	h->partial_since_ns = 0;
+	pthread_mutex_lock(&h->port_lock);
+	h->session++;
 	if (err) {
 		helper_log("%s: %s; reopening", h->port_path, strerror(err));
 		close(h->port_fd);
@@ -216,6 +259,14 @@ static void host_gone(struct helper *h, int err)
 	} else {
 		h->state = PORT_WAIT_HOST;
 	}
+	pthread_mutex_unlock(&h->port_lock);
+}
+
+/* Everything counted so far, holders included. */
+static void counters_now(struct helper *h, struct helper_counters *ret)
+{
+	*ret = h->count;
+	helper_holds_counters(h->holds, &ret->holds);
 }
 
 /*
@@ -240,16 +291,21 @@ static void check_host(struct helper *h)
 		return;
 	}
 	helper_log("host connected");
+	/* STATS tells this host about its own session only. */
+	counters_now(h, &h->base);
+	pthread_mutex_lock(&h->port_lock);
 	h->state = PORT_CONNECTED;
+	pthread_mutex_unlock(&h->port_lock);
 }
 
-static void send_frame(struct helper *h, size_t len)
+/* Write a frame to the port; the caller holds port_lock. */
+static void write_frame(struct helper *h, const uint8_t *buf, size_t len)
 {
 	uint64_t deadline = helper_now_ns() + WRITE_TIMEOUT_MS * 1000000ull;
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = write(h->port_fd, h->out + done, len - done);
+		ssize_t n = write(h->port_fd, buf + done, len - done);
 		struct pollfd pfd = { .fd = h->port_fd, .events = POLLOUT };
 		uint64_t now;
 
@@ -273,16 +329,24 @@ static void send_frame(struct helper *h, size_t len)
 	}
 }
 
+/* The loop's own replies (from h->out). */
+static void send_frame(struct helper *h, size_t len)
+{
+	pthread_mutex_lock(&h->port_lock);
+	write_frame(h, h->out, len);
+	pthread_mutex_unlock(&h->port_lock);
+}
+
 /* ---- requests -------------------------------------------------------- */
 
-static void reply_error(struct helper *h, uint32_t id, int errnum,
-			const char *text)
+static void reply_error(struct helper *h, uint16_t version, uint32_t id,
+			int errnum, const char *text)
 {
 	struct idlevm_writer w;
 	size_t len;
 
-	idlevm_frame_begin(&w, h->out, sizeof(h->out), IVM_MSG_ERROR,
-			   IVM_PROTO_F_REPLY, id);
+	idlevm_frame_begin_version(&w, h->out, sizeof(h->out), version,
+				   IVM_MSG_ERROR, IVM_PROTO_F_REPLY, id);
 	idlevm_encode_error(&w, errnum, text ? text : strerror(errnum));
 	len = idlevm_frame_finish(&w);
 	if (len)
@@ -318,7 +382,8 @@ static void probe_kaslr(struct helper *h)
 	fclose(f);
 }
 
-static void handle_hello(struct helper *h, struct idlevm_writer *w)
+static void handle_hello(struct helper *h, const struct idlevm_hello_req *req,
+			 struct idlevm_writer *w)
 {
 	struct idlevm_hello_rep rep = { .version = IVM_PROTO_VERSION };
 	struct utsname uts;
@@ -328,9 +393,14 @@ static void handle_hello(struct helper *h, struct idlevm_writer *w)
 		probe_kaslr(h);
 	if (uname(&uts) < 0)
 		strcpy(uts.release, "unknown");
+	/* The highest version both speak: the host uses it from now on. */
+	if (req->max_version < rep.version)
+		rep.version = req->max_version;
 	rep.caps = IVM_CAP_PING | IVM_CAP_PIN | IVM_CAP_HOLD | IVM_CAP_MAPS |
 		   IVM_CAP_READAHEAD |
 		   (h->pins.journal ? IVM_CAP_JOURNAL : 0);
+	if (rep.version >= 2)
+		rep.caps |= IVM_CAP_HOLD_PIN | IVM_CAP_STATS;
 	rep.ncpus = ncpus > 0 ? (uint32_t)ncpus : 1;
 	rep.flags = h->kaslr_known ? IVM_HELLO_F_KASLR_KNOWN : 0;
 	rep.kaslr_offset = h->kaslr_offset;
@@ -342,7 +412,157 @@ static void handle_hello(struct helper *h, struct idlevm_writer *w)
 	idlevm_encode_hello_rep(w, &rep);
 }
 
-/* Decode, act, and encode the reply into w; 0 or a negative errno. */
+/* A pin would be pointless: the target runs above the holder. */
+static int refuse_rt(struct helper *h, pid_t tid)
+{
+	int policy, prio, r = helper_task_holdable(tid, &policy, &prio);
+
+	if (r == -EPERM) {
+		h->count.refused_rt++;
+		snprintf(h->errtext, sizeof(h->errtext),
+			 "tid %d runs at real-time priority %d (policy %d), above the holder's %d: not pinned",
+			 (int)tid, prio, policy, HELPER_HOLD_PRIO);
+	}
+	return r == -ESRCH ? 0 : r;	/* gone: the pin says so */
+}
+
+/* Unjournal the pins of HOLD_PINs whose holder is done (and restored). */
+static void forget_done_holds(struct helper *h)
+{
+	cpu_set_t idle;
+
+	helper_holds_idle(h->holds, &idle);
+	helper_pins_forget_held(&h->pins, &idle);
+}
+
+/* The reply hook of HOLD_PIN, on the holder thread (see helper_hold.c). */
+static void reply_hold_pin(void *ctx, const struct helper_hold_pin *req,
+			   const struct helper_hold_pin_result *res)
+{
+	struct helper *h = ctx;
+	struct idlevm_hold_pin_rep rep;
+	struct idlevm_writer w;
+	uint8_t buf[IVM_PROTO_HEADER_SIZE + 64];
+	size_t len;
+
+	if (res->errnum) {
+		idlevm_frame_begin_version(&w, buf, sizeof(buf), req->version,
+					   IVM_MSG_ERROR, IVM_PROTO_F_REPLY,
+					   req->id);
+		idlevm_encode_error(&w, res->errnum,
+				    res->errnum == ETIMEDOUT ?
+				    "hold_pin: the holder got its CPU too late" :
+				    "hold_pin: the holder is not on its CPU");
+	} else {
+		memset(&rep, 0, sizeof(rep));
+		rep.lease_us = (uint32_t)(res->lease_ns / 1000);
+		rep.flags = res->pinned ? IVM_HOLD_PIN_F_PINNED : 0;
+		rep.pin_errnum = res->pin_errnum;
+		rep.prev_cpu = req->prev_cpu;
+		rep.holder_tid = res->holder_tid;
+		idlevm_frame_begin_version(&w, buf, sizeof(buf), req->version,
+					   IVM_MSG_HOLD_PIN, IVM_PROTO_F_REPLY,
+					   req->id);
+		idlevm_encode_hold_pin_rep(&w, &rep);
+	}
+	len = idlevm_frame_finish(&w);
+	pthread_mutex_lock(&h->port_lock);
+	if (len && h->session == req->session && h->state == PORT_CONNECTED)
+		write_frame(h, buf, len);
+	pthread_mutex_unlock(&h->port_lock);
+}
+
+/* HOLD_PIN: journal the pin, hand it to the holder; it answers. */
+static int handle_hold_pin(struct helper *h, const struct idlevm_frame *fr,
+			   const struct idlevm_hold_pin_req *m)
+{
+	struct helper_hold_pin req;
+	cpu_set_t idle;
+	uint64_t lease_us = m->lease_us ? m->lease_us :
+				IVM_PROTO_HOLD_PIN_LEASE_DEFAULT_US;
+	int r;
+
+	if (lease_us > IVM_PROTO_HOLD_PIN_LEASE_MAX_US)
+		lease_us = IVM_PROTO_HOLD_PIN_LEASE_MAX_US;
+	memset(&req, 0, sizeof(req));
+	req.cpu = m->cpu;
+	req.tid = m->tid > 0 ? m->tid : 0;
+	req.lease_ns = lease_us * 1000;
+	req.asked_ns = helper_now_ns();
+	req.prev_cpu = UINT32_MAX;
+	req.id = fr->hdr.id;
+	req.version = fr->hdr.version;
+	req.session = h->session;
+	/* A held CPU, or one out of range: say so before journaling. */
+	if (m->cpu >= helper_holds_ncpus(h->holds))
+		return -EINVAL;
+	helper_holds_idle(h->holds, &idle);
+	if (!CPU_ISSET(m->cpu, &idle))
+		return -EBUSY;
+	if (req.tid) {
+		r = refuse_rt(h, req.tid);
+		if (r < 0)
+			return r;
+		r = helper_pins_journal_held(&h->pins, req.tid, req.cpu,
+					     req.asked_ns, &idle,
+					     &req.starttime, &req.orig,
+					     &req.prev_cpu);
+		if (r < 0)
+			return r;
+	} else {
+		helper_pins_forget_held(&h->pins, &idle);
+	}
+	r = helper_hold_pin(h->holds, &req);
+	if (r < 0 && req.tid) {
+		/* No holder will make or end that pin: unjournal it. */
+		CPU_ZERO(&idle);
+		CPU_SET(req.cpu, &idle);
+		helper_pins_forget_held(&h->pins, &idle);
+	}
+	return r < 0 ? r : 1;
+}
+
+static void handle_stats(struct helper *h, struct idlevm_writer *w)
+{
+	struct helper_counters now, *b = &h->base;
+	struct idlevm_stats_rep rep;
+	size_t i;
+
+	counters_now(h, &now);
+	{
+		const struct {
+			const char *name;
+			uint64_t value;
+		} c[] = {
+			{ "requests", now.requests - b->requests },
+			{ "wakeups", now.wakeups - b->wakeups },
+			{ "pins", now.pins - b->pins },
+			{ "refused_rt", now.refused_rt - b->refused_rt },
+			{ "holds", now.holds.holds - b->holds.holds },
+			{ "hold_ns", now.holds.hold_ns - b->holds.hold_ns },
+			{ "held_pins", now.holds.pins - b->holds.pins },
+			{ "held_pin_ns", now.holds.pin_ns - b->holds.pin_ns },
+			{ "lease_ends",
+			  now.holds.lease_ends - b->holds.lease_ends },
+			{ "late_holds", now.holds.late - b->holds.late },
+		};
+
+		memset(&rep, 0, sizeof(rep));
+		for (i = 0; i < sizeof(c) / sizeof(c[0]) &&
+			    i < IVM_PROTO_MAX_STATS; i++) {
+			rep.stat[i].name.ptr = c[i].name;
+			rep.stat[i].name.len = (uint16_t)strlen(c[i].name);
+			rep.stat[i].value = c[i].value;
+		}
+		rep.count = (uint32_t)i;
+	}
+	idlevm_encode_stats_rep(w, &rep);
+}
+
+/*
+ * Decode, act, and encode the reply into w: 0, 1 when the reply is someone
+ * else's to send (a holder's), or a negative errno.
+ */
 static int dispatch(struct helper *h, const struct idlevm_frame *fr,
 		    struct idlevm_writer *w)
 {
@@ -356,17 +576,21 @@ static int dispatch(struct helper *h, const struct idlevm_frame *fr,
 		struct idlevm_hold_req hold;
 		struct idlevm_release_req release;
 		struct idlevm_maps_req maps;
+		struct idlevm_hold_pin_req hold_pin;
 		struct idlevm_readahead_req readahead;
 	} req;
 	struct idlevm_lease_rep lease = { 0 };
 	bool expired;
 	int r;
 
+	/* A type its frame's version does not have is unknown to it. */
+	if (idlevm_msg_type_since(fr->hdr.type) > fr->hdr.version)
+		return -EOPNOTSUPP;
 	switch (fr->hdr.type) {
 	case IVM_MSG_HELLO:
 		if (!idlevm_decode_hello_req(p, len, &req.hello))
 			return -EBADMSG;
-		handle_hello(h, w);
+		handle_hello(h, &req.hello, w);
 		return 0;
 	case IVM_MSG_PING:
 		if (!idlevm_decode_ping(p, len, &req.ping))
@@ -378,11 +602,16 @@ static int dispatch(struct helper *h, const struct idlevm_frame *fr,
 
 		if (!idlevm_decode_pin_req(p, len, &req.pin))
 			return -EBADMSG;
+		r = refuse_rt(h, req.pin.tid);
+		if (r < 0)
+			return r;
+		forget_done_holds(h);
 		r = helper_pin(&h->pins, req.pin.tid, req.pin.cpu,
 			       req.pin.lease_ms, helper_now_ns(), &rep.lease_ms,
 			       &rep.prev_cpu);
 		if (r < 0)
 			return r;
+		h->count.pins++;
 		idlevm_encode_pin_rep(w, &rep);
 		return 0;
 	}
@@ -428,6 +657,15 @@ static int dispatch(struct helper *h, const struct idlevm_frame *fr,
 		if (!idlevm_decode_maps_req(p, len, &req.maps))
 			return -EBADMSG;
 		return helper_maps_encode(w, req.maps.pid, req.maps.first);
+	case IVM_MSG_HOLD_PIN:
+		if (!idlevm_decode_hold_pin_req(p, len, &req.hold_pin))
+			return -EBADMSG;
+		return handle_hold_pin(h, fr, &req.hold_pin);
+	case IVM_MSG_STATS:
+		if (!idlevm_decode_stats_req(p, len))
+			return -EBADMSG;
+		handle_stats(h, w);
+		return 0;
 	case IVM_MSG_READAHEAD: {
 		struct idlevm_readahead_rep rep;
 
@@ -470,6 +708,7 @@ static bool host_hung_up(const struct helper *h)
 
 static void handle_frame(struct helper *h, const struct idlevm_frame *fr)
 {
+	uint16_t version = fr->hdr.version;
 	struct idlevm_writer w;
 	char text[128];
 	size_t len;
@@ -480,29 +719,33 @@ static void handle_frame(struct helper *h, const struct idlevm_frame *fr)
 			   idlevm_msg_type_name(fr->hdr.type), fr->hdr.id);
 		return;
 	}
-	if ((fr->hdr.type == IVM_MSG_PIN || fr->hdr.type == IVM_MSG_HOLD) &&
-	    host_hung_up(h)) {
+	if ((fr->hdr.type == IVM_MSG_PIN || fr->hdr.type == IVM_MSG_HOLD ||
+	     fr->hdr.type == IVM_MSG_HOLD_PIN) && host_hung_up(h)) {
 		helper_log("host gone: dropping a %s request (id %u)",
 			   idlevm_msg_type_name(fr->hdr.type), fr->hdr.id);
 		return;
 	}
 	h->last_request_ns = helper_now_ns();
-	idlevm_frame_begin(&w, h->out, sizeof(h->out), fr->hdr.type,
-			   IVM_PROTO_F_REPLY, fr->hdr.id);
+	h->count.requests++;
+	/* Replies go in the request's version: the host may be older. */
+	idlevm_frame_begin_version(&w, h->out, sizeof(h->out), version,
+				   fr->hdr.type, IVM_PROTO_F_REPLY, fr->hdr.id);
 	h->errtext[0] = '\0';
 	r = dispatch(h, fr, &w);
+	if (r == 1)
+		return;	/* the holder answers */
 	if (r == -EBADMSG) {
 		snprintf(text, sizeof(text), "malformed %s request",
 			 idlevm_msg_type_name(fr->hdr.type));
 		helper_log("%s (id %u, %u bytes)", text, fr->hdr.id,
 			   fr->hdr.length);
-		reply_error(h, fr->hdr.id, EBADMSG, text);
+		reply_error(h, version, fr->hdr.id, EBADMSG, text);
 		return;
 	}
 	if (r == -EOPNOTSUPP) {
 		snprintf(text, sizeof(text), "unknown message type %u",
 			 fr->hdr.type);
-		reply_error(h, fr->hdr.id, EOPNOTSUPP, text);
+		reply_error(h, version, fr->hdr.id, EOPNOTSUPP, text);
 		return;
 	}
 	if (r < 0) {
@@ -512,12 +755,12 @@ static void handle_frame(struct helper *h, const struct idlevm_frame *fr)
 			snprintf(text, sizeof(text), "%s: %s",
 				 idlevm_msg_type_name(fr->hdr.type),
 				 strerror(-r));
-		reply_error(h, fr->hdr.id, -r, text);
+		reply_error(h, version, fr->hdr.id, -r, text);
 		return;
 	}
 	len = idlevm_frame_finish(&w);
 	if (!len) {
-		reply_error(h, fr->hdr.id, EMSGSIZE, "reply too large");
+		reply_error(h, version, fr->hdr.id, EMSGSIZE, "reply too large");
 		return;
 	}
 	send_frame(h, len);
@@ -553,8 +796,8 @@ static void drain_frames(struct helper *h)
 				 fr.hdr.version, IVM_PROTO_VERSION);
 			helper_log("%s", text);
 			if (!(fr.hdr.flags & IVM_PROTO_F_REPLY))
-				reply_error(h, fr.hdr.id, EPROTONOSUPPORT,
-					    text);
+				reply_error(h, IVM_PROTO_VERSION, fr.hdr.id,
+					    EPROTONOSUPPORT, text);
 			break;
 		}
 	}
@@ -651,7 +894,10 @@ static int run(struct helper *h)
 			check_host(h);
 		fds[2].fd = h->port_fd;
 		nfds = h->state == PORT_CONNECTED ? 3 : 2;
-		timeout = nfds == 3 ? -1 : RETRY_MS;
+		/* Waiting for the host: SIGIO says when it comes. */
+		timeout = nfds == 3 ? -1 :
+			  h->state == PORT_WAIT_HOST && h->sigio ?
+			  RETRY_SIGIO_MS : RETRY_MS;
 		if (nfds == 3 && h->partial_since_ns) {
 			uint64_t due = h->partial_since_ns +
 				       STALE_PARTIAL_MS * 1000000ull;
@@ -662,6 +908,7 @@ static int run(struct helper *h)
 		}
 		arm_timer(h);
 		r = poll(fds, nfds, timeout);
+		h->count.wakeups++;
 		if (r < 0 && errno != EINTR) {
 			helper_log("poll: %s", strerror(errno));
 			return 1;
@@ -710,7 +957,8 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	/* The decoder and the reply buffer are 128 KiB: not on the stack. */
-	static struct helper h = { .port_fd = -1 };
+	static struct helper h = { .port_fd = -1,
+				   .port_lock = PTHREAD_MUTEX_INITIALIZER };
 	const char *journal = HELPER_JOURNAL_DEFAULT;
 	unsigned int gone, bad;
 	sigset_t mask;
@@ -768,7 +1016,7 @@ int main(int argc, char **argv)
 	helper_pins_init(&h.pins, journal);
 	ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	if (helper_holds_create(ncpus > 0 ? (unsigned int)ncpus : 1,
-				&h.holds) < 0) {
+				reply_hold_pin, &h, &h.holds) < 0) {
 		helper_log("out of memory");
 		return 1;
 	}

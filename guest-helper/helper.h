@@ -38,6 +38,15 @@ uint32_t helper_lease_ms(uint32_t asked);
  */
 int helper_task_stat(pid_t tid, uint64_t *starttime, uint32_t *last_cpu);
 
+/*
+ * Whether thread tid can be held behind a holder: 0, or -EPERM (with its
+ * policy and priority in *policy, *prio) when it runs at a real-time
+ * priority above the holders' (or SCHED_DEADLINE): such a thread preempts
+ * the holder on the CPU it is pinned to, so pinning it would only move it.
+ * Other errors: -ESRCH and the like from sched_getscheduler.
+ */
+int helper_task_holdable(pid_t tid, int *policy, int *prio);
+
 /* ---- pins and the journal (helper_pin.c) ----------------------------- */
 
 struct helper_pin {
@@ -45,7 +54,10 @@ struct helper_pin {
 	uint64_t starttime;
 	uint32_t cpu;
 	uint64_t pinned_ns;
-	uint64_t deadline_ns;
+	uint64_t deadline_ns;	/* UINT64_MAX for a holder's pin */
+	/* HOLD_PIN: the CPU's holder makes and ends this pin; the table only
+	 * journals it, and drops it once that holder is done. */
+	bool by_holder;
 	cpu_set_t orig;		/* affinity before the first PIN */
 };
 
@@ -80,9 +92,29 @@ int helper_pin(struct helper_pins *pins, pid_t tid, uint32_t cpu,
  */
 int helper_unpin(struct helper_pins *pins, pid_t tid, uint64_t now_ns,
 		 uint64_t *held_ns);
-/* End the pins whose lease ran out by now_ns; returns how many. */
+/*
+ * Put pin->orig back on pin->tid, unless the thread is gone or its tid now
+ * names a younger thread (pin->starttime differs).
+ */
+void helper_pin_restore(const struct helper_pin *pin);
+/*
+ * Journal a pin of tid to cpu that the holder of cpu will make and end
+ * (HOLD_PIN), first dropping the holder pins of the CPUs in done (their
+ * holders have restored them): one journal write for both.  -EBUSY when
+ * tid is pinned already.  *starttime and *orig are what the holder needs to
+ * restore tid; *prev_cpu as for helper_pin.
+ */
+int helper_pins_journal_held(struct helper_pins *pins, pid_t tid,
+			     uint32_t cpu, uint64_t now_ns,
+			     const cpu_set_t *done, uint64_t *starttime,
+			     cpu_set_t *orig, uint32_t *prev_cpu);
+/* Drop the holder pins of the CPUs in done from the table and journal. */
+void helper_pins_forget_held(struct helper_pins *pins, const cpu_set_t *done);
+/* End the pins whose lease ran out by now_ns; returns how many.  Holder
+ * pins have no lease here. */
 unsigned int helper_pins_expire(struct helper_pins *pins, uint64_t now_ns);
-/* End every pin (host disconnect, exit); returns how many. */
+/* End every pin, holder pins included (host disconnect, exit, after the
+ * holders were stopped); returns how many. */
 unsigned int helper_pins_release_all(struct helper_pins *pins);
 /* The earliest lease deadline, or UINT64_MAX when nothing is pinned. */
 uint64_t helper_pins_next_deadline(const struct helper_pins *pins);
@@ -103,13 +135,74 @@ int helper_journal_replay(const char *path, unsigned int *gone,
  * Real-time priority of holders: SCHED_FIFO 49, just under the default 50
  * of threaded interrupt handlers, so the held vCPU still serves its device
  * interrupts while no normal task (the pinned target) can run on it.
+ *
+ * The ceiling: a thread above 49 (an interrupt thread, a real-time
+ * application) still runs on a held CPU, preempting the holder.  It cannot
+ * let a pinned normal or lower real-time target run (the holder resumes
+ * first), but a target that is itself above 49 would run at once: such
+ * targets are not pinned (helper_task_holdable), and the host reads them
+ * validated by their switch counts alone.
  */
 #define HELPER_HOLD_PRIO 49
 
+/*
+ * A HOLD_PIN for the holder of cpu.  The holder answers through the reply
+ * hook (helper_holds_create) from its own CPU, so the loop never waits for
+ * it: the hook runs on the holder thread, concurrently with the loop.
+ */
+struct helper_hold_pin {
+	uint32_t cpu;
+	pid_t tid;		/* <= 0: hold only */
+	uint64_t starttime;	/* of tid, from helper_pins_journal_held */
+	cpu_set_t orig;		/* tid's affinity to restore */
+	uint64_t lease_ns;	/* from the moment the pin is in place */
+	uint64_t asked_ns;	/* when the request arrived */
+	uint32_t prev_cpu;	/* where tid last ran (for the reply) */
+	/* For the hook: the request to answer, and the host session it came
+	 * in (a reply to a session that ended is not sent). */
+	uint32_t id;
+	uint16_t version;
+	uint64_t session;
+};
+
+/* A holder that gets its CPU this long after the request does nothing and
+ * says ETIMEDOUT: the host, whose per-request timeout is longer, may still
+ * be waiting, but the moment it asked about has long passed. */
+#define HELPER_HOLD_START_MAX_NS (100 * 1000000ull)
+
+struct helper_hold_pin_result {
+	int errnum;		/* the hold failed (ETIMEDOUT, EINVAL): no pin */
+	int pin_errnum;		/* the pin failed (hold in place), or 0 */
+	bool pinned;
+	uint32_t holder_tid;
+	uint64_t lease_ns;
+};
+
+typedef void (*helper_hold_reply_fn)(void *ctx,
+				     const struct helper_hold_pin *req,
+				     const struct helper_hold_pin_result *res);
+
+/*
+ * What the holders did since they were created; helper_holds_counters
+ * sums them over the CPUs (each holder updates its own).
+ */
+struct helper_hold_counters {
+	uint64_t holds;		/* times a holder took its CPU */
+	uint64_t hold_ns;	/* time holders spun: what the guest paid */
+	uint64_t pins;		/* HOLD_PIN pins made */
+	uint64_t pin_ns;	/* time those threads stayed pinned */
+	uint64_t lease_ends;	/* HOLD_PINs ended by their own lease */
+	uint64_t late;		/* holders that got their CPU too late */
+};
+
 struct helper_holds;
 
-int helper_holds_create(unsigned int ncpus, struct helper_holds **ret);
+/* reply (with ctx) answers HOLD_PIN requests; NULL when none are made. */
+int helper_holds_create(unsigned int ncpus, helper_hold_reply_fn reply,
+			void *ctx, struct helper_holds **ret);
 void helper_holds_destroy(struct helper_holds *holds);
+void helper_holds_counters(const struct helper_holds *holds,
+			   struct helper_hold_counters *ret);
 /*
  * Start a holder on cpu spinning for at most lease_ms; returns once it runs
  * there (or fails: -EBUSY when cpu is already held, -EINVAL for a CPU out
@@ -117,6 +210,19 @@ void helper_holds_destroy(struct helper_holds *holds);
  */
 int helper_hold(struct helper_holds *holds, uint32_t cpu, uint32_t lease_ms,
 		uint32_t *granted);
+/*
+ * Hand req to the holder of req->cpu and return at once: the holder pins,
+ * replies through the hook, spins for the lease and restores by itself.
+ * -EBUSY when the CPU is held, -EINVAL for a CPU out of range; otherwise
+ * the hook answers, exactly once, unless the hold is stopped first
+ * (release_all: the host went away).
+ */
+int helper_hold_pin(struct helper_holds *holds,
+		    const struct helper_hold_pin *req);
+/* How many CPUs the holds cover (0 .. ncpus - 1). */
+unsigned int helper_holds_ncpus(const struct helper_holds *holds);
+/* The CPUs whose holder is not in a hold (done or never asked). */
+void helper_holds_idle(const struct helper_holds *holds, cpu_set_t *ret);
 /* Stop the holder of cpu; -ENOENT when none.  *expired: it had ended. */
 int helper_release(struct helper_holds *holds, uint32_t cpu,
 		   uint64_t *held_ns, bool *expired);

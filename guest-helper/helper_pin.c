@@ -131,7 +131,7 @@ static void pin_remove(struct helper_pins *pins, struct helper_pin *pin)
  * Put the original mask back, unless the thread is gone or its tid now
  * names a younger thread: that one never was ours to touch.
  */
-static void pin_restore(const struct helper_pin *pin)
+void helper_pin_restore(const struct helper_pin *pin)
 {
 	uint64_t starttime;
 
@@ -164,6 +164,8 @@ int helper_pin(struct helper_pins *pins, pid_t tid, uint32_t cpu,
 	CPU_SET(cpu, &one);
 
 	pin = pin_find(pins, tid);
+	if (pin && pin->by_holder && pin->starttime == starttime)
+		return -EBUSY;	/* a holder's pin: that holder ends it */
 	if (pin && pin->starttime != starttime) {
 		/* The tid was reused since: the old pin is void. */
 		pin_remove(pins, pin);
@@ -203,29 +205,114 @@ int helper_pin(struct helper_pins *pins, pid_t tid, uint32_t cpu,
 	return 0;
 }
 
+/* Drop the holder pins of the CPUs in done; whether any went. */
+static bool drop_held(struct helper_pins *pins, const cpu_set_t *done)
+{
+	unsigned int i = 0;
+	bool dropped = false;
+
+	while (i < pins->count) {
+		struct helper_pin *pin = &pins->pin[i];
+
+		if (pin->by_holder && pin->cpu < CPU_SETSIZE &&
+		    CPU_ISSET(pin->cpu, done)) {
+			pin_remove(pins, pin);
+			dropped = true;
+			continue;
+		}
+		i++;
+	}
+	return dropped;
+}
+
+int helper_pins_journal_held(struct helper_pins *pins, pid_t tid,
+			     uint32_t cpu, uint64_t now_ns,
+			     const cpu_set_t *done, uint64_t *starttime,
+			     cpu_set_t *orig, uint32_t *prev_cpu)
+{
+	struct helper_pin *pin;
+	bool dropped;
+	int r;
+
+	if (tid <= 0 || cpu >= CPU_SETSIZE)
+		return -EINVAL;
+	dropped = drop_held(pins, done);
+	r = helper_task_stat(tid, starttime, prev_cpu);
+	if (r < 0) {
+		r = r == -ENOENT ? -ESRCH : r;
+		goto out;
+	}
+	pin = pin_find(pins, tid);
+	if (pin && pin->starttime == *starttime) {
+		r = -EBUSY;	/* pinned already: by PIN, or another holder */
+		goto out;
+	}
+	if (pin) {
+		/* The tid was reused since: the old pin is void. */
+		pin_remove(pins, pin);
+		dropped = true;
+	}
+	if (pins->count == HELPER_MAX_PINS) {
+		r = -EBUSY;
+		goto out;
+	}
+	if (sched_getaffinity(tid, sizeof(*orig), orig) < 0) {
+		r = -errno;
+		goto out;
+	}
+	pin = &pins->pin[pins->count++];
+	memset(pin, 0, sizeof(*pin));
+	pin->tid = tid;
+	pin->starttime = *starttime;
+	pin->cpu = cpu;
+	pin->pinned_ns = now_ns;
+	pin->deadline_ns = UINT64_MAX;
+	pin->by_holder = true;
+	pin->orig = *orig;
+	/* Journal first: the holder's change must never be unrecorded. */
+	r = journal_write(pins);
+	if (r < 0)
+		pins->count--;
+	return r;
+out:
+	if (dropped)
+		journal_write(pins);
+	return r;
+}
+
+void helper_pins_forget_held(struct helper_pins *pins, const cpu_set_t *done)
+{
+	if (drop_held(pins, done))
+		journal_write(pins);
+}
+
 int helper_unpin(struct helper_pins *pins, pid_t tid, uint64_t now_ns,
 		 uint64_t *held_ns)
 {
 	struct helper_pin *pin = pin_find(pins, tid);
 
-	if (!pin)
+	if (!pin || pin->by_holder)
 		return -ENOENT;
-	pin_restore(pin);
+	helper_pin_restore(pin);
 	*held_ns = now_ns - pin->pinned_ns;
 	pin_remove(pins, pin);
 	return journal_write(pins);
 }
 
-unsigned int helper_pins_expire(struct helper_pins *pins, uint64_t now_ns)
+/* Restore and drop the pins due by now_ns (holder pins only if held too). */
+static unsigned int end_pins(struct helper_pins *pins, uint64_t now_ns,
+			     bool held)
 {
 	unsigned int i = 0, n = 0;
 
 	while (i < pins->count) {
-		if (pins->pin[i].deadline_ns > now_ns) {
+		const struct helper_pin *pin = &pins->pin[i];
+
+		if (pin->by_holder ? !held : pin->deadline_ns > now_ns) {
 			i++;
 			continue;
 		}
-		pin_restore(&pins->pin[i]);
+		helper_pin_restore(pin);
 		pin_remove(pins, &pins->pin[i]);
 		n++;
 	}
@@ -234,9 +321,20 @@ unsigned int helper_pins_expire(struct helper_pins *pins, uint64_t now_ns)
 	return n;
 }
 
+unsigned int helper_pins_expire(struct helper_pins *pins, uint64_t now_ns)
+{
+	/* A holder's pin ends with its holder, not here. */
+	return end_pins(pins, now_ns, false);
+}
+
 unsigned int helper_pins_release_all(struct helper_pins *pins)
 {
-	return helper_pins_expire(pins, UINT64_MAX);
+	/*
+	 * The holders were stopped first and restored their pins; restoring
+	 * again is harmless, and covers a holder that could not (one kept
+	 * off its CPU by a higher real-time thread past the stop's wait).
+	 */
+	return end_pins(pins, UINT64_MAX, true);
 }
 
 uint64_t helper_pins_next_deadline(const struct helper_pins *pins)
@@ -245,7 +343,7 @@ uint64_t helper_pins_next_deadline(const struct helper_pins *pins)
 	unsigned int i;
 
 	for (i = 0; i < pins->count; i++)
-		if (pins->pin[i].deadline_ns < next)
+		if (!pins->pin[i].by_holder && pins->pin[i].deadline_ns < next)
 			next = pins->pin[i].deadline_ns;
 	return next;
 }
@@ -301,7 +399,7 @@ int helper_journal_replay(const char *path, unsigned int *gone,
 			(*gone)++;
 			continue;
 		}
-		pin_restore(&pin);
+		helper_pin_restore(&pin);
 		restored++;
 	}
 	free(buf);

@@ -100,3 +100,24 @@ int helper_task_stat(pid_t tid, uint64_t *starttime, uint32_t *last_cpu)
 	}
 	return field > 22 ? 0 : -EIO;
 }
+
+int helper_task_holdable(pid_t tid, int *policy, int *prio)
+{
+	struct sched_param param;
+	int p;
+
+	p = sched_getscheduler(tid);
+	if (p < 0)
+		return -errno;
+	*policy = p & ~SCHED_RESET_ON_FORK;
+	*prio = 0;
+	if (*policy == SCHED_DEADLINE)
+		return -EPERM;
+	if (*policy != SCHED_FIFO && *policy != SCHED_RR)
+		return 0;
+	if (sched_getparam(tid, &param) < 0)
+		return -errno;
+	*prio = param.sched_priority;
+	/* Equal priority waits: the holder is SCHED_FIFO and got there first. */
+	return *prio > HELPER_HOLD_PRIO ? -EPERM : 0;
+}

@@ -97,9 +97,31 @@ const char *idlevm_msg_type_name(uint16_t type)
 	case IVM_MSG_HOLD: return "hold";
 	case IVM_MSG_RELEASE: return "release";
 	case IVM_MSG_MAPS: return "maps";
+	case IVM_MSG_HOLD_PIN: return "hold_pin";
+	case IVM_MSG_STATS: return "stats";
 	case IVM_MSG_READAHEAD: return "readahead";
 	}
 	return "unknown";
+}
+
+uint16_t idlevm_msg_type_since(uint16_t type)
+{
+	switch (type) {
+	case IVM_MSG_ERROR:
+	case IVM_MSG_HELLO:
+	case IVM_MSG_PING:
+	case IVM_MSG_PIN:
+	case IVM_MSG_UNPIN:
+	case IVM_MSG_HOLD:
+	case IVM_MSG_RELEASE:
+	case IVM_MSG_MAPS:
+	case IVM_MSG_READAHEAD:
+		return 1;
+	case IVM_MSG_HOLD_PIN:
+	case IVM_MSG_STATS:
+		return 2;
+	}
+	return 0;
 }
 
 const char *idlevm_skip_reason_name(enum idlevm_skip_reason reason)
@@ -124,6 +146,8 @@ void idlevm_caps_string(uint32_t caps, char *buf, size_t len)
 		{ IVM_CAP_HOLD, "hold" },
 		{ IVM_CAP_MAPS, "maps" },
 		{ IVM_CAP_JOURNAL, "journal" },
+		{ IVM_CAP_HOLD_PIN, "hold_pin" },
+		{ IVM_CAP_STATS, "stats" },
 		{ IVM_CAP_READAHEAD, "readahead" },
 	};
 	size_t used = 0, i, n;
@@ -268,12 +292,20 @@ static void put_text(struct idlevm_writer *w, const char *s)
 void idlevm_frame_begin(struct idlevm_writer *w, uint8_t *buf, size_t cap,
 			uint16_t type, uint16_t flags, uint32_t id)
 {
+	idlevm_frame_begin_version(w, buf, cap, IVM_PROTO_VERSION, type, flags,
+				   id);
+}
+
+void idlevm_frame_begin_version(struct idlevm_writer *w, uint8_t *buf,
+				size_t cap, uint16_t version, uint16_t type,
+				uint16_t flags, uint32_t id)
+{
 	w->buf = buf;
 	w->cap = cap < IVM_PROTO_MAX_FRAME ? cap : IVM_PROTO_MAX_FRAME;
 	w->len = 0;
 	w->overflow = false;
 	idlevm_put_u32(w, IVM_PROTO_MAGIC);
-	idlevm_put_u16(w, IVM_PROTO_VERSION);
+	idlevm_put_u16(w, version);
 	idlevm_put_u16(w, type);
 	idlevm_put_u16(w, flags);
 	idlevm_put_u16(w, 0);
@@ -394,6 +426,44 @@ void idlevm_encode_maps_req(struct idlevm_writer *w,
 {
 	idlevm_put_u32(w, (uint32_t)m->pid);
 	idlevm_put_u32(w, m->first);
+}
+
+void idlevm_encode_hold_pin_req(struct idlevm_writer *w,
+				const struct idlevm_hold_pin_req *m)
+{
+	idlevm_put_u32(w, m->cpu);
+	idlevm_put_u32(w, (uint32_t)m->tid);
+	idlevm_put_u32(w, m->lease_us);
+}
+
+void idlevm_encode_hold_pin_rep(struct idlevm_writer *w,
+				const struct idlevm_hold_pin_rep *m)
+{
+	idlevm_put_u32(w, m->lease_us);
+	idlevm_put_u32(w, m->flags);
+	idlevm_put_u32(w, (uint32_t)m->pin_errnum);
+	idlevm_put_u32(w, m->prev_cpu);
+	idlevm_put_u32(w, m->holder_tid);
+}
+
+void idlevm_encode_stats_rep(struct idlevm_writer *w,
+			     const struct idlevm_stats_rep *m)
+{
+	uint32_t i;
+
+	if (m->count > IVM_PROTO_MAX_STATS) {
+		w->overflow = true;
+		return;
+	}
+	idlevm_put_u32(w, m->count);
+	for (i = 0; i < m->count; i++) {
+		if (m->stat[i].name.len > IVM_PROTO_MAX_STAT_NAME) {
+			w->overflow = true;
+			return;
+		}
+		idlevm_put_str(w, m->stat[i].name.ptr, m->stat[i].name.len);
+		idlevm_put_u64(w, m->stat[i].value);
+	}
 }
 
 void idlevm_encode_readahead_req(struct idlevm_writer *w,
@@ -696,6 +766,85 @@ bool idlevm_decode_maps_req(const uint8_t *p, size_t len,
 	return reader_done(&r) && ret->pid > 0;
 }
 
+bool idlevm_decode_hold_pin_req(const uint8_t *p, size_t len,
+				struct idlevm_hold_pin_req *ret)
+{
+	struct reader r;
+
+	reader_init(&r, p, len);
+	ret->cpu = get_u32(&r);
+	ret->tid = (int32_t)get_u32(&r);
+	ret->lease_us = get_u32(&r);
+	return reader_done(&r);
+}
+
+bool idlevm_decode_hold_pin_rep(const uint8_t *p, size_t len,
+				struct idlevm_hold_pin_rep *ret)
+{
+	struct reader r;
+
+	reader_init(&r, p, len);
+	ret->lease_us = get_u32(&r);
+	ret->flags = get_u32(&r);
+	ret->pin_errnum = (int32_t)get_u32(&r);
+	ret->prev_cpu = get_u32(&r);
+	ret->holder_tid = get_u32(&r);
+	/* A granted lease, a known flag, an errno (not both pinned and not),
+	 * and a tid the guest kernel could have (PID_MAX_LIMIT is 2^22). */
+	return reader_done(&r) && ret->lease_us >= 1 &&
+	       ret->lease_us <= IVM_PROTO_HOLD_PIN_LEASE_MAX_US &&
+	       !(ret->flags & ~IVM_HOLD_PIN_F_PINNED) &&
+	       ret->pin_errnum >= 0 && ret->pin_errnum < 4096 &&
+	       !((ret->flags & IVM_HOLD_PIN_F_PINNED) && ret->pin_errnum) &&
+	       ret->holder_tid >= 1 && ret->holder_tid <= (1u << 22);
+}
+
+bool idlevm_decode_stats_req(const uint8_t *p, size_t len)
+{
+	(void)p;
+	return len == 0;
+}
+
+/* A counter's name: 1 to IVM_PROTO_MAX_STAT_NAME bytes of [a-z0-9_]. */
+static bool stat_name_ok(const struct idlevm_str *name)
+{
+	uint16_t i;
+
+	if (!name->len || name->len > IVM_PROTO_MAX_STAT_NAME)
+		return false;
+	for (i = 0; i < name->len; i++) {
+		char c = name->ptr[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '_'))
+			return false;
+	}
+	return true;
+}
+
+bool idlevm_decode_stats_rep(const uint8_t *p, size_t len,
+			     struct idlevm_stats_rep *ret)
+{
+	struct reader r;
+	uint32_t i;
+
+	reader_init(&r, p, len);
+	ret->count = get_u32(&r);
+	if (r.bad || ret->count > IVM_PROTO_MAX_STATS) {
+		ret->count = 0;
+		return false;
+	}
+	for (i = 0; i < ret->count; i++) {
+		get_str(&r, IVM_PROTO_MAX_STAT_NAME, &ret->stat[i].name);
+		ret->stat[i].value = get_u64(&r);
+		if (r.bad || !stat_name_ok(&ret->stat[i].name)) {
+			ret->count = 0;
+			return false;
+		}
+	}
+	return reader_done(&r);
+}
+
 bool idlevm_decode_maps_rep(const uint8_t *p, size_t len,
 			    struct idlevm_maps_rep *ret)
 {
@@ -916,7 +1065,8 @@ enum idlevm_decode_event idlevm_decoder_next(struct idlevm_decoder *d,
 		return decoder_skip(d, IVM_SKIP_BAD_CHECKSUM,
 				    1 + find_magic(p + 1, avail - 1));
 	d->start += IVM_PROTO_HEADER_SIZE + h->length;
-	if (h->version != IVM_PROTO_VERSION)
+	if (h->version < IVM_PROTO_VERSION_MIN ||
+	    h->version > IVM_PROTO_VERSION)
 		return IVM_PROTO_EV_BAD_VERSION;
 	ret->payload = p + IVM_PROTO_HEADER_SIZE;
 	d->total_frames++;

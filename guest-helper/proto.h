@@ -35,6 +35,16 @@
  * but whose version the receiver does not speak is dropped whole and reported
  * (IVM_PROTO_EV_BAD_VERSION) so the receiver can answer with an ERROR
  * (EPROTONOSUPPORT) in its own version carrying the same request id.
+ * Receivers speak every version from IVM_PROTO_VERSION_MIN to
+ * IVM_PROTO_VERSION, and a reply is sent in the version of its request.
+ * The HELLO payloads never change: a host sends HELLO in a version-1 frame
+ * with max_version its highest, the helper answers with the highest version
+ * both speak, and the host uses that version from then on.  So an old helper
+ * keeps working with a new host, and a new helper with an old host.
+ *
+ *   version 1: HELLO PING PIN UNPIN HOLD RELEASE MAPS
+ *   version 2: adds HOLD_PIN (a hold and a pin that end on their own) and
+ *              STATS (the helper's footprint); version-1 payloads unchanged
  *
  * A request (flags without IVM_PROTO_F_REPLY) gets exactly one reply with
  * the same id: either the same type with IVM_PROTO_F_REPLY, or an
@@ -51,7 +61,8 @@
 #include <stdint.h>
 
 #define IVM_PROTO_MAGIC		0x484d5649u	/* "IVMH" read as LE u32 */
-#define IVM_PROTO_VERSION	1
+#define IVM_PROTO_VERSION	2
+#define IVM_PROTO_VERSION_MIN	1
 #define IVM_PROTO_HEADER_SIZE	24
 #define IVM_PROTO_MAX_PAYLOAD	(64 * 1024)
 #define IVM_PROTO_MAX_FRAME	(IVM_PROTO_HEADER_SIZE + IVM_PROTO_MAX_PAYLOAD)
@@ -66,6 +77,9 @@
 /* Lease of a PIN or HOLD: default when the request says 0, and the cap. */
 #define IVM_PROTO_LEASE_DEFAULT_MS	50
 #define IVM_PROTO_LEASE_MAX_MS		1000
+/* Lease of a HOLD_PIN, in microseconds: default when 0, and the cap. */
+#define IVM_PROTO_HOLD_PIN_LEASE_DEFAULT_US	1000
+#define IVM_PROTO_HOLD_PIN_LEASE_MAX_US		(IVM_PROTO_LEASE_MAX_MS * 1000)
 
 /* Bounds of variable-length fields. */
 #define IVM_PROTO_MAX_TEXT	1024	/* error text, kernel release... */
@@ -83,7 +97,12 @@ enum idlevm_msg_type {
 	IVM_MSG_RELEASE = 7,
 	IVM_MSG_MAPS = 8,
 	IVM_MSG_READAHEAD = 9,
+	IVM_MSG_HOLD_PIN = 10,	/* version 2 */
+	IVM_MSG_STATS = 11,	/* version 2 */
 };
+
+/* The first protocol version that has message type, or 0 for none. */
+uint16_t idlevm_msg_type_since(uint16_t type);
 
 /* The name of a message type ("hello"), or "unknown". */
 const char *idlevm_msg_type_name(uint16_t type);
@@ -95,6 +114,8 @@ const char *idlevm_msg_type_name(uint16_t type);
 #define IVM_CAP_MAPS	0x0008u
 #define IVM_CAP_JOURNAL	0x0010u	/* pins survive a helper crash */
 #define IVM_CAP_READAHEAD 0x0020u
+#define IVM_CAP_HOLD_PIN 0x0040u	/* version 2 */
+#define IVM_CAP_STATS	0x0080u		/* version 2 */
 
 /*
  * Write into buf (len bytes, NUL included) a comma-separated list of the
@@ -193,6 +214,50 @@ struct idlevm_release_req {
 	uint32_t cpu;
 };
 
+/*
+ * HOLD_PIN (version 2): hold cpu and pin tid to it, both ended by the helper
+ * itself lease_us after they are in place: no UNPIN or RELEASE follows.  The
+ * CPU's holder thread does it all from the CPU: once it runs there it pins
+ * tid (tid <= 0: hold only), sends the reply, spins until the lease ends,
+ * restores tid's affinity and sleeps.  So the host may read as soon as the
+ * reply arrives, and the target waits behind the holder for the lease only.
+ * Errors before the holder runs (cpu out of range or held, tid unknown) are
+ * ERROR replies; a pin refused once the CPU is held is pin_errnum.
+ */
+struct idlevm_hold_pin_req {
+	uint32_t cpu;
+	int32_t tid;		/* <= 0: hold only */
+	uint32_t lease_us;	/* 0: IVM_PROTO_HOLD_PIN_LEASE_DEFAULT_US */
+};
+
+#define IVM_HOLD_PIN_F_PINNED	0x01u	/* tid is pinned to cpu */
+
+struct idlevm_hold_pin_rep {
+	uint32_t lease_us;	/* granted, from the moment of this reply */
+	uint32_t flags;		/* IVM_HOLD_PIN_F_* */
+	int32_t pin_errnum;	/* why tid was not pinned; 0 if it was, or not asked */
+	uint32_t prev_cpu;	/* CPU tid last ran on, or UINT32_MAX */
+	uint32_t holder_tid;	/* the holder thread, as guest memory names it */
+};
+
+/*
+ * STATS (version 2): the helper's own footprint since the host connected,
+ * as named counters (request payload empty).  Names are [a-z0-9_], 1 to
+ * IVM_PROTO_MAX_STAT_NAME bytes; the decoder rejects anything else.
+ */
+#define IVM_PROTO_MAX_STATS	32
+#define IVM_PROTO_MAX_STAT_NAME	32
+
+struct idlevm_stat {
+	struct idlevm_str name;
+	uint64_t value;
+};
+
+struct idlevm_stats_rep {
+	uint32_t count;		/* <= IVM_PROTO_MAX_STATS */
+	struct idlevm_stat stat[IVM_PROTO_MAX_STATS];
+};
+
 /* The mappings of a process, paged: entries [first, first + count). */
 struct idlevm_maps_req {
 	int32_t pid;
@@ -269,10 +334,14 @@ struct idlevm_writer {
 /*
  * Start a frame in buf (cap bytes, at least IVM_PROTO_HEADER_SIZE): the
  * header is reserved and the payload follows.  cap beyond IVM_PROTO_MAX_FRAME
- * is not used.
+ * is not used.  The frame says IVM_PROTO_VERSION; _version says another one
+ * (a reply to an older peer's request, the host's first HELLO).
  */
 void idlevm_frame_begin(struct idlevm_writer *w, uint8_t *buf, size_t cap,
 			uint16_t type, uint16_t flags, uint32_t id);
+void idlevm_frame_begin_version(struct idlevm_writer *w, uint8_t *buf,
+				size_t cap, uint16_t version, uint16_t type,
+				uint16_t flags, uint32_t id);
 /*
  * Fill in length and checksum.  Returns the frame's size in bytes, or 0 if
  * the payload overflowed buf or IVM_PROTO_MAX_PAYLOAD.
@@ -315,6 +384,13 @@ void idlevm_encode_release_req(struct idlevm_writer *w,
 			       const struct idlevm_release_req *m);
 void idlevm_encode_maps_req(struct idlevm_writer *w,
 			    const struct idlevm_maps_req *m);
+void idlevm_encode_hold_pin_req(struct idlevm_writer *w,
+				const struct idlevm_hold_pin_req *m);
+void idlevm_encode_hold_pin_rep(struct idlevm_writer *w,
+				const struct idlevm_hold_pin_rep *m);
+/* Names are written as given (the caller's own, checked by the decoder). */
+void idlevm_encode_stats_rep(struct idlevm_writer *w,
+			     const struct idlevm_stats_rep *m);
 /* A MAPS reply: the header, then one idlevm_encode_map_entry per entry;
  * idlevm_maps_rep_end patches count and flags in place. */
 size_t idlevm_encode_maps_rep_begin(struct idlevm_writer *w, uint32_t first);
@@ -361,6 +437,14 @@ bool idlevm_decode_release_req(const uint8_t *p, size_t len,
 			       struct idlevm_release_req *ret);
 bool idlevm_decode_maps_req(const uint8_t *p, size_t len,
 			    struct idlevm_maps_req *ret);
+bool idlevm_decode_hold_pin_req(const uint8_t *p, size_t len,
+				struct idlevm_hold_pin_req *ret);
+bool idlevm_decode_hold_pin_rep(const uint8_t *p, size_t len,
+				struct idlevm_hold_pin_rep *ret);
+/* The request is empty: any payload is malformed. */
+bool idlevm_decode_stats_req(const uint8_t *p, size_t len);
+bool idlevm_decode_stats_rep(const uint8_t *p, size_t len,
+			     struct idlevm_stats_rep *ret);
 /* Checks the header; entries are checked one by one by _next. */
 bool idlevm_decode_maps_rep(const uint8_t *p, size_t len,
 			    struct idlevm_maps_rep *ret);

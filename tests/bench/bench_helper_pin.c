@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Round trips to a live idlevm-helper: PING, PIN+UNPIN, HOLD+RELEASE, MAPS.
+ * Round trips to a live idlevm-helper: PING, PIN+UNPIN, HOLD+RELEASE, MAPS,
+ * and with a protocol-2 helper HOLD_PIN (one round trip, a lease the
+ * helper ends itself) and the helper's own count of what it did (STATS).
  *
  *   build/bench/bench_helper_pin --socket RUN/helper.sock [--tid TID]
  *       [--count N]
@@ -185,6 +187,45 @@ int main(int argc, char **argv)
 		free(r);
 	} else {
 		printf("hold+pin pair: skipped (give --tid of a thread other than the helper's)\n");
+	}
+
+	/*
+	 * HOLD_PIN: one round trip; the helper ends hold and pin by itself
+	 * after the lease (1 ms here), so the next one waits that long.
+	 */
+	if (hello.protocol >= 2 && tid != (int)hello.pid) {
+		struct ivm_helper_stats st;
+		int refused = 0, n = 0;
+
+		for (i = 0; i < count / 2; i++) {
+			struct ivm_helper_held hd;
+
+			start = now_ns();
+			err = ivm_helper_hold_pin_lease(helper,
+							hello.ncpus - 1, tid,
+							1000, &hd);
+			if (ivm_helper_error_is_answer(err)) {
+				refused++;
+				ivm_error_destroy(err);
+				err = NULL;
+			} else if (!err) {
+				t[n++] = now_ns() - start;
+			}
+			if (err)
+				return fail(err, "hold_pin");
+			usleep(5000);
+		}
+		if (n)
+			report("hold_pin", t, n);
+		printf("hold_pin: %d refused\n", refused);
+		err = ivm_helper_stats(helper, &st);
+		if (err)
+			return fail(err, "stats");
+		printf("helper's count:");
+		for (i = 0; i < (int)st.nr; i++)
+			printf(" %s=%llu", st.stat[i].name,
+			       (unsigned long long)st.stat[i].value);
+		printf("\n");
 	}
 
 	for (i = 0; i < 10; i++) {

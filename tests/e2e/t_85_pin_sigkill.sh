@@ -25,6 +25,8 @@ esac
 want=${IVM_PIN_KILL_WANT:-3}
 max_rounds=${IVM_PIN_KILL_ROUNDS:-48}
 prof=$IVM_RUNDIR/t85.prof
+# The lease each hold and pin gets (--pin-lease), in ms.
+lease=40
 masks='p=$(pidof lockstorm) || exit 1
 for s in /proc/$p/task/*/status; do
 	t=${s%/status}; t=${t##*/}
@@ -53,8 +55,10 @@ while [ "$i" -lt "$max_rounds" ] && [ "$killed_pinned" -lt "$want" ]; do
 	# Not the last round's output: the redirection below happens in the
 	# background job, after wait_for_output may have looked.
 	rm -f "$IVM_RUNDIR/t85.out"
+	# Leases of $lease ms (the default is about 1 ms, ended by the helper
+	# itself): long enough that kills land inside them.
 	"$idlevm" profile --domain "$IVM_DOMAIN" --capture pin \
-		--pin-policy always -D 60 -o "$prof" --no-report \
+		--pin-policy always --pin-lease "$lease" -D 60 -o "$prof" --no-report \
 		>"$IVM_RUNDIR/t85.out" 2>&1 &
 	pid=$!
 	disc=$(disconnects)
@@ -111,8 +115,6 @@ times=$(restored_log | tail -n "$killed_pinned" |
 rtt_after=$(rtt_helper_ms 10) || fail "the helper does not answer pings after the kills"
 rtt=$((rtt_before > rtt_after ? rtt_before : rtt_after))
 rtt=$((rtt > rtt_during ? rtt : rtt_during))
-# The pin lease idlevm profile asks for by default (capture_pin.h).
-lease=80
 limit=$((lease + 4 * rtt > 100 ? lease + 4 * rtt : 100))
 echo "rounds $i ($unpinned_rounds without pin capture), killed with pins in place $killed_pinned;" \
 	"restore bounds (ms): $(echo $times);" \

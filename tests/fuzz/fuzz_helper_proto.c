@@ -38,6 +38,9 @@ static void decode_payload(const struct idlevm_frame *fr)
 		struct idlevm_release_req release;
 		struct idlevm_maps_req maps_req;
 		struct idlevm_maps_rep maps_rep;
+		struct idlevm_hold_pin_req hold_pin_req;
+		struct idlevm_hold_pin_rep hold_pin_rep;
+		struct idlevm_stats_rep stats;
 		struct idlevm_readahead_req readahead_req;
 		struct idlevm_readahead_rep readahead_rep;
 	} m;
@@ -83,6 +86,29 @@ static void decode_payload(const struct idlevm_frame *fr)
 			idlevm_decode_hold_rep(p, len, &m.hold_rep);
 		else
 			idlevm_decode_hold_req(p, len, &m.hold_req);
+		break;
+	case IVM_MSG_HOLD_PIN:
+		if (reply)
+			idlevm_decode_hold_pin_rep(p, len, &m.hold_pin_rep);
+		else
+			idlevm_decode_hold_pin_req(p, len, &m.hold_pin_req);
+		break;
+	case IVM_MSG_STATS:
+		if (!reply) {
+			idlevm_decode_stats_req(p, len);
+			break;
+		}
+		if (!idlevm_decode_stats_rep(p, len, &m.stats))
+			break;
+		/* Every name it let through must be readable, and good. */
+		for (uint32_t i = 0; i < m.stats.count; i++) {
+			const struct idlevm_str *n = &m.stats.stat[i].name;
+
+			if (!n->len || n->len > IVM_PROTO_MAX_STAT_NAME ||
+			    n->ptr[n->len - 1] == '\0')
+				__builtin_trap();
+			sink += n->ptr[n->len - 1];
+		}
 		break;
 	case IVM_MSG_MAPS:
 		if (!reply) {

@@ -27,6 +27,8 @@ enum fake_script {
 	FAKE_SILENT,		/* read, never answer */
 	FAKE_HANG_UP,		/* read, close */
 	FAKE_SWAPPED,		/* answer the second before the first */
+	FAKE_SERIAL,		/* answer each request as it comes, as a
+				 * helper speaking up to `speaks` would */
 };
 
 struct fake {
@@ -35,11 +37,13 @@ struct fake {
 	pthread_t thread;
 	enum fake_script script;
 	int nexpect;		/* frames to read before answering */
+	uint16_t speaks;	/* FAKE_SERIAL: its protocol version */
 	/* What it saw. */
-	uint16_t types[2];
-	uint32_t ids[2];
-	uint8_t payload[2][64];
-	size_t lens[2];
+	uint16_t types[4];
+	uint16_t versions[4];
+	uint32_t ids[4];
+	uint8_t payload[4][64];
+	size_t lens[4];
 	int nseen;
 };
 
@@ -62,6 +66,30 @@ static void reply(int fd, const struct fake *f, int i, int errnum)
 			struct idlevm_hold_rep r = { .lease_ms = 77 };
 
 			idlevm_encode_hold_rep(&w, &r);
+		} else if (f->types[i] == IVM_MSG_HELLO) {
+			struct idlevm_hello_rep r = {
+				.version = f->speaks, .ncpus = 2, .pid = 99,
+				.caps = IVM_CAP_PIN | IVM_CAP_HOLD |
+					(f->speaks >= 2 ? IVM_CAP_HOLD_PIN |
+					 IVM_CAP_STATS : 0),
+			};
+
+			idlevm_encode_hello_rep(&w, &r);
+		} else if (f->types[i] == IVM_MSG_HOLD_PIN) {
+			struct idlevm_hold_pin_rep r = {
+				.lease_us = 500, .flags = IVM_HOLD_PIN_F_PINNED,
+				.prev_cpu = 0, .holder_tid = 123,
+			};
+
+			idlevm_encode_hold_pin_rep(&w, &r);
+		} else if (f->types[i] == IVM_MSG_STATS) {
+			struct idlevm_stats_rep r = { .count = 2 };
+
+			r.stat[0].name = (struct idlevm_str){ "holds", 5 };
+			r.stat[0].value = 3;
+			r.stat[1].name = (struct idlevm_str){ "hold_ns", 7 };
+			r.stat[1].value = 4500000;
+			idlevm_encode_stats_rep(&w, &r);
 		} else if (f->types[i] == IVM_MSG_READAHEAD) {
 			struct idlevm_readahead_rep r = { .bytes = 8192 };
 
@@ -96,7 +124,8 @@ static void *fake_main(void *arg)
 		return NULL;
 	idlevm_decoder_init(&dec);
 	/* Read every expected request before answering any: the client
-	 * must have sent them all without waiting. */
+	 * must have sent them all without waiting (FAKE_SERIAL answers
+	 * each as it comes). */
 	while (f->nseen < f->nexpect) {
 		ssize_t n = read(fd, idlevm_decoder_tail(&dec),
 				 idlevm_decoder_space(&dec));
@@ -107,14 +136,21 @@ static void *fake_main(void *arg)
 		while (f->nseen < f->nexpect &&
 		       idlevm_decoder_next(&dec, &fr) == IVM_PROTO_EV_FRAME) {
 			f->types[f->nseen] = fr.hdr.type;
+			f->versions[f->nseen] = fr.hdr.version;
 			f->ids[f->nseen] = fr.hdr.id;
 			f->lens[f->nseen] = fr.hdr.length < 64 ? fr.hdr.length : 64;
 			memcpy(f->payload[f->nseen], fr.payload,
 			       f->lens[f->nseen]);
 			f->nseen++;
+			if (f->script == FAKE_SERIAL)
+				reply(fd, f, f->nseen - 1,
+				      f->types[f->nseen - 1] == IVM_MSG_HOLD_PIN &&
+				      f->speaks < 2 ? EOPNOTSUPP : 0);
 		}
 	}
 	switch (f->script) {
+	case FAKE_SERIAL:
+		break;
 	case FAKE_OK:
 		for (int i = 0; i < f->nseen; i++)
 			reply(fd, f, i, 0);
@@ -315,6 +351,74 @@ Test(helper_client, silent_hung_up_or_reordering_helper_is_an_error)
 	cr_assert_geq(ivm_helper_stale_replies(h), 1);
 	ivm_helper_destroy(h);
 	fake_stop(&f);
+}
+
+Test(helper_client, hello_settles_the_version_then_hold_pin_and_stats)
+{
+	struct idlevm_hold_pin_req req;
+	struct ivm_helper_hello hello;
+	struct ivm_helper_stats st;
+	struct ivm_helper_held held;
+	struct ivm_helper *h;
+	struct fake f;
+	uint64_t v;
+
+	fake_start(&f, FAKE_SERIAL, 3);
+	f.speaks = 2;
+	h = connect_fake(&f);
+	cr_assert_eq(ivm_helper_protocol(h), 1);
+	cr_assert_null(ivm_helper_hello(h, &hello));
+	cr_assert_eq(hello.protocol, 2);
+	cr_assert_eq(ivm_helper_protocol(h), 2);
+	cr_assert_null(ivm_helper_hold_pin_lease(h, 1, 4242, 500, &held));
+	cr_assert(held.pinned);
+	cr_assert_eq(held.lease_us, 500);
+	cr_assert_eq(held.holder_tid, 123);
+	cr_assert_null(ivm_helper_stats(h, &st));
+	cr_assert_eq(st.nr, 2);
+	cr_assert(ivm_helper_stats_get(&st, "hold_ns", &v));
+	cr_assert_eq(v, 4500000);
+	cr_assert_not(ivm_helper_stats_get(&st, "pins", &v));
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+	/* HELLO in version 1, whatever the client speaks; then 2. */
+	cr_assert_eq(f.types[0], IVM_MSG_HELLO);
+	cr_assert_eq(f.versions[0], 1);
+	cr_assert_eq(f.types[1], IVM_MSG_HOLD_PIN);
+	cr_assert_eq(f.versions[1], 2);
+	cr_assert(idlevm_decode_hold_pin_req(f.payload[1], f.lens[1], &req));
+	cr_assert_eq(req.cpu, 1);
+	cr_assert_eq(req.tid, 4242);
+	cr_assert_eq(req.lease_us, 500);
+	cr_assert_eq(f.types[2], IVM_MSG_STATS);
+}
+
+Test(helper_client, an_old_helper_keeps_version_1_and_gets_no_hold_pin)
+{
+	struct ivm_helper_hello hello;
+	struct ivm_helper_held held;
+	struct ivm_helper_stats st;
+	struct ivm_error *err;
+	struct ivm_helper *h;
+	struct fake f;
+
+	fake_start(&f, FAKE_SERIAL, 1);
+	f.speaks = 1;
+	h = connect_fake(&f);
+	cr_assert_null(ivm_helper_hello(h, &hello));
+	cr_assert_eq(hello.protocol, 1);
+	cr_assert_eq(ivm_helper_protocol(h), 1);
+	/* Never sent: the helper would not know it. */
+	err = ivm_helper_hold_pin_lease(h, 1, 4242, 500, &held);
+	cr_assert_not_null(err);
+	cr_assert_eq(err->code, IVM_ERROR_INVALID);
+	ivm_error_destroy(err);
+	err = ivm_helper_stats(h, &st);
+	cr_assert_not_null(err);
+	ivm_error_destroy(err);
+	ivm_helper_destroy(h);
+	fake_stop(&f);
+	cr_assert_eq(f.nseen, 1);
 }
 
 /*

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -342,6 +343,20 @@ Test(helper_pin, task_stat_reads_start_time_past_odd_comm)
 	cr_assert_lt(last_cpu, CPU_SETSIZE);
 }
 
+/*
+ * Holders spin at SCHED_FIFO on a CPU: two tests doing that at once (the
+ * runner runs tests in parallel processes) take each other's CPU and
+ * their timings go.  One at a time, across processes; the lock goes with
+ * the test's process.
+ */
+static void holders_exclusive(void)
+{
+	int fd = open("/tmp/idlevm-test-holders.lock", O_RDWR | O_CREAT, 0600);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(flock(fd, LOCK_EX), 0);
+}
+
 Test(helper_hold, hold_release_and_expiry)
 {
 	struct helper_holds *holds;
@@ -351,10 +366,11 @@ Test(helper_hold, hold_release_and_expiry)
 	cpu_set_t mine;
 	int c, r;
 
+	holders_exclusive();
 	cr_assert_eq(sched_getaffinity(0, sizeof(mine), &mine), 0);
 	for (c = 0; c < CPU_SETSIZE && !CPU_ISSET(c, &mine); c++)
 		;
-	cr_assert_eq(helper_holds_create(CPU_SETSIZE, &holds), 0);
+	cr_assert_eq(helper_holds_create(CPU_SETSIZE, NULL, NULL, &holds), 0);
 	/*
 	 * No step may depend on how fast a loaded machine runs us: a lease
 	 * ends by itself (that is what the next steps check), so the holds
@@ -461,6 +477,319 @@ Test(helper_maps, build_id_of_non_elf_is_none)
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(helper_read_build_id(fd, id, sizeof(id)), 0);
 	close(fd);
+}
+
+/* ---- HOLD_PIN: the holder pins, answers, spins and restores ---------- */
+
+/* What the reply hook saw, from the holder thread. */
+static struct {
+	int calls;
+	struct helper_hold_pin_result res;
+	bool pinned_during;	/* the target's mask was {cpu} in the hook */
+	bool on_cpu;		/* the hook ran on the held CPU */
+} seen;
+
+static void hook(void *ctx, const struct helper_hold_pin *req,
+		 const struct helper_hold_pin_result *res)
+{
+	cpu_set_t now, one;
+
+	(void)ctx;
+	seen.res = *res;
+	seen.on_cpu = sched_getcpu() == (int)req->cpu;
+	if (req->tid > 0 && !sched_getaffinity(req->tid, sizeof(now), &now)) {
+		CPU_ZERO(&one);
+		CPU_SET(req->cpu, &one);
+		seen.pinned_during = CPU_EQUAL(&now, &one);
+	}
+	__atomic_add_fetch(&seen.calls, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * No step below may depend on how fast a loaded machine runs us: waits are
+ * bounded by a count of sleeps far beyond any load (a failure, not a
+ * timing), and what a hold did is judged by what the holder reports
+ * (its reply, its counters), not by a clock.
+ */
+#define WAIT_STEPS	30000	/* of at least 1 ms each */
+
+/* Wait (bounded) until cpu's holder is out of its hold. */
+static bool wait_idle(struct helper_holds *holds, int c)
+{
+	cpu_set_t idle;
+	int i;
+
+	for (i = 0; i < WAIT_STEPS; i++) {
+		helper_holds_idle(holds, &idle);
+		if (CPU_ISSET(c, &idle))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/* Wait (bounded) until the hook has answered more than `calls` times. */
+static bool wait_reply(int calls)
+{
+	int i;
+
+	for (i = 0; i < WAIT_STEPS; i++) {
+		if (__atomic_load_n(&seen.calls, __ATOMIC_SEQ_CST) > calls)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+static struct helper_holds *hold_pin_setup(void)
+{
+	struct helper_holds *holds = NULL;
+
+	holders_exclusive();
+	memset(&seen, 0, sizeof(seen));
+	cr_assert_eq(helper_holds_create(CPU_SETSIZE, hook, NULL, &holds), 0);
+	return holds;
+}
+
+/* helper_hold_pin, skipped where SCHED_FIFO is not allowed. */
+static void hold_pin_or_skip(struct helper_holds *holds,
+			     const struct helper_hold_pin *req)
+{
+	int r = helper_hold_pin(holds, req);
+
+	if (r == -EPERM) {
+		helper_holds_destroy(holds);
+		cr_skip_test("no permission for SCHED_FIFO here");
+	}
+	cr_assert_eq(r, 0);
+}
+
+/*
+ * A HOLD_PIN whose holder got its CPU in time, and its reply.  A holder
+ * that got it more than HELPER_HOLD_START_MAX_NS after the request (a
+ * host this loaded can do that) must do nothing: that is checked, and the
+ * request made again, as the host would at the next idle transition.
+ */
+static void hold_pin_in_time(struct helper_holds *holds,
+			     struct helper_hold_pin *req)
+{
+	struct helper_hold_counters c;
+	int tries;
+
+	for (tries = 0; tries < 50; tries++) {
+		int calls = __atomic_load_n(&seen.calls, __ATOMIC_SEQ_CST);
+
+		req->asked_ns = helper_now_ns();
+		hold_pin_or_skip(holds, req);
+		cr_assert(wait_reply(calls), "the holder never answered");
+		if (seen.res.errnum != ETIMEDOUT)
+			return;
+		cr_assert_not(seen.res.pinned);
+		cr_assert(wait_idle(holds, req->cpu));
+		if (req->tid > 0)
+			cr_assert(affinity_is(req->tid, &orig));
+		helper_holds_counters(holds, &c);
+		cr_assert_eq(c.late, (uint64_t)tries + 1);
+	}
+	cr_assert_fail("50 holders in a row got their CPU too late");
+}
+
+static struct helper_hold_pin hold_pin_req(pid_t tid, uint64_t lease_ns)
+{
+	struct helper_hold_pin req;
+
+	memset(&req, 0, sizeof(req));
+	req.cpu = cpu;
+	req.tid = tid;
+	req.orig = orig;
+	req.lease_ns = lease_ns;
+	req.asked_ns = helper_now_ns();
+	if (tid > 0)
+		cr_assert_eq(helper_task_stat(tid, &req.starttime, NULL), 0);
+	return req;
+}
+
+/*
+ * A lease long enough that our next step normally comes inside it (what
+ * happens when it does not is checked too), and under the kernel's RT
+ * throttling (950 ms of each second): a holder that runs is never taken
+ * off its CPU before its lease ends.
+ */
+#define LONG_LEASE_NS	(500 * MS)
+
+Test(helper_hold_pin, pins_answers_and_restores_on_its_own,
+     .init = setup, .fini = teardown)
+{
+	struct helper_holds *holds = hold_pin_setup();
+	struct helper_hold_pin req = hold_pin_req(victim.tid, 2 * MS);
+	struct helper_hold_counters c;
+
+	hold_pin_in_time(holds, &req);
+	cr_assert(wait_idle(holds, cpu), "the holder never ended its lease");
+	cr_assert_eq(seen.res.errnum, 0);
+	cr_assert(seen.res.pinned);
+	cr_assert(seen.pinned_during);
+	cr_assert(seen.on_cpu);
+	cr_assert_gt(seen.res.holder_tid, 0);
+	cr_assert_eq(seen.res.lease_ns, 2 * MS);
+	/* Restored with nobody asking. */
+	cr_assert(affinity_is(victim.tid, &orig));
+	helper_holds_counters(holds, &c);
+	cr_assert_eq(c.holds, 1);
+	cr_assert_eq(c.pins, 1);
+	cr_assert_eq(c.lease_ends, 1);
+	cr_assert_geq(c.hold_ns, 2 * MS);
+	cr_assert_geq(c.pin_ns, 2 * MS);
+	/* No timer needed for it. */
+	cr_assert_eq(helper_holds_next_deadline(holds), UINT64_MAX);
+	helper_holds_destroy(holds);
+}
+
+Test(helper_hold_pin, busy_while_held_then_free_again, .init = setup,
+     .fini = teardown)
+{
+	struct helper_holds *holds = hold_pin_setup();
+	struct helper_hold_pin req = hold_pin_req(0, LONG_LEASE_NS);
+	struct helper_hold_counters c;
+	int r;
+
+	hold_pin_in_time(holds, &req);
+	cr_assert_not(seen.res.pinned);
+	r = helper_hold_pin(holds, &req);
+	helper_holds_counters(holds, &c);
+	if (c.lease_ends) {
+		/* We were kept off a CPU for the whole lease: the CPU was
+		 * free again, and may have taken this second hold. */
+		cr_assert(r == -EBUSY || r == 0);
+	} else {
+		cr_assert_eq(r, -EBUSY);
+	}
+	/* Not a RELEASE's to end. */
+	cr_assert_eq(helper_release(holds, cpu, &(uint64_t){ 0 },
+				    &(bool){ false }), -ENOENT);
+	helper_holds_release_all(holds);
+	cr_assert(wait_idle(holds, cpu));
+	req.lease_ns = MS;
+	hold_pin_in_time(holds, &req);
+	cr_assert(wait_idle(holds, cpu));
+	cr_assert_eq(seen.res.errnum, 0);
+	req.cpu = CPU_SETSIZE;
+	cr_assert_eq(helper_hold_pin(holds, &req), -EINVAL);
+	helper_holds_destroy(holds);
+}
+
+Test(helper_hold_pin, release_all_cuts_the_lease_and_restores, .init = setup,
+     .fini = teardown)
+{
+	struct helper_holds *holds = hold_pin_setup();
+	struct helper_hold_pin req = hold_pin_req(victim.tid, LONG_LEASE_NS);
+	struct helper_hold_counters c;
+	unsigned int cut;
+
+	hold_pin_in_time(holds, &req);
+	cr_assert(seen.res.pinned);
+	cr_assert(seen.pinned_during);
+	cut = helper_holds_release_all(holds);
+	/* Restored either way: by the cut, or (kept off a CPU for the
+	 * whole lease) by the holder at its lease. */
+	cr_assert(affinity_is(victim.tid, &orig));
+	helper_holds_counters(holds, &c);
+	cr_assert_eq(c.holds, 1);
+	if (cut)
+		cr_assert_eq(cut, 1);
+	else
+		cr_assert_eq(c.lease_ends, 1);
+	helper_holds_destroy(holds);
+}
+
+Test(helper_hold_pin, a_late_holder_does_nothing, .init = setup,
+     .fini = teardown)
+{
+	struct helper_holds *holds = hold_pin_setup();
+	struct helper_hold_pin req = hold_pin_req(victim.tid, MS);
+	struct helper_hold_counters c;
+
+	req.asked_ns -= HELPER_HOLD_START_MAX_NS + MS;
+	hold_pin_or_skip(holds, &req);
+	cr_assert(wait_idle(holds, cpu));
+	cr_assert_eq(seen.calls, 1);
+	cr_assert_eq(seen.res.errnum, ETIMEDOUT);
+	cr_assert_not(seen.res.pinned);
+	cr_assert(affinity_is(victim.tid, &orig));
+	helper_holds_counters(holds, &c);
+	cr_assert_eq(c.late, 1);
+	cr_assert_eq(c.pins, 0);
+	helper_holds_destroy(holds);
+}
+
+Test(helper_pin, holder_pins_are_journaled_until_their_holder_is_done)
+{
+	struct helper_pins pins;
+	uint64_t st;
+	uint32_t prev, granted;
+	cpu_set_t saved, none, this;
+
+	CPU_ZERO(&none);
+	CPU_ZERO(&this);
+	CPU_SET(cpu, &this);
+	helper_pins_init(&pins, journal);
+	cr_assert_eq(helper_pins_journal_held(&pins, victim.tid, cpu,
+					      1000 * MS, &none, &st, &saved,
+					      &prev), 0);
+	cr_assert(CPU_EQUAL(&saved, &orig));
+	cr_assert_eq(journal_lines(), 1);
+	/* The journal only records: the holder makes the pin. */
+	cr_assert(affinity_is(victim.tid, &orig));
+	/* Pinned already: by a holder, so neither another holder nor PIN. */
+	cr_assert_eq(helper_pins_journal_held(&pins, victim.tid, cpu,
+					      1000 * MS, &none, &st, &saved,
+					      &prev), -EBUSY);
+	cr_assert_eq(helper_pin(&pins, victim.tid, cpu, 0, 1000 * MS,
+				&granted, &prev), -EBUSY);
+	cr_assert_eq(helper_unpin(&pins, victim.tid, 1000 * MS, &st), -ENOENT);
+	/* No lease here, and the loop's expiry leaves it alone. */
+	cr_assert_eq(helper_pins_next_deadline(&pins), UINT64_MAX);
+	cr_assert_eq(helper_pins_expire(&pins, UINT64_MAX - 1), 0);
+	cr_assert_eq(journal_lines(), 1);
+	/* Its holder done: dropped, without touching the thread. */
+	helper_pins_forget_held(&pins, &this);
+	cr_assert_eq(journal_lines(), 0);
+	cr_assert_eq(pins.count, 0);
+
+	/* release_all (host gone) restores what a holder may have left. */
+	cr_assert_eq(helper_pins_journal_held(&pins, victim.tid, cpu,
+					      1000 * MS, &none, &st, &saved,
+					      &prev), 0);
+	cr_assert_eq(sched_setaffinity(victim.tid, sizeof(this), &this), 0);
+	cr_assert_eq(helper_pins_release_all(&pins), 1);
+	cr_assert(affinity_is(victim.tid, &orig));
+	cr_assert_eq(journal_lines(), 0);
+	helper_pins_deinit(&pins);
+}
+
+Test(helper_pin, real_time_targets_above_the_holder_are_not_holdable)
+{
+	struct sched_param p = { .sched_priority = HELPER_HOLD_PRIO + 1 };
+	struct victim rt = { 0 };
+	int policy, prio;
+
+	cr_assert_eq(helper_task_holdable(victim.tid, &policy, &prio), 0);
+	cr_assert_eq(policy, SCHED_OTHER);
+	cr_assert_eq(pipe(rt.pipe), 0);
+	cr_assert_eq(pthread_create(&rt.thread, NULL, victim_main, &rt), 0);
+	while (!__atomic_load_n(&rt.tid, __ATOMIC_SEQ_CST))
+		usleep(100);
+	if (sched_setscheduler(rt.tid, SCHED_FIFO, &p) < 0) {
+		victim_stop(&rt);
+		cr_skip_test("no permission for SCHED_FIFO here");
+	}
+	cr_assert_eq(helper_task_holdable(rt.tid, &policy, &prio), -EPERM);
+	cr_assert_eq(policy, SCHED_FIFO);
+	cr_assert_eq(prio, HELPER_HOLD_PRIO + 1);
+	p.sched_priority = HELPER_HOLD_PRIO;
+	cr_assert_eq(sched_setscheduler(rt.tid, SCHED_FIFO, &p), 0);
+	cr_assert_eq(helper_task_holdable(rt.tid, &policy, &prio), 0);
+	victim_stop(&rt);
 }
 
 /* READAHEAD: a file of this process, checked by inode, read in pieces. */

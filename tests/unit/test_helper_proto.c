@@ -671,3 +671,148 @@ Test(helper_proto, caps_string)
 	idlevm_caps_string(IVM_CAP_PING | IVM_CAP_PIN, buf, 6);
 	cr_assert_str_eq(buf, "ping");
 }
+
+Test(helper_proto, hold_pin_round_trip_and_bounds)
+{
+	struct idlevm_hold_pin_req req = { .cpu = 1, .tid = 4242,
+					   .lease_us = 800 }, rq;
+	struct idlevm_hold_pin_rep rep = {
+		.lease_us = 800, .flags = IVM_HOLD_PIN_F_PINNED,
+		.pin_errnum = 0, .prev_cpu = 0, .holder_tid = 321,
+	}, rp;
+	struct idlevm_writer w;
+	struct idlevm_frame fr;
+	size_t len;
+
+	len = BUILD(w, IVM_MSG_HOLD_PIN, 0, 5,
+		    idlevm_encode_hold_pin_req(&w, &req));
+	fr = decode_one(frame, len);
+	cr_assert_eq(fr.hdr.version, 2);
+	cr_assert(idlevm_decode_hold_pin_req(fr.payload, fr.hdr.length, &rq));
+	cr_assert_eq(rq.cpu, 1);
+	cr_assert_eq(rq.tid, 4242);
+	cr_assert_eq(rq.lease_us, 800);
+
+	len = BUILD(w, IVM_MSG_HOLD_PIN, IVM_PROTO_F_REPLY, 5,
+		    idlevm_encode_hold_pin_rep(&w, &rep));
+	fr = decode_one(frame, len);
+	cr_assert(idlevm_decode_hold_pin_rep(fr.payload, fr.hdr.length, &rp));
+	cr_assert_eq(rp.lease_us, 800);
+	cr_assert_eq(rp.flags, IVM_HOLD_PIN_F_PINNED);
+	cr_assert_eq(rp.holder_tid, 321);
+
+	/* Replies no helper could mean: refused. */
+	rep.flags = IVM_HOLD_PIN_F_PINNED | 0x80;
+	len = BUILD(w, IVM_MSG_HOLD_PIN, IVM_PROTO_F_REPLY, 5,
+		    idlevm_encode_hold_pin_rep(&w, &rep));
+	fr = decode_one(frame, len);
+	cr_assert_not(idlevm_decode_hold_pin_rep(fr.payload, fr.hdr.length,
+						 &rp));
+	rep.flags = IVM_HOLD_PIN_F_PINNED;
+	rep.pin_errnum = 3;	/* pinned and not */
+	len = BUILD(w, IVM_MSG_HOLD_PIN, IVM_PROTO_F_REPLY, 5,
+		    idlevm_encode_hold_pin_rep(&w, &rep));
+	fr = decode_one(frame, len);
+	cr_assert_not(idlevm_decode_hold_pin_rep(fr.payload, fr.hdr.length,
+						 &rp));
+	rep.pin_errnum = 0;
+	rep.lease_us = IVM_PROTO_HOLD_PIN_LEASE_MAX_US + 1;
+	len = BUILD(w, IVM_MSG_HOLD_PIN, IVM_PROTO_F_REPLY, 5,
+		    idlevm_encode_hold_pin_rep(&w, &rep));
+	fr = decode_one(frame, len);
+	cr_assert_not(idlevm_decode_hold_pin_rep(fr.payload, fr.hdr.length,
+						 &rp));
+	rep.lease_us = 800;
+	rep.holder_tid = 0;
+	len = BUILD(w, IVM_MSG_HOLD_PIN, IVM_PROTO_F_REPLY, 5,
+		    idlevm_encode_hold_pin_rep(&w, &rep));
+	fr = decode_one(frame, len);
+	cr_assert_not(idlevm_decode_hold_pin_rep(fr.payload, fr.hdr.length,
+						 &rp));
+	/* Short and long payloads. */
+	cr_assert_not(idlevm_decode_hold_pin_req(fr.payload, 11, &rq));
+	cr_assert_not(idlevm_decode_hold_pin_rep(fr.payload, 19, &rp));
+}
+
+Test(helper_proto, stats_round_trip_and_names)
+{
+	struct idlevm_stats_rep rep = { .count = 2 }, got;
+	struct idlevm_writer w;
+	struct idlevm_frame fr;
+	size_t len;
+
+	rep.stat[0].name = (struct idlevm_str){ "requests", 8 };
+	rep.stat[0].value = 12;
+	rep.stat[1].name = (struct idlevm_str){ "hold_ns", 7 };
+	rep.stat[1].value = 1ull << 40;
+	len = BUILD(w, IVM_MSG_STATS, IVM_PROTO_F_REPLY, 9,
+		    idlevm_encode_stats_rep(&w, &rep));
+	fr = decode_one(frame, len);
+	cr_assert(idlevm_decode_stats_rep(fr.payload, fr.hdr.length, &got));
+	cr_assert_eq(got.count, 2);
+	cr_assert_eq(got.stat[0].name.len, 8);
+	cr_assert_eq(memcmp(got.stat[0].name.ptr, "requests", 8), 0);
+	cr_assert_eq(got.stat[0].value, 12);
+	cr_assert_eq(got.stat[1].value, 1ull << 40);
+
+	/* Names that are not [a-z0-9_]{1,32}: the whole reply goes. */
+	rep.stat[1].name = (struct idlevm_str){ "Hold-ns", 7 };
+	len = BUILD(w, IVM_MSG_STATS, IVM_PROTO_F_REPLY, 9,
+		    idlevm_encode_stats_rep(&w, &rep));
+	fr = decode_one(frame, len);
+	cr_assert_not(idlevm_decode_stats_rep(fr.payload, fr.hdr.length,
+					      &got));
+	cr_assert_eq(got.count, 0);
+	rep.stat[1].name = (struct idlevm_str){ "", 0 };
+	len = BUILD(w, IVM_MSG_STATS, IVM_PROTO_F_REPLY, 9,
+		    idlevm_encode_stats_rep(&w, &rep));
+	fr = decode_one(frame, len);
+	cr_assert_not(idlevm_decode_stats_rep(fr.payload, fr.hdr.length,
+					      &got));
+	/* A count the payload does not hold. */
+	rep.stat[1].name = (struct idlevm_str){ "x", 1 };
+	len = BUILD(w, IVM_MSG_STATS, IVM_PROTO_F_REPLY, 9,
+		    idlevm_encode_stats_rep(&w, &rep));
+	frame[IVM_PROTO_HEADER_SIZE] = 3;
+	reseal(frame, len);
+	fr = decode_one(frame, len);
+	cr_assert_not(idlevm_decode_stats_rep(fr.payload, fr.hdr.length,
+					      &got));
+	/* Over the cap: the encoder refuses, the decoder too. */
+	rep.count = IVM_PROTO_MAX_STATS + 1;
+	idlevm_frame_begin(&w, frame, sizeof(frame), IVM_MSG_STATS,
+			   IVM_PROTO_F_REPLY, 9);
+	idlevm_encode_stats_rep(&w, &rep);
+	cr_assert_eq(idlevm_frame_finish(&w), 0);
+	cr_assert(idlevm_decode_stats_req(NULL, 0));
+	cr_assert_not(idlevm_decode_stats_req(frame, 1));
+}
+
+Test(helper_proto, every_spoken_version_decodes_and_says_so)
+{
+	struct idlevm_ping m = { .cookie = 1 };
+	struct idlevm_writer w;
+	struct idlevm_frame fr;
+	size_t len;
+
+	/* A version-1 frame (an old peer) is a frame, marked version 1. */
+	idlevm_frame_begin_version(&w, frame, sizeof(frame), 1, IVM_MSG_PING,
+				   0, 3);
+	idlevm_encode_ping(&w, &m);
+	len = idlevm_frame_finish(&w);
+	fr = decode_one(frame, len);
+	cr_assert_eq(fr.hdr.version, 1);
+	/* Below the oldest spoken: dropped. */
+	frame[4] = 0;
+	reseal(frame, len);
+	idlevm_decoder_init(&dec);
+	idlevm_decoder_feed(&dec, frame, len);
+	cr_assert_eq(idlevm_decoder_next(&dec, &fr),
+		     IVM_PROTO_EV_BAD_VERSION);
+	/* Which version has which type. */
+	cr_assert_eq(idlevm_msg_type_since(IVM_MSG_PIN), 1);
+	cr_assert_eq(idlevm_msg_type_since(IVM_MSG_HOLD_PIN), 2);
+	cr_assert_eq(idlevm_msg_type_since(IVM_MSG_STATS), 2);
+	cr_assert_eq(idlevm_msg_type_since(999), 0);
+	cr_assert_str_eq(idlevm_msg_type_name(IVM_MSG_HOLD_PIN), "hold_pin");
+}

@@ -23,6 +23,7 @@ struct ivm_helper {
 	int fd;
 	char *path;
 	int timeout_ms;
+	uint16_t version;	/* of the frames we send */
 	uint32_t next_id;
 	uint64_t stale_replies;
 	struct idlevm_decoder dec;
@@ -79,6 +80,8 @@ struct ivm_error *ivm_helper_connect_path(const char *path,
 	}
 	helper->fd = fd;
 	helper->timeout_ms = IVM_HELPER_TIMEOUT_MS;
+	/* Every helper reads version 1; HELLO says whether more. */
+	helper->version = IVM_PROTO_VERSION_MIN;
 	/* Ids start at a random point so replies meant for an earlier
 	 * client of the same channel are unlikely to match ours. */
 	helper->next_id = (uint32_t)ivm_mono_ns() ^ (uint32_t)getpid() << 16;
@@ -296,8 +299,14 @@ static uint32_t begin(struct ivm_helper *helper, struct idlevm_writer *w,
 {
 	uint32_t id = ++helper->next_id;
 
-	idlevm_frame_begin(w, helper->out, sizeof(helper->out), type, 0, id);
+	idlevm_frame_begin_version(w, helper->out, sizeof(helper->out),
+				   helper->version, type, 0, id);
 	return id;
+}
+
+unsigned int ivm_helper_protocol(const struct ivm_helper *helper)
+{
+	return helper->version;
 }
 
 static struct ivm_error *malformed(uint16_t type)
@@ -331,6 +340,9 @@ struct ivm_error *ivm_helper_hello(struct ivm_helper *helper,
 	struct ivm_error *err;
 	uint32_t id;
 
+	/* In the oldest version: whatever the helper speaks, it reads this,
+	 * and answers with the highest version both speak. */
+	helper->version = IVM_PROTO_VERSION_MIN;
 	id = begin(helper, &w, IVM_MSG_HELLO);
 	idlevm_encode_hello_req(&w, &req);
 	err = transact(helper, &w, IVM_MSG_HELLO, id, &fr);
@@ -338,6 +350,11 @@ struct ivm_error *ivm_helper_hello(struct ivm_helper *helper,
 		return err;
 	if (!idlevm_decode_hello_rep(fr.payload, fr.hdr.length, &rep))
 		return malformed(IVM_MSG_HELLO);
+	if (rep.version > IVM_PROTO_VERSION)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"helper chose protocol version %u, idlevm speaks up to %u",
+					rep.version, IVM_PROTO_VERSION);
+	helper->version = rep.version;
 	memset(ret, 0, sizeof(*ret));
 	ret->protocol = rep.version;
 	ret->caps = rep.caps;
@@ -467,6 +484,91 @@ struct ivm_error *ivm_helper_release(struct ivm_helper *helper,
 	return NULL;
 }
 
+/* A request of type goes only to a helper whose version has it. */
+static struct ivm_error *need_version(const struct ivm_helper *helper,
+				      uint16_t type)
+{
+	if (helper->version >= idlevm_msg_type_since(type))
+		return NULL;
+	return ivm_error_create(IVM_ERROR_INVALID,
+				"the helper speaks protocol %u: no %s",
+				helper->version, idlevm_msg_type_name(type));
+}
+
+struct ivm_error *ivm_helper_hold_pin_lease(struct ivm_helper *helper,
+					    unsigned int cpu, int tid,
+					    unsigned int lease_us,
+					    struct ivm_helper_held *ret)
+{
+	struct idlevm_hold_pin_req req = {
+		.cpu = cpu, .tid = tid > 0 ? tid : 0, .lease_us = lease_us,
+	};
+	struct idlevm_hold_pin_rep rep;
+	struct idlevm_writer w;
+	struct idlevm_frame fr;
+	struct ivm_error *err;
+	uint32_t id;
+
+	err = need_version(helper, IVM_MSG_HOLD_PIN);
+	if (err)
+		return err;
+	id = begin(helper, &w, IVM_MSG_HOLD_PIN);
+	idlevm_encode_hold_pin_req(&w, &req);
+	err = transact(helper, &w, IVM_MSG_HOLD_PIN, id, &fr);
+	if (err)
+		return err;
+	if (!idlevm_decode_hold_pin_rep(fr.payload, fr.hdr.length, &rep) ||
+	    (req.tid == 0 && (rep.flags & IVM_HOLD_PIN_F_PINNED)))
+		return malformed(IVM_MSG_HOLD_PIN);
+	ret->lease_us = rep.lease_us;
+	ret->pinned = rep.flags & IVM_HOLD_PIN_F_PINNED;
+	ret->pin_errnum = rep.pin_errnum;
+	ret->prev_cpu = rep.prev_cpu;
+	ret->holder_tid = rep.holder_tid;
+	return NULL;
+}
+
+struct ivm_error *ivm_helper_stats(struct ivm_helper *helper,
+				   struct ivm_helper_stats *ret)
+{
+	struct idlevm_stats_rep rep;
+	struct idlevm_writer w;
+	struct idlevm_frame fr;
+	struct ivm_error *err;
+	uint32_t id, i;
+
+	err = need_version(helper, IVM_MSG_STATS);
+	if (err)
+		return err;
+	id = begin(helper, &w, IVM_MSG_STATS);
+	err = transact(helper, &w, IVM_MSG_STATS, id, &fr);
+	if (err)
+		return err;
+	if (!idlevm_decode_stats_rep(fr.payload, fr.hdr.length, &rep))
+		return malformed(IVM_MSG_STATS);
+	memset(ret, 0, sizeof(*ret));
+	for (i = 0; i < rep.count; i++) {
+		copy_str(ret->stat[i].name, sizeof(ret->stat[i].name),
+			 &rep.stat[i].name);
+		ret->stat[i].value = rep.stat[i].value;
+	}
+	ret->nr = rep.count;
+	return NULL;
+}
+
+bool ivm_helper_stats_get(const struct ivm_helper_stats *stats,
+			  const char *name, uint64_t *ret)
+{
+	unsigned int i;
+
+	for (i = 0; i < stats->nr; i++)
+		if (!strcmp(stats->stat[i].name, name)) {
+			*ret = stats->stat[i].value;
+			return true;
+		}
+	return false;
+}
+
 struct ivm_error *ivm_helper_readahead(struct ivm_helper *helper, int pid,
 				       const char *path, uint64_t inode,
 				       uint64_t offset, uint64_t length,
@@ -585,8 +687,9 @@ static void begin_second(struct ivm_helper *helper, struct idlevm_writer *w,
 			 size_t len1, uint16_t type, uint32_t *id)
 {
 	*id = ++helper->next_id;
-	idlevm_frame_begin(w, helper->out + len1, sizeof(helper->out) - len1,
-			   type, 0, *id);
+	idlevm_frame_begin_version(w, helper->out + len1,
+				   sizeof(helper->out) - len1,
+				   helper->version, type, 0, *id);
 }
 
 static struct ivm_error *send_pair(struct ivm_helper *helper, size_t len1,

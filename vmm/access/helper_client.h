@@ -57,7 +57,7 @@ uint64_t ivm_helper_skipped_bytes(const struct ivm_helper *helper);
 uint64_t ivm_helper_stale_replies(const struct ivm_helper *helper);
 
 struct ivm_helper_hello {
-	unsigned int protocol;
+	unsigned int protocol;	/* the version both speak, used from now on */
 	uint32_t caps;		/* IVM_CAP_* */
 	unsigned int ncpus;
 	bool kaslr_known;
@@ -68,6 +68,9 @@ struct ivm_helper_hello {
 };
 
 /*
+ * Requests go out in protocol version 1 until HELLO has found the highest
+ * version both sides speak (proto.h), and in that version after it.
+ *
  * Errors of every request: IVM_ERROR_TIMEOUT (no reply in time),
  * IVM_ERROR_GONE (connection closed), IVM_ERROR_PROTOCOL (garbage, a reply
  * that does not decode, another protocol version), IVM_ERROR_OS with errnum
@@ -147,6 +150,47 @@ struct ivm_helper_unpin_release {
 struct ivm_error *ivm_helper_unpin_release(struct ivm_helper *helper,
 					   int tid, unsigned int cpu,
 					   struct ivm_helper_unpin_release *ret);
+
+/* The protocol version requests go out in (1 until HELLO). */
+unsigned int ivm_helper_protocol(const struct ivm_helper *helper);
+
+/*
+ * HOLD_PIN (protocol 2, IVM_CAP_HOLD_PIN): hold cpu and pin tid to it
+ * (tid <= 0: hold only) for lease_us from the moment both are in place; the
+ * helper ends both by itself, so nothing follows.  One round trip.  The
+ * reply comes once the hold is in place; a refused pin is pin_errnum (the
+ * hold is in place all the same).  Refusals of the whole request (cpu held
+ * or out of range, tid unknown or above the holder's real-time priority:
+ * EPERM) are the helper's ERROR answer (ivm_helper_error_is_answer).
+ */
+struct ivm_helper_held {
+	uint32_t lease_us;	/* granted, from the moment of the reply */
+	bool pinned;
+	int pin_errnum;		/* why not pinned, when asked */
+	uint32_t prev_cpu;	/* where tid last ran, or UINT32_MAX */
+	uint32_t holder_tid;	/* the holder thread's guest tid */
+};
+
+struct ivm_error *ivm_helper_hold_pin_lease(struct ivm_helper *helper,
+					    unsigned int cpu, int tid,
+					    unsigned int lease_us,
+					    struct ivm_helper_held *ret);
+
+/* STATS (protocol 2, IVM_CAP_STATS): the helper's counters since we
+ * connected, names checked by the decoder ([a-z0-9_]). */
+struct ivm_helper_stats {
+	unsigned int nr;
+	struct {
+		char name[IVM_PROTO_MAX_STAT_NAME + 1];
+		uint64_t value;
+	} stat[IVM_PROTO_MAX_STATS];
+};
+
+struct ivm_error *ivm_helper_stats(struct ivm_helper *helper,
+				   struct ivm_helper_stats *ret);
+/* The value of counter name in stats, or false when it is not there. */
+bool ivm_helper_stats_get(const struct ivm_helper_stats *stats,
+			  const char *name, uint64_t *ret);
 
 /*
  * Every mapping of guest process pid, page after page, each passed to fn

@@ -69,14 +69,18 @@ IVM_GUEST_USAGE
 "                         registers: auto (default: QEMU's memory under TCG,\n"
 "                         else the monitor), memory, or monitor (HMP `info\n"
 "                         registers`; costs a TCG guest about 0.1 %% per Hz)\n"
-"      --capture MODE     auto (default: pin when the guest helper answers,\n"
-"                         else optimistic), pin (the helper holds the idle\n"
-"                         vCPU and pins the target to it while its stack is\n"
-"                         read), optimistic (read and validate) or stop (QMP\n"
+"      --capture MODE     optimistic (the default, also `auto`: read, and\n"
+"                         keep only if the target did not run meanwhile),\n"
+"                         pin (the in-guest helper holds the idle vCPU and\n"
+"                         pins the target to it while its stack is read;\n"
+"                         costs the guest, see README) or stop (QMP\n"
 "                         stop/cont around the read)\n"
 "      --helper-socket PATH  the helper's socket (default: the domain's\n"
 "                         helper channel, or helper.sock beside --qmp)\n"
-"      --pin-lease MS     lease of each pin (default %d; a hold gets half)\n"
+"      --pin-lease MS     how long the helper holds the vCPU and keeps the\n"
+"                         target pinned, from its reply (default %g ms;\n"
+"                         fractions allowed; an older helper needs at least\n"
+"                         %d)\n"
 "      --pin-policy P     rescue (default: read unpinned first, pin only a\n"
 "                         target found woken) or always (pin every target\n"
 "                         not on a vCPU)\n"
@@ -115,7 +119,8 @@ IVM_GUEST_USAGE
 "      --keep-bytes SIZE  and at most SIZE bytes of them (K, M, G; default\n"
 "                         no limit); the newest window is always kept\n"
 "      --no-pprof         windows: leave the pprof to whoever reads them\n"
-"  -h, --help             this help\n", IVM_PIN_LEASE_DEFAULT_MS,
+"  -h, --help             this help\n", IVM_PIN_LEASE_DEFAULT_US / 1000.0,
+		IVM_PIN_LEASE_V1_MIN_MS,
 		IVM_SWITCH_BATCH_DEFAULT,
 		(double)IVM_SWITCH_INTERVAL_DEFAULT_NS / 1e6, IVM_LABELS_MAX);
 }
@@ -150,6 +155,47 @@ static void print_label_stats(const struct ivm_label_spec *labels, size_t n,
 static double mean_ms(uint64_t total_ns, uint64_t n)
 {
 	return n ? (double)total_ns / 1e6 / (double)n : 0;
+}
+
+/*
+ * What the helper did in the guest for this profile, as the helper counted
+ * it (protocol 2), else as idlevm asked for it: the cost of watching.
+ */
+static void print_footprint(const struct ivm_profiler_result *res)
+{
+	const struct ivm_helper_stats *hs = &res->helper;
+	uint64_t req = 0, wake = 0, holds = 0, hold_ns = 0, pins = 0, hp = 0,
+		 pin_ns = 0, ends = 0, late = 0, rt = 0;
+	double el = res->elapsed_s > 0 ? res->elapsed_s : 1;
+
+	if (!hs->nr) {
+		fprintf(stderr,
+			"helper footprint (asked by idlevm; this helper does not count): %" PRIu64
+			" requests (%.1f/s), %" PRIu64 " holds, %" PRIu64
+			" pins\n",
+			res->pin.requests, res->pin.requests / el,
+			res->pin.holds, res->pin.pins);
+		return;
+	}
+	ivm_helper_stats_get(hs, "requests", &req);
+	ivm_helper_stats_get(hs, "wakeups", &wake);
+	ivm_helper_stats_get(hs, "holds", &holds);
+	ivm_helper_stats_get(hs, "hold_ns", &hold_ns);
+	ivm_helper_stats_get(hs, "pins", &pins);
+	ivm_helper_stats_get(hs, "held_pins", &hp);
+	ivm_helper_stats_get(hs, "held_pin_ns", &pin_ns);
+	ivm_helper_stats_get(hs, "lease_ends", &ends);
+	ivm_helper_stats_get(hs, "late_holds", &late);
+	ivm_helper_stats_get(hs, "refused_rt", &rt);
+	fprintf(stderr,
+		"helper footprint: %" PRIu64 " requests (%.1f/s), %"
+		PRIu64 " wakeups of its loop; %" PRIu64
+		" holds spinning %.1f ms in all (%.2f%% of one vCPU), %" PRIu64
+		" pins keeping threads %.1f ms in all; %" PRIu64
+		" holds ended by their lease, %" PRIu64 " too late to pin, %"
+		PRIu64 " real-time targets not pinned\n",
+		req, req / el, wake, holds, hold_ns / 1e6,
+		hold_ns / 1e7 / el, pins + hp, pin_ns / 1e6, ends, late, rt);
 }
 
 /* "123", "64K", "10M", "2G" (powers of 1024). */
@@ -208,7 +254,7 @@ struct profile_opts {
 	bool auto_source;
 	enum regs_source regs;
 	const char *helper_socket;
-	unsigned int pin_lease;
+	unsigned int pin_lease_us;
 	enum ivm_pin_policy pin_policy;
 	struct ivm_window_dir_config wcfg;	/* dir: a file per guest */
 	bool window_pprof;
@@ -444,14 +490,14 @@ static struct ivm_error *run_start(struct guest_run *r,
 	if (r->cfg.capture_mode == IVM_CAPTURE_MODE_PIN) {
 		/*
 		 * Pin needs the helper: one HELLO within a short timeout
-		 * says whether it is there.  Without it, auto and pin alike
-		 * go on optimistic, saying why; a profiler that refused to
-		 * run would help nobody, and the mode is printed below.
+		 * says whether it is there.  Without it, go on optimistic,
+		 * saying why; a profiler that refused to run would help
+		 * nobody, and the mode is printed below.
 		 */
 		err = ivm_pin_capture_create(r->g, o->helper_socket,
 					     gopts.qmp_path,
 					     IVM_PIN_TIMEOUT_DEFAULT_MS,
-					     o->pin_lease, &r->pin);
+					     o->pin_lease_us, &r->pin);
 		if (err) {
 			who(o, r);
 			fprintf(stderr, "warning: no pin capture (%s), capturing optimistic\n",
@@ -582,19 +628,25 @@ static void run_summary(const struct profile_opts *o,
 		fprintf(stderr,
 			"pin: %" PRIu64 " pinned, %" PRIu64
 			" held only, %" PRIu64 " unneeded, %" PRIu64
+			" running (not pinned), %" PRIu64
+			" read again (asleep again), %" PRIu64
 			" skipped, %" PRIu64
 			" refused, %" PRIu64 " ran before the pin, %" PRIu64
-			" lease expired, %" PRIu64 " pin_failed (helper lost), %"
+			" lease expired, %" PRIu64 " unanswered in time, %" PRIu64
+			" pin_failed (helper lost), %"
 			PRIu64 " unpinned after it; mean round trips: hold+pin %.2f ms, unpin+release %.2f ms\n",
 			res->pin.ok, res->pin.hold_only, res->pin.unneeded,
-			res->pin.skipped, res->pin.refused,
-			res->pin.ran_before_pin, res->pin.lease_expired,
+			res->pin.running, res->pin.reread, res->pin.skipped,
+			res->pin.refused, res->pin.ran_before_pin,
+			res->pin.lease_expired, res->pin.timed_out,
 			res->pin.failed, res->pin.unpinned,
 			mean_ms(res->pin.pin_ns, res->pin.ok +
 						 res->pin.hold_only +
 						 res->pin.refused),
 			mean_ms(res->pin.restore_ns, res->pin.ok +
 						     res->pin.hold_only));
+		who(o, r);
+		print_footprint(res);
 	}
 	if (r->cfg.capture_mode == IVM_CAPTURE_MODE_PIN &&
 	    (res->pin.readaheads || res->pin.readahead_failed)) {
@@ -824,11 +876,11 @@ int ivm_cmd_profile(int argc, char **argv)
 			.frequency_hz = 99, .idle_every = 1,
 			.poll_interval_ms = 1, .realtime = true,
 			.idle_source = IVM_IDLE_SOURCE_THREAD,
-			.capture_mode = IVM_CAPTURE_MODE_PIN,
+			.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC,
 			.filter_pid = -1,
 		},
 		.auto_source = true, .regs = REGS_AUTO,
-		.pin_lease = IVM_PIN_LEASE_DEFAULT_MS,
+		.pin_lease_us = IVM_PIN_LEASE_DEFAULT_US,
 		.pin_policy = IVM_PIN_RESCUE,
 		.wcfg = { .keep_windows = 1440 },
 		.window_pprof = true,
@@ -916,9 +968,15 @@ int ivm_cmd_profile(int argc, char **argv)
 				goto bad_value;
 			break;
 		case OPT_CAPTURE:
-			if (!strcmp(optarg, "auto") || !strcmp(optarg, "pin"))
+			/*
+			 * auto is optimistic: measured on web01 and lockstorm,
+			 * pinning kept no more samples than the read's own
+			 * checks and cost the guest (README, "Pin capture").
+			 */
+			if (!strcmp(optarg, "pin"))
 				o.cfg.capture_mode = IVM_CAPTURE_MODE_PIN;
-			else if (!strcmp(optarg, "optimistic"))
+			else if (!strcmp(optarg, "optimistic") ||
+				 !strcmp(optarg, "auto"))
 				o.cfg.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC;
 			else if (!strcmp(optarg, "stop"))
 				o.cfg.capture_mode = IVM_CAPTURE_MODE_STOP;
@@ -939,10 +997,10 @@ int ivm_cmd_profile(int argc, char **argv)
 			o.helper_socket = optarg;
 			break;
 		case OPT_PIN_LEASE:
-			if (!parse_double(optarg, &d) || d < 1 ||
+			if (!parse_double(optarg, &d) || d < 0.01 ||
 			    d > IVM_PROTO_LEASE_MAX_MS)
 				goto bad_value;
-			o.pin_lease = (unsigned int)d;
+			o.pin_lease_us = (unsigned int)(d * 1000 + 0.5);
 			break;
 		case OPT_PIN_POLICY:
 			if (!strcmp(optarg, "always"))

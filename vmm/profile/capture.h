@@ -7,8 +7,11 @@
  * stack (by DWARF CFI when the host has its executable, else by frame
  * pointers) from the user registers the kernel stack ends with, then its
  * task_struct again.  If the task ran in between (a switch
- * count moved, or it was runnable at either read), what was read may mix
- * two stacks: the sample is discarded and counted, never kept.  That is
+ * count moved, or it was on a CPU at either read), what was read may mix
+ * two stacks: the sample is discarded and counted, never kept.  A task
+ * runnable but not on a CPU (woken, still waiting) has not run and is
+ * kept; only a kernel without task_struct.on_cpu makes runnable a reason
+ * to discard.  That is
  * the "optimistic" capture; the helper's pinning (the method's key step)
  * and QMP stop/cont wrap the same read to make discards rare or impossible.
  *
@@ -34,7 +37,8 @@
 enum ivm_capture_outcome {
 	IVM_CAPTURE_KEPT,
 	IVM_CAPTURE_DISCARDED_RAN,	/* the target ran during the read */
-	IVM_CAPTURE_DISCARDED_RUNNABLE,	/* runnable, not sleeping: no stable stack */
+	/* on a CPU (or, without on_cpu, runnable): no stable stack */
+	IVM_CAPTURE_DISCARDED_RUNNABLE,
 	IVM_CAPTURE_FAILED,		/* its task_struct was unreadable */
 	IVM_CAPTURE_NR_OUTCOMES,
 };
@@ -180,8 +184,9 @@ struct ivm_error *ivm_capture_task(struct ivm_capture_engine *engine,
 /*
  * The task cannot be switched in during the read: the guest helper pinned
  * it to a CPU its real-time holder occupies (capture_pin.h).  A runnable
- * (woken, waiting) task then still sits at its saved switch frame, so being
- * runnable is no reason to discard; a move of its switch counts still is.
+ * task then still sits at its saved switch frame, even on a kernel without
+ * task_struct.on_cpu, where runnable is otherwise a reason to discard; a
+ * move of its switch counts still is.
  */
 #define IVM_CAPTURE_F_HELD	0x1u
 
@@ -190,7 +195,8 @@ struct ivm_error *ivm_capture_task(struct ivm_capture_engine *engine,
  * and not yet running) sits at the saved frame of its switch until it is
  * switched in, and being switched in shows in on_cpu at the second read,
  * or in its switch counts if it ran and left again.  Only for a kernel
- * with task_struct.on_cpu (the switch sampler checks).
+ * with task_struct.on_cpu (the switch sampler checks); every capture does
+ * the same by itself on such a kernel, so the flag only says it.
  */
 #define IVM_CAPTURE_F_RUNNABLE	0x2u
 

@@ -1161,13 +1161,22 @@ static void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		st[n++] = (struct ivm_stat){ "pin_hold_only", ps->hold_only };
 		st[n++] = (struct ivm_stat){ "pin_skipped", ps->skipped };
 		st[n++] = (struct ivm_stat){ "pin_unneeded", ps->unneeded };
+		st[n++] = (struct ivm_stat){ "pin_running", ps->running };
+		st[n++] = (struct ivm_stat){ "pin_reread", ps->reread };
 		st[n++] = (struct ivm_stat){ "pin_refused", ps->refused };
 		st[n++] = (struct ivm_stat){ "pin_ran_before",
 					     ps->ran_before_pin };
 		st[n++] = (struct ivm_stat){ "pin_lease_expired",
 					     ps->lease_expired };
+		st[n++] = (struct ivm_stat){ "pin_timed_out", ps->timed_out };
 		st[n++] = (struct ivm_stat){ "pin_failed", ps->failed };
 		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
+		st[n++] = (struct ivm_stat){ "pin_requests", ps->requests };
+		st[n++] = (struct ivm_stat){ "pin_holds", ps->holds };
+		st[n++] = (struct ivm_stat){ "pin_pins", ps->pins };
+		st[n++] = (struct ivm_stat){ "pin_lease_us", ps->lease_us };
+		st[n++] = (struct ivm_stat){ "pin_refused_rt",
+					     ps->refused_rt };
 		st[n++] = (struct ivm_stat){ "readaheads", ps->readaheads };
 		st[n++] = (struct ivm_stat){ "readahead_bytes",
 					     ps->readahead_bytes };
@@ -1970,13 +1979,23 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	result->idle = *ivm_idle_periods_stats(p->periods);
 	ivm_uobjects_stats(ivm_capture_engine_objects(p->engine),
 			   &result->objects);
-	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin)
+	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin) {
+		/* What watching cost the guest, in the helper's own words
+		 * (the whole run's, so in the last window's file). */
+		swerr = ivm_pin_capture_record_footprint(config->pin, p->writer,
+							 &result->helper);
 		result->pin = *ivm_pin_capture_stats(config->pin);
+	}
 	if (config->status_line)
 		status_line(p, ivm_mono_ns(), true);
 	/* The switch totals end here: every thread read once more. */
-	if (p->switches && p->writer)
-		swerr = ivm_switch_sampler_end_window(p->switches);
+	if (p->switches && p->writer) {
+		ferr = ivm_switch_sampler_end_window(p->switches);
+		if (ferr && !swerr)
+			swerr = ferr;
+		else
+			ivm_error_destroy(ferr);
+	}
 	pr->cpu_ns += thread_cpu_ns() - cpu0;
 	result->cpu_ns = pr->cpu_ns;
 	fill_stats(p, stats, &nr_stats);

@@ -140,6 +140,8 @@ struct ivm_profiler_result {
 	double elapsed_s;
 	struct ivm_dispatch_stats dispatch;
 	struct ivm_pin_stats pin;	/* IVM_CAPTURE_MODE_PIN */
+	/* ... and the helper's own count of what it did (nr 0: unknown). */
+	struct ivm_helper_stats helper;
 	uint64_t helper_busy;		/* polls that saw a helper holder */
 	/* to-idle targets found from guest memory (last_ran.h) */
 	uint64_t to_idle_resolved;
