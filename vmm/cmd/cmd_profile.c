@@ -84,6 +84,9 @@ IVM_GUEST_USAGE
 "      --pin-policy P     rescue (default: read unpinned first, pin only a\n"
 "                         target found woken) or always (pin every target\n"
 "                         not on a vCPU)\n"
+"      --no-readahead     never ask the guest helper to read CFI the guest\n"
+"                         does not hold into its page cache (by default it\n"
+"                         is asked once per object, in every capture mode)\n"
 "      --switch-every N   context-switch sampling: every guest thread's\n"
 "                         voluntary and involuntary switches, run-queue wait\n"
 "                         and CPU time, read from guest memory, and its stack\n"
@@ -256,6 +259,7 @@ struct profile_opts {
 	const char *helper_socket;
 	unsigned int pin_lease_us;
 	enum ivm_pin_policy pin_policy;
+	bool no_readahead;	/* --no-readahead */
 	struct ivm_window_dir_config wcfg;	/* dir: a file per guest */
 	bool window_pprof;
 	const char *output;		/* no dir: the one guest's file */
@@ -511,6 +515,25 @@ static struct ivm_error *run_start(struct guest_run *r,
 				ivm_pin_capture_set_wait(r->pin, serve_others, r);
 		}
 		r->cfg.pin = r->pin;
+	} else if (r->cfg.capture_mode == IVM_CAPTURE_MODE_OPTIMISTIC &&
+		   !o->no_readahead) {
+		/*
+		 * No pinning, but a helper that answers can still read the
+		 * CFI the guest lacks into its page cache (pages of a
+		 * server's .eh_frame that no process ever touched), so that
+		 * later stacks unwind whole.  No helper: quietly without.
+		 */
+		err = ivm_pin_capture_create(r->g, o->helper_socket,
+					     gopts.qmp_path,
+					     IVM_PIN_TIMEOUT_DEFAULT_MS,
+					     o->pin_lease_us, &r->pin);
+		if (err) {
+			ivm_error_destroy(err);
+			r->pin = NULL;
+		} else if (o->several) {
+			ivm_pin_capture_set_wait(r->pin, serve_others, r);
+		}
+		r->cfg.pin = r->pin;
 	}
 	if (o->wcfg.dir) {
 		/* A whole profile per window (or per run), in the directory. */
@@ -648,8 +671,7 @@ static void run_summary(const struct profile_opts *o,
 		who(o, r);
 		print_footprint(res);
 	}
-	if (r->cfg.capture_mode == IVM_CAPTURE_MODE_PIN &&
-	    (res->pin.readaheads || res->pin.readahead_failed)) {
+	if (res->pin.readaheads || res->pin.readahead_failed) {
 		who(o, r);
 		fprintf(stderr,
 			"CFI the guest did not hold, read into its page cache by the helper: %"
@@ -831,7 +853,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	enum { OPT_IDLE_EVERY = 256, OPT_POLL, OPT_SOURCE, OPT_CAPTURE,
 	       OPT_REALTIME, OPT_NO_REALTIME,
 	       OPT_COMM, OPT_NO_REPORT, OPT_BINARY, OPT_HELPER_SOCKET,
-	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_SYMDIR, OPT_REGISTERS,
+	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_NO_READAHEAD, OPT_SYMDIR, OPT_REGISTERS,
 	       OPT_WINDOW, OPT_OUTPUT_DIR, OPT_KEEP, OPT_KEEP_BYTES,
 	       OPT_NO_PPROF, OPT_ALL_DOMAINS, OPT_MATCH, OPT_SWITCH_EVERY,
 	       OPT_SWITCH_BATCH, OPT_SWITCH_INTERVAL, OPT_LABEL };
@@ -856,6 +878,7 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "helper-socket", required_argument, NULL, OPT_HELPER_SOCKET },
 		{ "pin-lease", required_argument, NULL, OPT_PIN_LEASE },
 		{ "pin-policy", required_argument, NULL, OPT_PIN_POLICY },
+		{ "no-readahead", no_argument, NULL, OPT_NO_READAHEAD },
 		{ "window", required_argument, NULL, OPT_WINDOW },
 		{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
 		{ "keep", required_argument, NULL, OPT_KEEP },
@@ -1001,6 +1024,9 @@ int ivm_cmd_profile(int argc, char **argv)
 			    d > IVM_PROTO_LEASE_MAX_MS)
 				goto bad_value;
 			o.pin_lease_us = (unsigned int)(d * 1000 + 0.5);
+			break;
+		case OPT_NO_READAHEAD:
+			o.no_readahead = true;
 			break;
 		case OPT_PIN_POLICY:
 			if (!strcmp(optarg, "always"))

@@ -431,7 +431,7 @@ out:
 	 * CFI this capture needed and guest memory lacked: the helper reads
 	 * it into the page cache now, between captures, for the next ones.
 	 */
-	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin)
+	if (p->cfg->pin)	/* any capture mode: pin.h, readahead */
 		ivm_pin_capture_readahead(p->cfg->pin, p->engine);
 	return err;
 }
@@ -1984,8 +1984,9 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 		 * (the whole run's, so in the last window's file). */
 		swerr = ivm_pin_capture_record_footprint(config->pin, p->writer,
 							 &result->helper);
-		result->pin = *ivm_pin_capture_stats(config->pin);
 	}
+	if (config->pin)	/* pins, or only readaheads */
+		result->pin = *ivm_pin_capture_stats(config->pin);
 	if (config->status_line)
 		status_line(p, ivm_mono_ns(), true);
 	/* The switch totals end here: every thread read once more. */

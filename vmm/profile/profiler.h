@@ -94,7 +94,11 @@ struct ivm_profiler_config {
 	/* --label: values read from the guest at each capture. */
 	const struct ivm_label_spec *labels;
 	size_t nr_labels;
-	/* IVM_CAPTURE_MODE_PIN: the helper session (borrowed; required). */
+	/*
+	 * The helper session (borrowed): required by IVM_CAPTURE_MODE_PIN;
+	 * in the other modes, when set, used only to have the helper read
+	 * CFI the guest does not hold into its page cache (readahead).
+	 */
 	struct ivm_pin_capture *pin;
 	/*
 	 * Where running vCPUs' registers come from: QEMU's TCG state
@@ -139,7 +143,7 @@ struct ivm_profiler_result {
 	uint64_t capture_errors;
 	double elapsed_s;
 	struct ivm_dispatch_stats dispatch;
-	struct ivm_pin_stats pin;	/* IVM_CAPTURE_MODE_PIN */
+	struct ivm_pin_stats pin;	/* with a helper session (config pin) */
 	/* ... and the helper's own count of what it did (nr 0: unknown). */
 	struct ivm_helper_stats helper;
 	uint64_t helper_busy;		/* polls that saw a helper holder */
