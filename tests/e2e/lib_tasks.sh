@@ -54,7 +54,7 @@ compare_args() {
 	{
 		p = $1; a = $0; sub(/^[0-9]+ ?/, "", a)
 		if (!(p in hasaf) || af[p] != a) next
-		# The listing's own shell: its script spans lines, which the
+		# The shell of the listing itself: its script spans lines, which the
 		# listing cuts at the first.
 		if (a ~ /for d in \/proc\/\[0-9\]\*/) next
 		if (!(p in has)) { printf "pid %s (%s) missing from idlevm ps\n", p, a; bad++; next }
