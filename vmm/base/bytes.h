@@ -93,6 +93,56 @@ static inline uint64_t ivm_get_u64(struct ivm_cursor *c)
 	return p ? ivm_le_load(p, 8) : 0;
 }
 
+/*
+ * DWARF LEB128.  A value longer than 11 bytes (past 70 bits, padding
+ * included) or cut short marks the cursor bad and reads as 0; bits past
+ * 64 are dropped.
+ */
+static inline uint64_t ivm_get_uleb(struct ivm_cursor *c)
+{
+	uint64_t v = 0;
+	unsigned int shift = 0;
+
+	for (;;) {
+		uint8_t b = ivm_get_u8(c);
+
+		if (c->bad)
+			return 0;
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			return v;
+		if (shift > 70) {
+			c->bad = true;
+			return 0;
+		}
+	}
+}
+
+static inline int64_t ivm_get_sleb(struct ivm_cursor *c)
+{
+	uint64_t v = 0;
+	unsigned int shift = 0;
+	uint8_t b;
+
+	do {
+		b = ivm_get_u8(c);
+		if (c->bad)
+			return 0;
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (shift > 70) {
+			c->bad = true;
+			return 0;
+		}
+	} while (b & 0x80);
+	if (shift < 64 && (b & 0x40))
+		v |= ~0ull << shift;
+	return (int64_t)v;
+}
+
 struct ivm_buf {
 	uint8_t *data;
 	size_t len, cap;

@@ -57,51 +57,6 @@ struct ivm_error *ivm_ucfi_find(const struct ivm_kmem_reader *vmem,
 
 /* ---- reading entries ------------------------------------------------------- */
 
-static uint64_t get_uleb(struct ivm_cursor *c)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	for (;;) {
-		uint8_t b = ivm_get_u8(c);
-
-		if (c->bad)
-			return 0;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-		if (shift > 70) {
-			c->bad = true;
-			return 0;
-		}
-	}
-}
-
-static int64_t get_sleb(struct ivm_cursor *c)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-	uint8_t b;
-
-	do {
-		b = ivm_get_u8(c);
-		if (c->bad)
-			return 0;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (shift > 70) {
-			c->bad = true;
-			return 0;
-		}
-	} while (b & 0x80);
-	if (shift < 64 && (b & 0x40))
-		v |= ~0ull << shift;
-	return (int64_t)v;
-}
-
 /*
  * A DW_EH_PE-encoded pointer at the cursor; base is the link-time address
  * of the cursor's first byte (for pcrel).  Indirect and aligned pointers
@@ -121,10 +76,10 @@ static bool get_pointer(struct ivm_cursor *c, uint8_t enc, uint64_t base,
 		v = ivm_get_u64(c);
 		break;
 	case 0x01:
-		v = get_uleb(c);
+		v = ivm_get_uleb(c);
 		break;
 	case 0x09:
-		v = (uint64_t)get_sleb(c);
+		v = (uint64_t)ivm_get_sleb(c);
 		break;
 	case 0x02:
 		v = ivm_get_u16(c);
@@ -200,16 +155,16 @@ static struct ivm_error *parse_cie(const uint8_t *p, size_t len,
 		if (ivm_get_u8(&c) != 8 || ivm_get_u8(&c) != 0)
 			return bad("address or segment size");
 	}
-	cie->code_align = get_uleb(&c);
-	cie->data_align = get_sleb(&c);
+	cie->code_align = ivm_get_uleb(&c);
+	cie->data_align = ivm_get_sleb(&c);
 	if (version == 1) {
 		if (ivm_get_u8(&c) != IVM_UCFI_RA)
 			return bad("return address column");
-	} else if (get_uleb(&c) != IVM_UCFI_RA) {
+	} else if (ivm_get_uleb(&c) != IVM_UCFI_RA) {
 		return bad("return address column");
 	}
 	if (aug_len) {
-		uint64_t data_len = get_uleb(&c);
+		uint64_t data_len = ivm_get_uleb(&c);
 		struct ivm_cursor d;
 		const uint8_t *data = ivm_cursor_take(&c, data_len);
 		size_t i;
@@ -314,7 +269,7 @@ static struct ivm_error *run(struct machine *m, const uint8_t *insns,
 			continue;
 		case 0x80:	/* offset */
 			r = reg_rule(m, op & 0x3f);
-			v = get_uleb(&c);
+			v = ivm_get_uleb(&c);
 			*r = (struct ivm_ucfi_rule){ IVM_UCFI_OFFSET, 0,
 				mul((int64_t)v, cie->data_align), NULL, 0 };
 			continue;
@@ -344,26 +299,26 @@ static struct ivm_error *run(struct machine *m, const uint8_t *insns,
 			advance(m, ivm_get_u32(&c) * cie->code_align);
 			break;
 		case 0x05:	/* offset_extended */
-			r = reg_rule(m, get_uleb(&c));
-			v = get_uleb(&c);
+			r = reg_rule(m, ivm_get_uleb(&c));
+			v = ivm_get_uleb(&c);
 			*r = (struct ivm_ucfi_rule){ IVM_UCFI_OFFSET, 0,
 				mul((int64_t)v, cie->data_align), NULL, 0 };
 			break;
 		case 0x06:	/* restore_extended */
-			reg = get_uleb(&c);
+			reg = ivm_get_uleb(&c);
 			if (reg < IVM_UCFI_NR_REGS)
 				m->rules[reg] = m->initial[reg];
 			break;
 		case 0x07:	/* undefined */
 		case 0x08:	/* same_value */
-			r = reg_rule(m, get_uleb(&c));
+			r = reg_rule(m, ivm_get_uleb(&c));
 			*r = (struct ivm_ucfi_rule){ op == 0x07 ?
 				IVM_UCFI_UNDEFINED : IVM_UCFI_SAME, 0, 0,
 				NULL, 0 };
 			break;
 		case 0x09:	/* register */
-			r = reg_rule(m, get_uleb(&c));
-			reg = get_uleb(&c);
+			r = reg_rule(m, ivm_get_uleb(&c));
+			reg = ivm_get_uleb(&c);
 			if (reg >= IVM_UCFI_NR_REGS)
 				return bad("register rule from an untracked register");
 			*r = (struct ivm_ucfi_rule){ IVM_UCFI_REGISTER,
@@ -384,16 +339,16 @@ static struct ivm_error *run(struct machine *m, const uint8_t *insns,
 			break;
 		case 0x0c:	/* def_cfa */
 		case 0x12:	/* def_cfa_sf */
-			reg = get_uleb(&c);
-			off = op == 0x0c ? (int64_t)get_uleb(&c) :
-			      mul(get_sleb(&c), cie->data_align);
+			reg = ivm_get_uleb(&c);
+			off = op == 0x0c ? (int64_t)ivm_get_uleb(&c) :
+			      mul(ivm_get_sleb(&c), cie->data_align);
 			if (reg >= IVM_UCFI_NR_REGS)
 				return bad("CFA register");
 			m->rules[CFA_SLOT] = (struct ivm_ucfi_rule){
 				IVM_UCFI_CFA_REG, (uint8_t)reg, off, NULL, 0 };
 			break;
 		case 0x0d:	/* def_cfa_register */
-			reg = get_uleb(&c);
+			reg = ivm_get_uleb(&c);
 			if (reg >= IVM_UCFI_NR_REGS ||
 			    m->rules[CFA_SLOT].kind != IVM_UCFI_CFA_REG)
 				return bad("CFA register");
@@ -401,14 +356,14 @@ static struct ivm_error *run(struct machine *m, const uint8_t *insns,
 			break;
 		case 0x0e:	/* def_cfa_offset */
 		case 0x13:	/* def_cfa_offset_sf */
-			off = op == 0x0e ? (int64_t)get_uleb(&c) :
-			      mul(get_sleb(&c), cie->data_align);
+			off = op == 0x0e ? (int64_t)ivm_get_uleb(&c) :
+			      mul(ivm_get_sleb(&c), cie->data_align);
 			if (m->rules[CFA_SLOT].kind != IVM_UCFI_CFA_REG)
 				return bad("CFA offset without a CFA register");
 			m->rules[CFA_SLOT].off = off;
 			break;
 		case 0x0f:	/* def_cfa_expression */
-			v = get_uleb(&c);
+			v = ivm_get_uleb(&c);
 			expr = ivm_cursor_take(&c, v);
 			if (!expr || v > UINT32_MAX)
 				return bad("CFA expression");
@@ -417,8 +372,8 @@ static struct ivm_error *run(struct machine *m, const uint8_t *insns,
 			break;
 		case 0x10:	/* expression */
 		case 0x16:	/* val_expression */
-			r = reg_rule(m, get_uleb(&c));
-			v = get_uleb(&c);
+			r = reg_rule(m, ivm_get_uleb(&c));
+			v = ivm_get_uleb(&c);
 			expr = ivm_cursor_take(&c, v);
 			if (!expr || v > UINT32_MAX)
 				return bad("register expression");
@@ -429,18 +384,18 @@ static struct ivm_error *run(struct machine *m, const uint8_t *insns,
 		case 0x11:	/* offset_extended_sf */
 		case 0x14:	/* val_offset */
 		case 0x15:	/* val_offset_sf */
-			r = reg_rule(m, get_uleb(&c));
-			off = op == 0x14 ? (int64_t)get_uleb(&c) : get_sleb(&c);
+			r = reg_rule(m, ivm_get_uleb(&c));
+			off = op == 0x14 ? (int64_t)ivm_get_uleb(&c) : ivm_get_sleb(&c);
 			*r = (struct ivm_ucfi_rule){ op == 0x11 ?
 				IVM_UCFI_OFFSET : IVM_UCFI_VAL_OFFSET, 0,
 				mul(off, cie->data_align), NULL, 0 };
 			break;
 		case 0x2e:	/* GNU_args_size */
-			get_uleb(&c);
+			ivm_get_uleb(&c);
 			break;
 		case 0x2f:	/* GNU_negative_offset_extended */
-			r = reg_rule(m, get_uleb(&c));
-			v = get_uleb(&c);
+			r = reg_rule(m, ivm_get_uleb(&c));
+			v = ivm_get_uleb(&c);
 			*r = (struct ivm_ucfi_rule){ IVM_UCFI_OFFSET, 0,
 				mul((int64_t)(0 - v), cie->data_align), NULL, 0 };
 			break;
@@ -482,7 +437,7 @@ struct ivm_error *ivm_ucfi_execute(const uint8_t *cie_bytes, size_t cie_len,
 					"no FDE covers %#llx",
 					(unsigned long long)pc);
 	if (cie.has_aug_data &&
-	    !ivm_cursor_take(&c, get_uleb(&c)))
+	    !ivm_cursor_take(&c, ivm_get_uleb(&c)))
 		return bad("FDE augmentation data");
 	if (c.bad)
 		return bad("truncated FDE");

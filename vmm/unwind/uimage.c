@@ -89,42 +89,6 @@ const struct ivm_uelf *ivm_uimage_elf(const struct ivm_uimage *im)
 
 /* ---- expressions ------------------------------------------------------------ */
 
-static uint64_t uleb(struct ivm_cursor *c)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-	uint8_t b;
-
-	do {
-		b = ivm_get_u8(c);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while ((b & 0x80) && !c->bad && shift < 70);
-	if (b & 0x80)
-		c->bad = true;
-	return v;
-}
-
-static uint64_t sleb(struct ivm_cursor *c)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-	uint8_t b;
-
-	do {
-		b = ivm_get_u8(c);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while ((b & 0x80) && !c->bad && shift < 70);
-	if (b & 0x80)
-		c->bad = true;
-	if (shift < 64 && (b & 0x40))
-		v |= ~0ull << shift;
-	return v;
-}
-
 /*
  * Decode a DWARF expression into Dwarf_Ops as libdw hands them out:
  * signed constants sign-extended, bregx's register in number and offset
@@ -154,7 +118,7 @@ static bool decode_ops(const uint8_t *bytes, size_t len, Dwarf_Op *ops,
 		if (atom >= DW_OP_reg0 && atom <= DW_OP_reg31)
 			continue;
 		if (atom >= DW_OP_breg0 && atom <= DW_OP_breg31) {
-			op->number = sleb(&c);
+			op->number = (uint64_t)ivm_get_sleb(&c);
 			continue;
 		}
 		switch (atom) {
@@ -181,14 +145,14 @@ static bool decode_ops(const uint8_t *bytes, size_t len, Dwarf_Op *ops,
 			break;
 		case DW_OP_constu: case DW_OP_plus_uconst: case DW_OP_regx:
 		case DW_OP_piece:
-			op->number = uleb(&c);
+			op->number = ivm_get_uleb(&c);
 			break;
 		case DW_OP_consts: case DW_OP_fbreg:
-			op->number = sleb(&c);
+			op->number = (uint64_t)ivm_get_sleb(&c);
 			break;
 		case DW_OP_bregx:
-			op->number = uleb(&c);
-			op->number2 = sleb(&c);
+			op->number = ivm_get_uleb(&c);
+			op->number2 = (uint64_t)ivm_get_sleb(&c);
 			break;
 		case DW_OP_deref: case DW_OP_dup: case DW_OP_drop:
 		case DW_OP_over: case DW_OP_swap: case DW_OP_rot:
