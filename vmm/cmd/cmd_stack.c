@@ -308,7 +308,8 @@ static void log_names(void *ctx, const char *msg)
 	 * handed over as "ksym" lines that the symbolizer reads as an
 	 * anonymous System.map: the guest opening already said so.
 	 */
-	if (!strncmp(msg, "kernel symbols from the profile itself", 38))
+	if (!strncmp(msg, "kernel symbols from /proc/self/fd/", 34) ||
+	    !strncmp(msg, "kernel symbols from the profile itself", 38))
 		return;
 	fprintf(stderr, "idlevm stack: %s\n", msg);
 }

@@ -458,7 +458,12 @@ static bool is_helper_task(struct profiler *p, struct vcpu_poll *vp,
 	struct ivm_guest_task t;
 	struct ivm_error *err;
 
-	if (p->cfg->capture_mode != IVM_CAPTURE_MODE_PIN || !p->cfg->pin)
+	/*
+	 * Nothing to tell apart before the helper first held a vCPU (the
+	 * rescue policy may never need to): no task read on every switch.
+	 */
+	if (p->cfg->capture_mode != IVM_CAPTURE_MODE_PIN || !p->cfg->pin ||
+	    !ivm_pin_capture_stats(p->cfg->pin)->holds)
 		return false;
 	if (task == vp->last_current)
 		return vp->last_is_helper;
