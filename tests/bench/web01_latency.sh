@@ -91,6 +91,13 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "web01_latency: $(uptime | sed 's/^ *//'); $(pgrep -c qemu-system || true) QEMU processes before ours"
+# Where this host is itself a guest, how long its idle CPUs poll before they
+# halt decides how fast a woken vCPU thread runs: with cpuidle-haltpoll's
+# guest_halt_poll_ns at 0 the service's p50 here was 28 ms detached, at
+# 200000 (the kernel's default) 12 ms, and anything that keeps host CPUs
+# busy (a profiler included) then looks like a speed-up.  Say which.
+hp=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+[ -r "$hp" ] && echo "web01_latency: host cpuidle $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo '?'), guest_halt_poll_ns $(cat "$hp")"
 ivm_libvirt_ensure
 qemu-img create -q -f qcow2 -b "$IVM_WEB01_DISK" -F qcow2 "$RUNDIR/web01.qcow2"
 # no_timer_check: on a host this busy, the kernel's early check that the
