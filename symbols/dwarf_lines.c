@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bytes.h"
 #include "dwarf_lines.h"
 
 /* DWARF 5 constants (dwarf.h has them, but this file needs only these). */
@@ -38,7 +39,12 @@ struct ivm_dwarf_lines {
 	char *names;		/* arena holding the composed names */
 };
 
-/* A bounded cursor over section bytes: reads past the end set bad. */
+/*
+ * A bounded cursor over section bytes: reads past the end set bad.  Kept as
+ * start/end pointers (the line program jumps and re-bounds it); the bytes
+ * themselves are decoded by base/bytes.h, the project's one reader of
+ * little-endian words and LEB128.
+ */
 struct cursor {
 	const uint8_t *p, *end;
 	bool bad;
@@ -46,62 +52,50 @@ struct cursor {
 
 static uint64_t read_n(struct cursor *c, size_t n)
 {
-	uint64_t v = 0;
-	size_t i;
+	uint64_t v;
 
 	if (c->bad || (size_t)(c->end - c->p) < n) {
 		c->bad = true;
 		return 0;
 	}
-	for (i = 0; i < n; i++)	/* little-endian: x86-64 targets */
-		v |= (uint64_t)c->p[i] << (8 * i);
+	v = ivm_le_load(c->p, (unsigned int)n);
 	c->p += n;
 	return v;
 }
 
+/* The LEB128 readers of bytes.h on this cursor's bytes. */
+static struct ivm_cursor leb_begin(const struct cursor *c)
+{
+	struct ivm_cursor ic;
+
+	ivm_cursor_init(&ic, c->p, (size_t)(c->end - c->p));
+	ic.bad = c->bad;
+	return ic;
+}
+
+static void leb_end(struct cursor *c, const struct ivm_cursor *ic)
+{
+	c->bad = ic->bad;
+	if (!c->bad)
+		c->p = ic->p;
+}
+
 static uint64_t uleb(struct cursor *c)
 {
-	uint64_t v = 0;
-	unsigned int shift = 0;
+	struct ivm_cursor ic = leb_begin(c);
+	uint64_t v = ivm_get_uleb(&ic);
 
-	while (!c->bad) {
-		uint8_t b;
-
-		if (c->p >= c->end) {
-			c->bad = true;
-			break;
-		}
-		b = *c->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			break;
-	}
+	leb_end(c, &ic);
 	return v;
 }
 
 static int64_t sleb(struct cursor *c)
 {
-	uint64_t v = 0;
-	unsigned int shift = 0;
-	uint8_t b = 0;
+	struct ivm_cursor ic = leb_begin(c);
+	int64_t v = ivm_get_sleb(&ic);
 
-	while (!c->bad) {
-		if (c->p >= c->end) {
-			c->bad = true;
-			return 0;
-		}
-		b = *c->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	if (shift < 64 && (b & 0x40))
-		v |= ~0ull << shift;
-	return (int64_t)v;
+	leb_end(c, &ic);
+	return v;
 }
 
 /* A NUL-terminated string at off in a section, or NULL. */

@@ -18,8 +18,9 @@
 # configurations (IVM_BENCH_CONFIGS, default "default optimistic pin
 # pin-always stop") are idlevm profile's defaults and --capture MODE /
 # --pin-policy always, or free-form options joined by commas
-# ("--capture,optimistic,-F,0"); IDLEVM_ARGS adds options to every
-# attached round.
+# ("--capture,optimistic,-F,0"), or "@PATH[,OPTIONS]" for another idlevm
+# build (old against new in the same rounds); IDLEVM_ARGS adds options to
+# every attached round.
 #
 # idlevm attaches before the round starts (its attach pauses the guest a
 # few ms to find QEMU's register state: not part of any round) and is
@@ -90,6 +91,13 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "web01_latency: $(uptime | sed 's/^ *//'); $(pgrep -c qemu-system || true) QEMU processes before ours"
+# Where this host is itself a guest, how long its idle CPUs poll before they
+# halt decides how fast a woken vCPU thread runs: with cpuidle-haltpoll's
+# guest_halt_poll_ns at 0 the service's p50 here was 28 ms detached, at
+# 200000 (the kernel's default) 12 ms, and anything that keeps host CPUs
+# busy (a profiler included) then looks like a speed-up.  Say which.
+hp=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+[ -r "$hp" ] && echo "web01_latency: host cpuidle $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo '?'), guest_halt_poll_ns $(cat "$hp")"
 ivm_libvirt_ensure
 qemu-img create -q -f qcow2 -b "$IVM_WEB01_DISK" -F qcow2 "$RUNDIR/web01.qcow2"
 # no_timer_check: on a host this busy, the kernel's early check that the
@@ -175,8 +183,19 @@ echo "ctxt=$((c1 - c0)) helper_sw=$h migration_sw=$m overrun=$o"'
 # field NAME LINE: the value of NAME=... in LINE.
 field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1; }
 
+# A configuration "@PATH" or "@PATH,OPTIONS..." runs the idlevm at PATH
+# (another build, to compare two versions in the same interleaved rounds).
+prog_of() {
+	case $1 in
+	@*) echo "${1%%,*}" | cut -c2- ;;
+	*) echo "$IDLEVM" ;;
+	esac
+}
+
 args_of() {
 	case $1 in
+	@*,*) echo "${1#*,}" | tr ',' ' ' ;;
+	@*) echo "" ;;
 	default) echo "" ;;
 	optimistic) echo "--capture optimistic" ;;
 	pin) echo "--capture pin" ;;
@@ -201,7 +220,7 @@ run_round() {
 		rm -f "$log"
 		# shellcheck disable=SC2046
 		# -D: a bound should the bench die without stopping it.
-		"$IDLEVM" profile --domain "$DOMAIN" -o "$prof" --no-report \
+		"$(prog_of "$config")" profile --domain "$DOMAIN" -o "$prof" --no-report \
 			-D $((SECONDS_PER * 10 + 600)) \
 			$(args_of "$config") ${IDLEVM_ARGS:-} >"$log" 2>&1 &
 		IDLEVM_PID=$!

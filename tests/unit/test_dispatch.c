@@ -82,6 +82,31 @@ Test(dispatch, to_idle_then_from_idle)
 	cr_assert_eq(ivm_dispatch_stats(d)->wake_transitions, 1);
 }
 
+/*
+ * The profiler looks again after a wakeup only while the from-idle task is
+ * undecided: waiting from the sampled to-idle on, done once it is taken.
+ */
+Test(dispatch, awaits_from_idle_until_it_is_decided)
+{
+	struct ivm_capture_req req;
+
+	setup(2, 0);
+	cr_assert_not(ivm_dispatch_awaits_from_idle(d, 0));
+	see(0, TASK_A, &req);
+	cr_assert_not(see(0, 0, &req));		/* 1st transition: not sampled */
+	cr_assert_not(ivm_dispatch_awaits_from_idle(d, 0));
+	see(0, TASK_A, &req);
+	cr_assert(see(0, 0, &req));		/* 2nd: sampled */
+	ivm_dispatch_capture_done(d, 0);
+	cr_assert(ivm_dispatch_awaits_from_idle(d, 0));
+	cr_assert_not(ivm_dispatch_awaits_from_idle(d, 1));
+	cr_assert_not(see(0, 0, &req));		/* still idle: still waiting */
+	cr_assert(ivm_dispatch_awaits_from_idle(d, 0));
+	cr_assert(see(0, TASK_B, &req));	/* seen: decided */
+	cr_assert_not(ivm_dispatch_awaits_from_idle(d, 0));
+	cr_assert_not(ivm_dispatch_awaits_from_idle(d, 7));	/* no such vCPU */
+}
+
 Test(dispatch, one_capture_in_flight_per_vcpu)
 {
 	struct ivm_capture_req req;

@@ -9,14 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "profile/capture.h"
 #include "cmd/commands.h"
 #include "kernel/guest.h"
 #include "kernel/kmodules.h"
+#include "kernel/kernel_layout.h"
 #include "kernel/ksyms.h"
+#include "profile/ksym_hits.h"
 #include "report/frame_names.h"
 
 static void stack_usage(FILE *out)
@@ -222,37 +223,6 @@ static int print_stack(const struct ivm_symbolizer *sym,
 	return 0;
 }
 
-/* An anonymous System.map of the guest's kernel symbols; fd or -1. */
-static int kernel_map(const struct ivm_ksyms *ksyms, char *path, size_t len)
-{
-	size_t i, n = ksyms ? ivm_ksyms_count(ksyms) : 0;
-	FILE *f;
-	int fd;
-
-	if (!n)
-		return -1;
-	fd = memfd_create("idlevm-ksyms", MFD_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	f = fdopen(dup(fd), "w");
-	if (!f) {
-		close(fd);
-		return -1;
-	}
-	for (i = 0; i < n; i++) {
-		const struct ivm_ksym *k = ivm_ksyms_at(ksyms, i);
-
-		fprintf(f, "%016" PRIx64 " %c %s\n", k->addr,
-			k->type ? k->type : 't', k->name);
-	}
-	if (fclose(f)) {
-		close(fd);
-		return -1;
-	}
-	snprintf(path, len, "/proc/self/fd/%d", fd);
-	return fd;
-}
-
 static struct ivm_error *add_meta(void *ctx, const char *key,
 				  const char *value)
 {
@@ -261,7 +231,38 @@ static struct ivm_error *add_meta(void *ctx, const char *key,
 }
 
 /* What a profile's metadata would say of this guest and these captures. */
+/*
+ * Without a vmlinux, the guest's own kernel symbols that the stacks hit,
+ * as "ksym" lines like a profile's (ksym_hits.h), so stack and report name
+ * kernel frames through the same reader.
+ */
+static void stack_ksyms(struct ivm_guest *g, const struct stack_result *res,
+			size_t nr, struct ivm_meta_lines *meta)
+{
+	const struct ivm_ksym *const *syms = NULL;
+	struct ivm_ksym_hits *hits = NULL;
+	struct ivm_error *err;
+	size_t i, n = 0;
+
+	err = ivm_ksym_hits_create(g->ksyms, ivm_kernel_layout_slide(g->layout),
+				   &hits);
+	for (i = 0; !err && i < nr; i++)
+		err = ivm_ksym_hits_add(hits, res[i].cap.sample.kernel_pcs,
+					res[i].cap.sample.nr_kernel);
+	if (!err)
+		syms = ivm_ksym_hits_take_new(hits, &n);
+	for (i = 0; i < n; i++) {
+		char line[IVM_KSYM_META_MAX];
+
+		ivm_ksym_meta_value(syms[i], line);
+		ivm_meta_lines_add(meta, "ksym", line);
+	}
+	ivm_error_destroy(err);	/* frames stay unnamed, not wrong */
+	ivm_ksym_hits_destroy(hits);
+}
+
 static void stack_meta(struct ivm_guest *g, struct ivm_capture_engine *e,
+		       const struct stack_result *res, size_t nr_res,
 		       struct ivm_meta_lines *meta)
 {
 	const struct ivm_kmodules *mods;
@@ -295,6 +296,8 @@ static void stack_meta(struct ivm_guest *g, struct ivm_capture_engine *e,
 	ivm_error_destroy(err);
 	ivm_error_destroy(ivm_uobjects_take_meta(
 		ivm_capture_engine_objects(e), add_meta, meta));
+	if (!g->vmlinux && g->ksyms)
+		stack_ksyms(g, res, nr_res, meta);
 }
 
 static void log_names(void *ctx, const char *msg)
@@ -302,10 +305,11 @@ static void log_names(void *ctx, const char *msg)
 	(void)ctx;
 	/*
 	 * Without a vmlinux the kernel's names are the guest's kallsyms,
-	 * handed over as an anonymous System.map: the guest opening already
-	 * said so.
+	 * handed over as "ksym" lines that the symbolizer reads as an
+	 * anonymous System.map: the guest opening already said so.
 	 */
-	if (!strncmp(msg, "kernel symbols from /proc/self/fd/", 34))
+	if (!strncmp(msg, "kernel symbols from /proc/self/fd/", 34) ||
+	    !strncmp(msg, "kernel symbols from the profile itself", 38))
 		return;
 	fprintf(stderr, "idlevm stack: %s\n", msg);
 }
@@ -332,8 +336,6 @@ int ivm_cmd_stack(int argc, char **argv)
 	struct ivm_symbolizer sym;
 	const char *binaries[16], *symdir = NULL;
 	size_t nr_binaries = 0, nr_results = 0, i;
-	char map_path[64];
-	int map_fd = -1;
 	long tid = -1, pid = -1;
 	struct ivm_guest *g = NULL;
 	struct ivm_error *err;
@@ -412,15 +414,10 @@ int ivm_cmd_stack(int argc, char **argv)
 		nr_results++;
 	}
 	found = (int)nr_results;
-	stack_meta(g, engine, &meta);
+	stack_meta(g, engine, results, nr_results, &meta);
 	ncfg.binaries = binaries;
 	ncfg.nr_binaries = nr_binaries;
 	ncfg.symdir = symdir;
-	if (!g->vmlinux) {
-		map_fd = kernel_map(g->ksyms, map_path, sizeof(map_path));
-		if (map_fd >= 0)
-			ncfg.system_map = map_path;
-	}
 	names = ivm_frame_names_create();
 	if (!names) {
 		rc = ivm_error_report(&ivm_enomem);
@@ -446,8 +443,6 @@ int ivm_cmd_stack(int argc, char **argv)
 		rc = 1;
 	}
 out:
-	if (map_fd >= 0)
-		close(map_fd);
 	ivm_frame_names_destroy(names);
 	ivm_meta_lines_free(&meta);
 	free(results);

@@ -283,6 +283,12 @@ bool ivm_dispatch_in_flight(const struct ivm_dispatch *d, uint32_t vcpu)
 	return vcpu < d->nr_vcpus && d->vcpus[vcpu].in_flight;
 }
 
+bool ivm_dispatch_awaits_from_idle(const struct ivm_dispatch *d,
+				   uint32_t vcpu)
+{
+	return vcpu < d->nr_vcpus && d->vcpus[vcpu].deferred;
+}
+
 const struct ivm_dispatch_stats *
 ivm_dispatch_stats(const struct ivm_dispatch *d)
 {

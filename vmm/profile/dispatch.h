@@ -128,6 +128,14 @@ void ivm_dispatch_capture_done(struct ivm_dispatch *d, uint32_t vcpu);
 
 bool ivm_dispatch_in_flight(const struct ivm_dispatch *d, uint32_t vcpu);
 
+/*
+ * Whether vcpu still waits for the first task after a sampled idle period
+ * (a look soon may see it running).  False once it was requested, queued
+ * to be named from guest memory, or lost: more looks cannot change it.
+ */
+bool ivm_dispatch_awaits_from_idle(const struct ivm_dispatch *d,
+				   uint32_t vcpu);
+
 const struct ivm_dispatch_stats *
 ivm_dispatch_stats(const struct ivm_dispatch *d);
 

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/hexnum.h"
@@ -156,4 +158,17 @@ void ivm_ksym_hits_forget(struct ivm_ksym_hits *h)
 	h->nr = 0;
 	h->nr_fresh = 0;
 	h->taken = 0;
+}
+
+void ivm_ksym_meta_value(const struct ivm_ksym *k,
+			 char buf[IVM_KSYM_META_MAX])
+{
+	char *c;
+
+	snprintf(buf, IVM_KSYM_META_MAX, "0x%" PRIx64 " 0x%" PRIx64 " %c %s",
+		 k->addr, k->size, k->type ? k->type : 't', k->name);
+	/* Guest bytes: one line, printable. */
+	for (c = buf; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+			*c = '?';
 }

@@ -37,6 +37,16 @@ const struct ivm_ksym *const *ivm_ksym_hits_take_new(struct ivm_ksym_hits *h,
 						     size_t *nr);
 
 /*
+ * The metadata value that carries k ("ksym: ADDR SIZE TYPE NAME", hex
+ * link-time addresses, like a System.map line with its size): one line of
+ * printable bytes whatever the guest's name held.  The one writer of these
+ * lines; report/frame_names.c is their one reader.
+ */
+#define IVM_KSYM_META_MAX 256
+void ivm_ksym_meta_value(const struct ivm_ksym *k,
+			 char buf[IVM_KSYM_META_MAX]);
+
+/*
  * Forget every symbol hit so far: each is reported again when next hit
  * (a new file of a continuous run carries the names it needs itself).
  */
