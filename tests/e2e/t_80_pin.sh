@@ -2,7 +2,8 @@
 # lockstorm guest: pin never discards significantly more of the captures it
 # can help with (targets read from their saved frame; a running target that
 # switches out mid-read is lost either way: judged against optimistic runs
-# before and after it), says whether it discarded significantly fewer, reports what the helper did for it (its own
+# before and after it, when it pinned at all), says whether it discarded
+# significantly fewer, reports what the helper did for it (its own
 # counts), and the stacks it keeps pass t_60's blocking-path and ratio
 # checks.
 . tests/e2e/lib_profile.sh
@@ -98,6 +99,8 @@ pin_run() {
 		decided=$(echo "$out" | sed -n 's/^idlevm: pin: \([0-9]*\) pinned, \([0-9]*\) held only, \([0-9]*\) unneeded, \([0-9]*\) running (not pinned), \([0-9]*\) read again.*/\1 \2 \3 \4 \5/p' |
 			awk '{ print $1 + $2 + $3 + $4 + $5 }')
 		[ "${decided:-0}" -ge 1 ] || fail "no capture went through pin capture: $out"
+		pinned=$(echo "$out" | sed -n 's/^idlevm: pin: \([0-9]*\) pinned, \([0-9]*\) held only.*/\1 \2/p' |
+			awk '{ print $1 + $2 }')
 		# What the helper did, as it counted it (protocol 2: STATS).
 		echo "$out" | grep -q "^idlevm: helper footprint: [1-9][0-9]* requests" ||
 			fail "no helper footprint: $out"
@@ -105,6 +108,7 @@ pin_run() {
 }
 
 echo "helper round trips before: slowest of 10 pings $(rtt_helper_ms 10 || echo '?') ms"
+pinned=""
 pin_run
 tries=1
 if [ "$degraded" = 1 ]; then
@@ -121,6 +125,17 @@ if [ "$degraded" = 1 ]; then
 	# two cannot be ordered.  What it kept is still checked below.
 	echo "NOT COMPARED: pin capture degraded in $tries of $tries runs" \
 		"(reported and counted each time); its kept stacks are checked"
+elif [ "${pinned:-0}" = 0 ]; then
+	# The rescue policy pins only a target its unpinned read found woken
+	# and not yet running; on lockstorm under TCG that is often none.
+	# Then every capture of the pin run was the unpinned read optimistic
+	# makes (counted above as unneeded or running), and a comparison with
+	# other runs would measure only how the guest drifted between them:
+	# pin runs with no pin have come out 0.5 to 0.9 points above the
+	# optimistic runs around them (z up to 3.9 at 15,000 captures) and
+	# below them.  What pinning changes is compared when it pinned.
+	echo "NOT COMPARED: the rescue policy pinned nothing in this run;" \
+		"its captures were optimistic reads (pin $pbf, optimistic $obf)"
 else
 	[ "$obc" -ge 100 ] && [ "$pbc" -ge 100 ] ||
 		fail "too few captures of blocked targets: optimistic $obc, pin $pbc"
