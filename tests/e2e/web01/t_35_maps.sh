@@ -53,10 +53,20 @@ echo "libc's pages through the page cache agree with the guest's dd"
 # Every worker's executable is known, by the master's build-id.  Workers
 # come and go: the ones still there when their stack is read count.
 workers=0 cached=0
+# A thread caught running in the kernel where its kernel stack cannot be
+# unwound to user mode (once: a paravirt spinlock's slow path) has no user
+# part, and so no executable: read it again, a few times, before failing.
 for pid in $(guest_sh 'pgrep -x php-fpm8.2; pgrep -x nginx'); do
-	out=$("$idlevm" stack --domain "$IVM_DOMAIN" --pid "$pid" 2>&1) || continue
-	line=$(echo "$out" | grep -m1 "(executable build-id") ||
-		fail "pid $pid: no executable identified: $out"
+	line="" gone=0
+	for try in 1 2 3 4 5; do
+		out=$("$idlevm" stack --domain "$IVM_DOMAIN" --pid "$pid" 2>&1) ||
+			{ gone=1; break; }
+		line=$(echo "$out" | grep -m1 "(executable build-id") && break
+		echo "$out" | grep -q "(user part not unwound)" || break
+		echo "pid $pid: user part not unwound in read $try (the thread was in the kernel): read again"
+	done
+	[ "$gone" = 0 ] || continue	# the worker left
+	[ -n "$line" ] || fail "pid $pid: no executable identified: $out"
 	comm=$(echo "$out" | sed -n '1s/^tid [0-9]* (\([^)]*\)).*/\1/p')
 	if [ "$comm" = php-fpm8.2 ]; then
 		echo "$line" | grep -q "build-id $exe_id" ||
