@@ -230,7 +230,6 @@ static struct ivm_error *add_meta(void *ctx, const char *key,
 	return NULL;
 }
 
-/* What a profile's metadata would say of this guest and these captures. */
 /*
  * Without a vmlinux, the guest's own kernel symbols that the stacks hit,
  * as "ksym" lines like a profile's (ksym_hits.h), so stack and report name
@@ -261,6 +260,7 @@ static void stack_ksyms(struct ivm_guest *g, const struct stack_result *res,
 	ivm_ksym_hits_destroy(hits);
 }
 
+/* What a profile's metadata would say of this guest and these captures. */
 static void stack_meta(struct ivm_guest *g, struct ivm_capture_engine *e,
 		       const struct stack_result *res, size_t nr_res,
 		       struct ivm_meta_lines *meta)
