@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -98,6 +99,9 @@ struct ivm_symfile {
 	Elf *elf;
 	Dwarf *dwarf;
 	struct ivm_symfile *debug;	/* separate debuginfo, owned */
+	struct ivm_symfile *alt;	/* dwz's supplementary file, owned;
+					   its Dwarf is dwarf's alt */
+	char alt_hex[2 * IVM_SYM_BUILD_ID_MAX + 1];	/* missing_alt's */
 	Dwfl *dwfl;			/* a module: relocates its DWARF */
 	bool dwarf_borrowed;		/* dwarf belongs to dwfl */
 	struct ivm_sym_section_addr *mod_sections;	/* names owned */
@@ -1008,6 +1012,8 @@ void ivm_symfile_destroy(struct ivm_symfile *f)
 	ivm_symfile_destroy(f->debug);
 	if (f->dwarf && !f->dwarf_borrowed)
 		dwarf_end(f->dwarf);
+	/* After dwarf: libdw leaves an alt it was given to its owner. */
+	ivm_symfile_destroy(f->alt);
 	if (f->dwfl)
 		dwfl_end(f->dwfl);
 	for (i = 0; i < f->nr_mod_sections; i++)
@@ -1028,6 +1034,54 @@ void ivm_symfile_destroy(struct ivm_symfile *f)
 const char *ivm_symfile_path(const struct ivm_symfile *f)
 {
 	return f->path;
+}
+
+const char *ivm_symfile_missing_alt(struct ivm_symfile *f)
+{
+	const void *id;
+	const char *name;
+	ssize_t n, i;
+
+	if (!f->dwarf || f->dwarf_borrowed || f->alt)
+		return NULL;
+	n = dwelf_dwarf_gnu_debugaltlink(f->dwarf, &name, &id);
+	if (n <= 0 || n > IVM_SYM_BUILD_ID_MAX)
+		return NULL;
+	/* libdw's own search: next to the file, /usr/lib/debug/.build-id. */
+	if (dwarf_getalt(f->dwarf))
+		return NULL;
+	for (i = 0; i < n; i++)
+		snprintf(f->alt_hex + 2 * i, 3, "%02x",
+			 ((const uint8_t *)id)[i]);
+	return f->alt_hex;
+}
+
+struct ivm_sym_error *ivm_symfile_set_alt(struct ivm_symfile *f,
+					  const char *path)
+{
+	struct ivm_sym_error *err;
+	struct ivm_symfile *alt;
+	const char *want = ivm_symfile_missing_alt(f);
+	uint16_t type;
+
+	if (!want)
+		return ivm_sym_error_create(IVM_SYM_ERROR_FORMAT,
+			"%s: needs no supplementary DWARF file", f->path);
+	/* dwz writes it as ET_REL; only its DWARF is used, never placed. */
+	err = open_checked(path, &type, &alt);
+	if (err)
+		return err;
+	alt->dwarf = dwarf_begin_elf(alt->elf, DWARF_C_READ, NULL);
+	if (!alt->dwarf || strcmp(alt->build_id_hex, want)) {
+		err = ivm_sym_error_create(IVM_SYM_ERROR_MISMATCH,
+			"%s: not the supplementary DWARF of %s (build-id %s, want %s)",
+			path, f->path, alt->build_id_hex, want);
+		ivm_symfile_destroy(alt);
+		return err;
+	}
+	dwarf_setalt(f->dwarf, alt->dwarf);
+	f->alt = alt;
+	return NULL;
 }
 
 bool ivm_symfile_has_dwarf(const struct ivm_symfile *f)

@@ -133,6 +133,22 @@ size_t ivm_symfile_nr_symbols(const struct ivm_symfile *f);
 void ivm_symfile_set_debug(struct ivm_symfile *f, struct ivm_symfile *debug);
 
 /*
+ * The build-id (hex) of the supplementary DWARF file f's DWARF refers to
+ * (dwz's .gnu_debugaltlink: Debian's -dbgsym debug files have one) when
+ * libdw found none where it looks (next to f, /usr/lib/debug/.build-id),
+ * else NULL.  Without that file, functions and inline frames whose DIEs
+ * dwz moved there have no names; line tables still answer.
+ */
+const char *ivm_symfile_missing_alt(struct ivm_symfile *f);
+/*
+ * Give f's DWARF the supplementary file at path, before any lookup.  f
+ * owns it.  Errors: OS, FORMAT (not ELF; f needs none), MISMATCH (no DWARF
+ * or another build-id than ivm_symfile_missing_alt's).
+ */
+struct ivm_sym_error *ivm_symfile_set_alt(struct ivm_symfile *f,
+					  const char *path);
+
+/*
  * The GNU build-id note: its length in bytes (0 if none) and, in hex, a
  * NUL-terminated string owned by f ("" if none).
  */

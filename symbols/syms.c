@@ -52,6 +52,8 @@ struct ivm_syms {
 	uint64_t kaslr_offset;
 	struct ivm_symfile *binaries[IVM_SYMS_MAX_BINARIES];
 	size_t nr_binaries;
+	char *(*find_by_build_id)(void *ctx, const char *build_id_hex);
+	void *find_ctx;
 	void (*log)(void *ctx, const char *msg);
 	void *log_ctx;
 };
@@ -101,6 +103,42 @@ char *ivm_syms_build_id_path(const char *symdir, const char *hex)
 }
 
 /*
+ * Give f's DWARF the supplementary file (dwz) it refers to when libdw did
+ * not find it itself: from symdir by build-id, else wherever the caller
+ * finds files (debuginfod).
+ */
+static void attach_alt(struct ivm_syms *s, struct ivm_symfile *f,
+		       const char *symdir)
+{
+	const char *hex = ivm_symfile_missing_alt(f);
+	struct ivm_sym_error *err;
+	char *path = NULL;
+
+	if (!hex)
+		return;
+	if (symdir) {
+		path = ivm_syms_build_id_path(symdir, hex);
+		if (path && access(path, R_OK)) {
+			free(path);
+			path = NULL;
+		}
+	}
+	if (!path && s->find_by_build_id)
+		path = s->find_by_build_id(s->find_ctx, hex);
+	if (!path) {
+		logf_(s, "%s: its supplementary DWARF file (build-id %s) was not found: some functions and inline frames stay unnamed",
+		      ivm_symfile_path(f), hex);
+		return;
+	}
+	err = ivm_symfile_set_alt(f, path);
+	if (err) {
+		logf_(s, "%s", ivm_sym_error_string(err));
+		ivm_sym_error_destroy(err);
+	}
+	free(path);
+}
+
+/*
  * Give f the DWARF of its separate debug file in symdir, if f lacks DWARF
  * and a file with the same build-id is there.
  */
@@ -142,6 +180,7 @@ static void attach_debug(struct ivm_syms *s, struct ivm_symfile *f,
 		ivm_symfile_destroy(debug);
 	} else {
 		logf_(s, "%s: debuginfo from %s", ivm_symfile_path(f), path);
+		attach_alt(s, debug, symdir);
 		ivm_symfile_set_debug(f, debug);
 	}
 	free(path);
@@ -226,6 +265,7 @@ static void load_binary(struct ivm_syms *s, const char *name,
 		ivm_sym_error_destroy(err);
 		return;
 	}
+	attach_alt(s, f, symdir);
 	attach_debug(s, f, symdir);
 	s->binaries[s->nr_binaries++] = f;
 }
@@ -611,6 +651,8 @@ struct ivm_sym_error *ivm_syms_create(const struct ivm_syms_config *cfg,
 		return &ivm_sym_enomem;
 	s->log = cfg->log;
 	s->log_ctx = cfg->log_ctx;
+	s->find_by_build_id = cfg->find_by_build_id;
+	s->find_ctx = cfg->find_ctx;
 	s->kaslr_offset = cfg->kaslr_offset;
 	load_kernel(s, cfg);
 	for (i = 0; i < cfg->nr_binaries; i++) {

@@ -64,6 +64,14 @@ struct ivm_syms_config {
 	const struct ivm_syms_module *modules;
 	size_t nr_modules;
 	const char *module_dir;
+	/*
+	 * Where else a file is found by build-id (hex), after symdir: a
+	 * path the callee malloc'ed, or NULL.  Asked for the supplementary
+	 * DWARF files (dwz) the debug files refer to, which debuginfod
+	 * serves like any debug file.  NULL: nowhere else.
+	 */
+	char *(*find_by_build_id)(void *ctx, const char *build_id_hex);
+	void *find_ctx;
 	/* Warnings and decisions, one line each without a newline. */
 	void (*log)(void *ctx, const char *msg);
 	void *log_ctx;

@@ -366,6 +366,143 @@ Test(symbols_tiny, inline_frames_build_id_symdir_and_stripped, .timeout = 60)
 	tiny_clean(&t);
 }
 
+/* ---- dwz: a supplementary DWARF file --------------------------------- */
+
+/*
+ * Debian's -dbgsym debug files are dwz'ed: DIEs shared by several files
+ * (types, inline functions' abstract instances) sit in one supplementary
+ * file that each refers to by .gnu_debugaltlink (path and build-id).  Two
+ * builds of tiny.c (the second with one more function) share twice()'s
+ * abstract instance; the recorded path names no real file, so only the
+ * build-id can find it, as on a host without the -dbgsym packages.
+ */
+static char dwz_dir[] = "/tmp/ivm-test-dwz-XXXXXX";
+static char dwz_common[64];
+
+static void dwz_clean(void)
+{
+	char cmd[128];
+
+	if (dwz_dir[sizeof(dwz_dir) - 2] == 'X')
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dwz_dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(symbols_dwz, .fini = dwz_clean);
+
+struct alt_finder {
+	unsigned int calls;
+	char asked[2 * IVM_SYM_BUILD_ID_MAX + 1];
+	const char *answer;
+};
+
+static char *find_alt(void *ctx, const char *hex)
+{
+	struct alt_finder *af = ctx;
+
+	af->calls++;
+	snprintf(af->asked, sizeof(af->asked), "%s", hex);
+	return af->answer ? strdup(af->answer) : NULL;
+}
+
+/* The function of the innermost frame at the first inlined pc in outer. */
+static const char *inlined_name(struct ivm_syms *s, uint64_t outer)
+{
+	const struct ivm_sym_location *loc;
+	uint64_t a;
+
+	for (a = outer; a < outer + 64; a++) {
+		loc = ivm_syms_user(s, a);
+		if (loc->nr_frames == 2) {
+			cr_assert(loc->frames[0].inlined);
+			cr_assert_eq(loc->frames[0].line, 3);
+			cr_assert_str_eq(loc->frames[1].function, "outer");
+			return loc->frames[0].function;
+		}
+	}
+	cr_assert_fail("no inlined frame in outer()");
+	return NULL;
+}
+
+Test(symbols_dwz, supplementary_file_by_build_id, .timeout = 60)
+{
+	struct log_capture lc = { "" };
+	struct alt_finder af = { 0 };
+	const char *bins[1];
+	struct ivm_syms_config cfg = { .binaries = bins, .nr_binaries = 1,
+				       .log = capture_log, .log_ctx = &lc };
+	char cmd[1024], a[96], b[96], symdir[96], id[2 * IVM_SYM_BUILD_ID_MAX + 1];
+	struct ivm_syms *s;
+	uint64_t outer;
+	FILE *f, *p;
+
+	if (access("/usr/bin/dwz", X_OK))
+		cr_skip_test("no dwz (scripts/install-deps installs it)");
+	cr_assert(mkdtemp(dwz_dir));
+	snprintf(cmd, sizeof(cmd), "%s/tiny.c", dwz_dir);
+	f = fopen(cmd, "w");
+	cr_assert(f);
+	fputs(tiny_src, f);
+	fputs("#ifdef OTHER\nint other(int x) { return outer(x) + 1; }\n#endif\n",
+	      f);
+	fclose(f);
+	snprintf(a, sizeof(a), "%s/a", dwz_dir);
+	snprintf(b, sizeof(b), "%s/b", dwz_dir);
+	snprintf(dwz_common, sizeof(dwz_common), "%s/common.debug", dwz_dir);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && cc -g -O2 -Wl,--build-id -o a tiny.c && "
+		 "cc -g -O2 -DOTHER -Wl,--build-id -o b tiny.c && "
+		 "dwz -m common.debug -M /nonexistent/ivm-test-common.debug a b && "
+		 "readelf -S a | grep -q .gnu_debugaltlink", dwz_dir);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd),
+		 "readelf -n %s | awk '/Build ID/ { print $3 }'", dwz_common);
+	p = popen(cmd, "r");
+	cr_assert(p);
+	cr_assert_eq(fscanf(p, "%128s", id), 1);
+	pclose(p);
+	outer = tiny_symbol(a, "outer");
+	bins[0] = a;
+
+	/* Nowhere to find it: file:line still, no name, and the log says. */
+	cr_assert_null(ivm_syms_create(&cfg, &s));
+	cr_assert_null(inlined_name(s, outer));
+	cr_assert(strstr(lc.text, "supplementary DWARF file") &&
+		  strstr(lc.text, id), "log: %s", lc.text);
+	ivm_syms_destroy(s);
+
+	/* By its build-id in the symbol directory. */
+	snprintf(symdir, sizeof(symdir), "%s/sym", dwz_dir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/.build-id/%.2s && cp %s %s/.build-id/%.2s/%s.debug",
+		 symdir, id, dwz_common, symdir, id, id + 2);
+	cr_assert_eq(system(cmd), 0);
+	cfg.symdir = symdir;
+	cr_assert_null(ivm_syms_create(&cfg, &s));
+	cr_assert_str_eq(inlined_name(s, outer), "twice");
+	ivm_syms_destroy(s);
+
+	/* From the caller (debuginfod, in a report), asked by build-id. */
+	cfg.symdir = NULL;
+	cfg.find_by_build_id = find_alt;
+	cfg.find_ctx = &af;
+	af.answer = dwz_common;
+	cr_assert_null(ivm_syms_create(&cfg, &s));
+	cr_assert_eq(af.calls, 1);
+	cr_assert_str_eq(af.asked, id);
+	cr_assert_str_eq(inlined_name(s, outer), "twice");
+	ivm_syms_destroy(s);
+
+	/* Another file under that build-id is refused, not trusted. */
+	af.answer = b;
+	lc.text[0] = 0;
+	cr_assert_null(ivm_syms_create(&cfg, &s));
+	cr_assert_null(inlined_name(s, outer));
+	cr_assert(strstr(lc.text, "not the supplementary DWARF"), "log: %s",
+		  lc.text);
+	ivm_syms_destroy(s);
+}
+
 Test(symbols_tiny, corrupt_section_table)
 {
 	struct tiny t;

@@ -768,6 +768,27 @@ static char *object_file(struct ivm_frame_names *rs, const char *symdir,
 	return path;
 }
 
+/*
+ * syms' find_by_build_id: a supplementary DWARF file (dwz's, which every
+ * Debian -dbgsym debug file refers to) from debuginfod, which serves it
+ * like any debug file.  The symbol directory was tried before.
+ */
+static char *supplementary_file(void *ctx, const char *id)
+{
+	struct ivm_frame_names *rs = ctx;
+	char *path;
+	int fd;
+
+	if (!rs->dbgd)
+		return NULL;
+	fd = debuginfod_find_debuginfo(rs->dbgd, (const unsigned char *)id,
+				       0, &path);
+	if (fd < 0)
+		return NULL;
+	close(fd);
+	return path;
+}
+
 /* ---- loading --------------------------------------------------------------- */
 
 static void log_syms(void *ctx, const char *msg)
@@ -788,7 +809,9 @@ void ivm_frame_names_load(struct ivm_frame_names *rs,
 		.system_map = opts->system_map,
 		.kernel_release = ivm_meta_lines_value(meta, "kernel"),
 		.symdir = opts->symdir,
+		.find_by_build_id = supplementary_file,
 		.log = log_syms,
+		.find_ctx = rs,
 		.log_ctx = rs,
 	};
 	const char **binaries = NULL;
