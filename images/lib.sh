@@ -57,6 +57,9 @@ ivm_web01_env() {
 		[ -f "$f" ] || ivm_die "$f missing: run 'make web01' again"
 	done
 	export IVM_WEB01_DISK IVM_WEB01_KERNEL IVM_WEB01_INITRD IVM_WEB01_KVER
+	# The debug files of the packages the image build rebuilt (older
+	# images: none).
+	export IVM_WEB01_DEBUG=${IVM_WEB01_DEBUG:-}
 }
 
 # ivm_virsh ARGS...: virsh on qemu:///system, bounded in time so that a
