@@ -28,15 +28,20 @@ guest_idle_trace_stop() {
 }
 
 # profile_windows PROFILE: "CPU FROM TO" per vCPU, the guest run-queue
-# clock (ns) of the first and last look of the profile's idle periods on
-# it: the window over which the guest's own counts are compared.  The
-# guest's trace clock "perf" (local_clock, sched_clock_cpu) is the clock
-# the run queues read.
+# clock (ns) at the start of the first and of the last of the profile's
+# idle periods on it: the window over which the guest's own counts are
+# compared.  The guest's trace clock "perf" (local_clock, sched_clock_cpu)
+# is the clock the run queues read.  Both ends are looks that found the
+# vCPU idle: its run queue's clock was then last set by the switch into
+# idle, after every switch out of idle its counts hold.  A look at a
+# running vCPU can read a clock older than a switch it counts (the
+# scheduler skips a clock update now and then), and the window's end was
+# once such a look: idlevm counted 4 switches more than the trace.
 profile_windows() {
 	"$idlevm" report -f periods "$1" 2>/dev/null | awk -F '\t' '
 		$12 > 0 && $13 > 0 {
 			if (!($1 in lo) || $12 < lo[$1]) lo[$1] = $12
-			if ($13 > hi[$1]) hi[$1] = $13 }
+			if ($12 > hi[$1]) hi[$1] = $12 }
 		END { for (c in lo) print c, lo[c], hi[c] }'
 }
 
@@ -170,7 +175,7 @@ idle_events_check() {
 	"$idlevm" report -f periods "$prof" 2>/dev/null | awk -F '\t' '
 		$12 > 0 && $13 > 0 {
 			if (!($1 in lo) || $12 < lo[$1]) { lo[$1] = $12; first[$1] = $14 }
-			if ($13 > hi[$1]) { hi[$1] = $13; last[$1] = $15 } }
+			if ($12 > hi[$1]) { hi[$1] = $12; last[$1] = $14 } }
 		END { for (c in lo) print "K", c, last[c] - first[c] }' > "$IVM_RUNDIR/$1.counts"
 	{ cat "$IVM_RUNDIR/$1.counts"; echo "$truth" | grep '^C '; } | awk '
 		$1 == "K" { k[$2] = $3 } $1 == "C" { f[$2] = $4 }
