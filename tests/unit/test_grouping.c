@@ -275,13 +275,26 @@ static char *pprof_samples(const char *path)
 	return out;
 }
 
+/*
+ * The test's fini removes it too: a failed assertion ends the test before
+ * pprof_of's unlink.
+ */
+static char pprof_path[] = "/tmp/ivm-test-group-pprof-XXXXXX";
+
+static void unlink_pprof(void)
+{
+	if (strcmp(pprof_path + sizeof(pprof_path) - 7, "XXXXXX"))
+		unlink(pprof_path);
+}
+
 static char *pprof_of(struct ivm_calltree *tree)
 {
-	char path[] = "/tmp/ivm-test-group-pprof-XXXXXX";
+	char *path = pprof_path;
 	struct ivm_report_options opts = { .kind = -1 };
 	char *out;
 	int fd;
 
+	strcpy(path, "/tmp/ivm-test-group-pprof-XXXXXX");
 	fd = mkstemp(path);
 	cr_assert_geq(fd, 0);
 	opts.out = fdopen(fd, "w");
@@ -292,7 +305,8 @@ static char *pprof_of(struct ivm_calltree *tree)
 	return out;
 }
 
-Test(grouping, pprof_samples_carry_group_title_and_labels)
+Test(grouping, pprof_samples_carry_group_title_and_labels,
+     .fini = unlink_pprof)
 {
 	struct ivm_calltree *tree;
 	char *out;

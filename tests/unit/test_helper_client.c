@@ -188,6 +188,26 @@ static void *fake_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The running fake's directory, for the suite's fini: a failed assertion
+ * ends the test before its fake_stop.
+ */
+static char fake_dir[64];
+
+static void fake_remove(void)
+{
+	char path[128];
+
+	if (!fake_dir[0])
+		return;
+	snprintf(path, sizeof(path), "%s/helper.sock", fake_dir);
+	unlink(path);
+	rmdir(fake_dir);
+	fake_dir[0] = '\0';
+}
+
+TestSuite(helper_client, .fini = fake_remove);
+
 static void fake_start(struct fake *f, enum fake_script script, int nexpect)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -197,6 +217,7 @@ static void fake_start(struct fake *f, enum fake_script script, int nexpect)
 	f->nexpect = nexpect;
 	snprintf(f->dir, sizeof(f->dir), "/tmp/ivm-test-helper.XXXXXX");
 	cr_assert(mkdtemp(f->dir));
+	strcpy(fake_dir, f->dir);
 	snprintf(f->path, sizeof(f->path), "%s/helper.sock", f->dir);
 	cr_assert_lt(strlen(f->path), sizeof(sun.sun_path));
 	memcpy(sun.sun_path, f->path, strlen(f->path) + 1);
@@ -211,8 +232,7 @@ static void fake_stop(struct fake *f)
 {
 	pthread_join(f->thread, NULL);
 	close(f->listen_fd);
-	unlink(f->path);
-	rmdir(f->dir);
+	fake_remove();
 }
 
 /*

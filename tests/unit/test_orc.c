@@ -208,9 +208,22 @@ static int run(const char *cmd)
 	return rc == -1 ? -1 : WEXITSTATUS(rc);
 }
 
-Test(orc, hostile_elf_files)
+/* Removed by the test's fini, which runs after a failed assertion too. */
+static char orc_dir[] = "/tmp/ivm-g-orc-XXXXXX";
+
+static void remove_orc_dir(void)
 {
-	char dir[] = "/tmp/ivm-g-orc-XXXXXX", path[256], cmd[1024];
+	char cmd[64];
+
+	if (!strcmp(orc_dir + sizeof(orc_dir) - 7, "XXXXXX"))
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", orc_dir);
+	run(cmd);
+}
+
+Test(orc, hostile_elf_files, .fini = remove_orc_dir)
+{
+	char *dir = orc_dir, path[256], cmd[1024];
 	struct ivm_orc_table *t = NULL;
 	struct ivm_error *err;
 	FILE *f;
@@ -270,9 +283,6 @@ Test(orc, hostile_elf_files)
 	cr_assert_eq(ivm_orc_nr_entries(t), 3);
 	cr_assert_eq(ivm_orc_table_format(t), IVM_ORC_FORMAT_V3);
 	ivm_orc_destroy(t);
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	run(cmd);
 }
 
 /* ---- the real 6.1 vmlinux ------------------------------------------ */

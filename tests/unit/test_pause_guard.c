@@ -111,6 +111,26 @@ static void *mini_qemu_main(void *arg)
 	}
 }
 
+/*
+ * The running mini QEMU's directory, for the suite's fini: a failed
+ * assertion ends the test before its mini_qemu_stop.
+ */
+static char qemu_dir[64];
+
+static void mini_qemu_remove(void)
+{
+	char path[128];
+
+	if (!qemu_dir[0])
+		return;
+	snprintf(path, sizeof(path), "%s/qmp.sock", qemu_dir);
+	unlink(path);
+	rmdir(qemu_dir);
+	qemu_dir[0] = '\0';
+}
+
+TestSuite(pause_guard, .fini = mini_qemu_remove);
+
 static void mini_qemu_start(struct mini_qemu *q, bool paused)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
@@ -118,6 +138,7 @@ static void mini_qemu_start(struct mini_qemu *q, bool paused)
 	memset(q, 0, sizeof(*q));
 	strcpy(q->dir, "/tmp/ivm-pause-guard.XXXXXX");
 	cr_assert_not_null(mkdtemp(q->dir));
+	strcpy(qemu_dir, q->dir);
 	snprintf(q->path, sizeof(q->path), "%s/qmp.sock", q->dir);
 	q->paused = paused;
 	pthread_mutex_init(&q->lock, NULL);
@@ -134,8 +155,7 @@ static void mini_qemu_stop(struct mini_qemu *q)
 	shutdown(q->listen_fd, SHUT_RDWR);
 	close(q->listen_fd);
 	pthread_join(q->thread, NULL);
-	unlink(q->path);
-	rmdir(q->dir);
+	mini_qemu_remove();
 }
 
 static int counter(struct mini_qemu *q, int *field)

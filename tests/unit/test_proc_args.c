@@ -372,9 +372,19 @@ Test(proc_args, table_says_each_change_once)
 	ivm_proc_table_destroy(t);
 }
 
-Test(proc_args, announced_in_the_file_before_the_samples)
+/* Removed by the test's fini, which runs after a failed assertion too. */
+static char procs_path[] = "/tmp/ivm-test-procs-XXXXXX";
+
+static void unlink_procs(void)
 {
-	char path[] = "/tmp/ivm-test-procs-XXXXXX";
+	if (strcmp(procs_path + sizeof(procs_path) - 7, "XXXXXX"))
+		unlink(procs_path);
+}
+
+Test(proc_args, announced_in_the_file_before_the_samples,
+     .fini = unlink_procs)
+{
+	char *path = procs_path;
 	struct ivm_proc_info a = { .comm = "nginx",
 				   .title = "nginx: worker process" };
 	struct ivm_profile_writer *w;
@@ -419,7 +429,6 @@ Test(proc_args, announced_in_the_file_before_the_samples)
 	ivm_profile_reader_destroy(r);
 	ivm_proc_table_destroy(wt);
 	ivm_proc_table_destroy(rt);
-	unlink(path);
 }
 
 /* ---- a kernel thread's name as /proc shows it (task_name) --------------- */

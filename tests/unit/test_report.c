@@ -190,10 +190,23 @@ static void protoc_totals(const char *pb_gz, uint64_t totals[3],
 	cr_assert_eq(pclose(p), 0, "protoc failed to decode %s", pb_gz);
 }
 
-Test(report_writers, pprof_decodes_with_protoc_and_totals_match)
+/* Removed by the tests' fini, which runs after a failed assertion too. */
+static char prof_path[] = "/tmp/ivm-test-prof-XXXXXX";
+static char pb_path[] = "/tmp/ivm-test-pb-XXXXXX";
+
+static void remove_files(void)
+{
+	if (strcmp(prof_path + sizeof(prof_path) - 7, "XXXXXX"))
+		unlink(prof_path);
+	if (strcmp(pb_path + sizeof(pb_path) - 7, "XXXXXX"))
+		unlink(pb_path);
+}
+
+Test(report_writers, pprof_decodes_with_protoc_and_totals_match,
+     .fini = remove_files)
 {
 	struct ivm_calltree *tree = make_tree();
-	char path[] = "/tmp/ivm-test-pprof-XXXXXX";
+	char *path = prof_path;
 	struct ivm_report_options opts = {
 		.kind = -1, .sym = { .frames = fake_frames },
 	};
@@ -208,7 +221,6 @@ Test(report_writers, pprof_decodes_with_protoc_and_totals_match)
 	cr_assert_null(ivm_report_pprof(tree, &opts));
 	fclose(opts.out);
 	protoc_totals(path, totals, &inl);
-	unlink(path);
 	cr_assert_eq(totals[0], ivm_calltree_total(tree, IVM_SAMPLE_TO_IDLE));
 	cr_assert_eq(totals[1], ivm_calltree_total(tree, IVM_SAMPLE_FROM_IDLE));
 	cr_assert_eq(totals[2], ivm_calltree_total(tree, IVM_SAMPLE_ON_CPU));
@@ -244,11 +256,12 @@ static char *pprof_raw(const char *pb_gz)
 	return buf;
 }
 
-Test(report_writers, pprof_mappings_time_and_raw_frames_in_go_pprof)
+Test(report_writers, pprof_mappings_time_and_raw_frames_in_go_pprof,
+     .fini = remove_files)
 {
 	struct ivm_calltree *tree = make_tree();
 	struct ivm_mappings *maps = ivm_mappings_create();
-	char path[] = "/tmp/ivm-test-pprof-XXXXXX";
+	char *path = prof_path;
 	struct ivm_report_options opts = {
 		.kind = -1, .sym = { .frames = fake_frames },
 		.run = { .start_ns = 1700000000123456789ull,
@@ -291,6 +304,7 @@ Test(report_writers, pprof_mappings_time_and_raw_frames_in_go_pprof)
 	cr_assert_null(ivm_report_pprof(tree, &opts));
 	fclose(opts.out);
 	raw = pprof_raw(path);
+	/* A skipped test's fini does not run. */
 	unlink(path);
 	if (!raw)
 		cr_skip_test("go (golang-go) not installed");
@@ -381,9 +395,10 @@ static char *report_of(const char *prof, enum ivm_report_format format)
 	return buf;
 }
 
-Test(report_file, real_vmlinux_inline_and_mismatch, .timeout = 60)
+Test(report_file, real_vmlinux_inline_and_mismatch, .timeout = 60,
+     .fini = remove_files)
 {
-	char path[] = "/tmp/ivm-test-prof-XXXXXX";
+	char *path = prof_path;
 	char *out;
 	int fd;
 
@@ -405,7 +420,6 @@ Test(report_file, real_vmlinux_inline_and_mismatch, .timeout = 60)
 	cr_assert(!strstr(out, "schedule"), "%s", out);
 	cr_assert(strstr(out, "0xffffffff"), "%s", out);
 	free(out);
-	unlink(path);
 }
 
 /* ---- pprof of a recorded profile: mappings from what the file says ----- */
@@ -434,10 +448,9 @@ static void elf_build_id(const char *path, char *hex, size_t len)
 }
 
 Test(report_file, pprof_mappings_time_and_names_from_the_profile,
-     .timeout = 60)
+     .timeout = 60, .fini = remove_files)
 {
-	char path[] = "/tmp/ivm-test-prof-XXXXXX";
-	char pb[] = "/tmp/ivm-test-pb-XXXXXX";
+	char *path = prof_path, *pb = pb_path;
 	char exe[1024], exe_id[160], k_id[160], buf[256], want[2048];
 	struct ivm_report_options opts = { .kind = -1, .top = 10,
 					   .format = IVM_REPORT_PPROF };
@@ -510,6 +523,7 @@ Test(report_file, pprof_mappings_time_and_names_from_the_profile,
 				     IVM_CALLTREE_BY_PROCESS |
 				     IVM_CALLTREE_BY_THREAD), 0);
 	raw = pprof_raw(pb);
+	/* A skipped test's fini does not run. */
 	unlink(path);
 	unlink(pb);
 	if (!raw)
@@ -539,9 +553,10 @@ Test(report_file, pprof_mappings_time_and_names_from_the_profile,
  * function: looked up at pc, not pc - 1, which is the function before.
  * Return addresses at pc - 1 as before.
  */
-Test(report_file, exact_pcs_are_looked_up_at_pc, .timeout = 60)
+Test(report_file, exact_pcs_are_looked_up_at_pc, .timeout = 60,
+     .fini = remove_files)
 {
-	char path[] = "/tmp/ivm-test-prof-XXXXXX";
+	char *path = prof_path;
 	struct ivm_profile_writer *w;
 	uint64_t k[2];
 	uint8_t kf[2] = { IVM_PC_EXACT, 0 };
@@ -579,5 +594,4 @@ Test(report_file, exact_pcs_are_looked_up_at_pc, .timeout = 60)
 	cr_assert(!strstr(out, "schedule_timeout_[k];schedule_[k] 2"), "%s",
 		  out);
 	free(out);
-	unlink(path);
 }

@@ -199,9 +199,19 @@ Test(symbols_vmlinux, slide_release_mismatch_and_system_map)
 	ivm_syms_destroy(s);
 }
 
-Test(symbols_vmlinux, truncated_vmlinux_is_a_clear_error)
+/* Removed by the test's fini, which runs after a failed assertion too. */
+static char truncated_path[] = "/tmp/ivm-test-sym-XXXXXX";
+
+static void unlink_truncated(void)
 {
-	char path[] = "/tmp/ivm-test-sym-XXXXXX";
+	if (strcmp(truncated_path + sizeof(truncated_path) - 7, "XXXXXX"))
+		unlink(truncated_path);
+}
+
+Test(symbols_vmlinux, truncated_vmlinux_is_a_clear_error,
+     .fini = unlink_truncated)
+{
+	char *path = truncated_path;
 	char buf[65536];
 	struct ivm_symfile *f;
 	struct ivm_sym_error *err;
@@ -224,7 +234,6 @@ Test(symbols_vmlinux, truncated_vmlinux_is_a_clear_error)
 	fclose(in);
 	fclose(out);
 	err = ivm_symfile_open_elf(path, &f);
-	unlink(path);
 	cr_assert_not_null(err);
 	cr_assert_eq(err->code, IVM_SYM_ERROR_FORMAT, "%s",
 		     ivm_sym_error_string(err));
@@ -250,39 +259,45 @@ static const char tiny_src[] =
 	"}\n";
 
 struct tiny {
-	char dir[64];
 	char bin[128];
 	char stripped[128];
 	char symdir[128];
 };
+
+/* Removed by the suite's fini, which runs after a failed assertion too. */
+static char tiny_dir[] = "/tmp/ivm-test-tiny-XXXXXX";
+
+static void tiny_clean(void)
+{
+	char cmd[256];
+
+	if (!strcmp(tiny_dir + sizeof(tiny_dir) - 7, "XXXXXX"))
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tiny_dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(symbols_tiny, .fini = tiny_clean);
 
 static void tiny_build(struct tiny *t)
 {
 	char cmd[1024];
 	FILE *f;
 
-	snprintf(t->dir, sizeof(t->dir), "/tmp/ivm-test-tiny-XXXXXX");
-	cr_assert(mkdtemp(t->dir));
-	snprintf(cmd, sizeof(cmd), "%s/tiny.c", t->dir);
+	cr_assert(mkdtemp(tiny_dir));
+	snprintf(cmd, sizeof(cmd), "%s/tiny.c", tiny_dir);
 	f = fopen(cmd, "w");
 	cr_assert(f);
 	fputs(tiny_src, f);
 	fclose(f);
-	snprintf(t->bin, sizeof(t->bin), "%s/tiny", t->dir);
-	snprintf(t->stripped, sizeof(t->stripped), "%s/tiny.stripped", t->dir);
-	snprintf(t->symdir, sizeof(t->symdir), "%s/sym", t->dir);
+	snprintf(t->bin, sizeof(t->bin), "%s/tiny", tiny_dir);
+	snprintf(t->stripped, sizeof(t->stripped), "%s/tiny.stripped",
+		 tiny_dir);
+	snprintf(t->symdir, sizeof(t->symdir), "%s/sym", tiny_dir);
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && cc -g -O2 -static -Wl,--build-id -o tiny tiny.c && "
-		 "objcopy --strip-debug tiny tiny.stripped", t->dir);
+		 "objcopy --strip-debug tiny tiny.stripped", tiny_dir);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
-static void tiny_clean(struct tiny *t)
-{
-	char cmd[256];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->dir);
-	cr_assert_eq(system(cmd), 0);
 }
 
 static uint64_t tiny_symbol(const char *bin, const char *name)
@@ -363,7 +378,6 @@ Test(symbols_tiny, inline_frames_build_id_symdir_and_stripped, .timeout = 60)
 	/* A debug file of another build is refused by build-id. */
 	free(debug);
 	ivm_symfile_destroy(f);
-	tiny_clean(&t);
 }
 
 /* ---- dwz: a supplementary DWARF file --------------------------------- */
@@ -521,7 +535,6 @@ Test(symbols_tiny, corrupt_section_table)
 	cr_assert_eq(err->code, IVM_SYM_ERROR_FORMAT, "%s",
 		     ivm_sym_error_string(err));
 	ivm_sym_error_destroy(err);
-	tiny_clean(&t);
 }
 
 Test(symbols_map, parse_and_lookup)
