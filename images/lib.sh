@@ -152,11 +152,13 @@ ivm_rundir_create() {
 
 # ivm_domain_create NAME WORKLOAD RUNDIR VCPUS MEMORY_MIB: write
 # RUNDIR/domain.xml and start it as a transient libvirt domain (gone once
-# destroyed).
+# destroyed).  $IVM_GUEST_CMDLINE_EXTRA, if set, is added to the guest
+# kernel's command line (both guests).
 ivm_domain_create() {
 	local name=$1 workload=$2 rundir=$3 vcpus=$4 mem=$5
 	"$IVM_IMAGES/make-domain-xml" --name "$name" --workload "$workload" \
 		--vcpus "$vcpus" --memory "$mem" --run-dir "$rundir" \
+		${IVM_GUEST_CMDLINE_EXTRA:+--cmdline-extra "$IVM_GUEST_CMDLINE_EXTRA"} \
 		>"$rundir/domain.xml" || ivm_die "make-domain-xml failed"
 	# virtlogd appends to the console file; create it so its group can
 	# be read by the caller whatever the umask.
@@ -176,7 +178,9 @@ ivm_web01_create() {
 		"$rundir/web01.qcow2" || ivm_die "qemu-img create failed"
 	"$IVM_IMAGES/make-domain-xml" --guest web01 --name "$name" \
 		--disk "$rundir/web01.qcow2" --vcpus "$vcpus" --memory "$mem" \
-		--run-dir "$rundir" $shell >"$rundir/domain.xml" ||
+		--run-dir "$rundir" $shell \
+		${IVM_GUEST_CMDLINE_EXTRA:+--cmdline-extra "$IVM_GUEST_CMDLINE_EXTRA"} \
+		>"$rundir/domain.xml" ||
 		ivm_die "make-domain-xml failed"
 	: >"$rundir/console.log"
 	ivm_virsh create "$rundir/domain.xml" >/dev/null ||

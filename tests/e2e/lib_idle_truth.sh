@@ -5,7 +5,10 @@
 T=/sys/kernel/tracing
 
 # guest_idle_trace_start: clear and start the guest's trace of switches
-# into and out of its idle tasks; snapshot its interrupt counts.
+# into and out of its idle tasks; snapshot its interrupt counts.  The
+# events stay enabled afterwards (tests/e2e/run enables them at boot: a
+# tracepoint switched at run time patches kernel code); only the ring
+# buffer is turned off.
 guest_idle_trace_start() {
 	guest_sh "echo 0 > $T/tracing_on; echo > $T/trace
 	echo perf > $T/trace_clock
@@ -93,9 +96,6 @@ guest_idle_trace_count() {
 	     FNR == 1 { next }
 	     { s = 0; for (i = 2; i <= ncpu + 1; i++) s += \$i; if (\$1 in a) print \"I\", \$1, s - a[\$1] }' \
 		ncpu=\$(head -1 /tmp/ivm-irq0 | wc -w) /tmp/ivm-irq0 /tmp/ivm-irq1
-	echo 0 > $T/events/sched/sched_switch/enable
-	echo 0 > $T/events/irq_vectors/enable 2>/dev/null
-	echo 0 > $T/events/irq/irq_handler_entry/enable 2>/dev/null
 	echo 0 > $T/events/sched/sched_switch/filter; echo > $T/trace" 90
 }
 

@@ -29,7 +29,6 @@ attempt() {
 	truth=$(guest_sh "echo 0 > $T/tracing_on
 	awk '/sched_switch:/ { for (i = 1; i <= NF; i++) if (\$i ~ /^prev_comm=/) n[substr(\$i, 11)]++ }
 	     END { for (c in n) print n[c], c }' $T/trace
-	echo 0 > $T/events/sched/sched_switch/enable
 	echo 0 > $T/events/sched/sched_switch/filter; echo > $T/trace")
 	[ "$rc" = 0 ] || fail "idlevm profile failed ($rc): $out"
 	echo "$out" | head -n 40
