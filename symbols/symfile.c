@@ -1036,7 +1036,7 @@ const char *ivm_symfile_path(const struct ivm_symfile *f)
 	return f->path;
 }
 
-const char *ivm_symfile_missing_alt(struct ivm_symfile *f)
+const char *ivm_symfile_missing_alt(struct ivm_symfile *f, const char **path)
 {
 	const void *id;
 	const char *name;
@@ -1053,6 +1053,8 @@ const char *ivm_symfile_missing_alt(struct ivm_symfile *f)
 	for (i = 0; i < n; i++)
 		snprintf(f->alt_hex + 2 * i, 3, "%02x",
 			 ((const uint8_t *)id)[i]);
+	if (path)
+		*path = name;
 	return f->alt_hex;
 }
 
@@ -1061,7 +1063,7 @@ struct ivm_sym_error *ivm_symfile_set_alt(struct ivm_symfile *f,
 {
 	struct ivm_sym_error *err;
 	struct ivm_symfile *alt;
-	const char *want = ivm_symfile_missing_alt(f);
+	const char *want = ivm_symfile_missing_alt(f, NULL);
 	uint16_t type;
 
 	if (!want)

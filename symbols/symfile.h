@@ -137,9 +137,11 @@ void ivm_symfile_set_debug(struct ivm_symfile *f, struct ivm_symfile *debug);
  * (dwz's .gnu_debugaltlink: Debian's -dbgsym debug files have one) when
  * libdw found none where it looks (next to f, /usr/lib/debug/.build-id),
  * else NULL.  Without that file, functions and inline frames whose DIEs
- * dwz moved there have no names; line tables still answer.
+ * dwz moved there have no names; line tables still answer.  path, if not
+ * NULL, gets the file's path as the link records it (owned by f; Debian:
+ * /usr/lib/debug/.dwz/TRIPLET/PACKAGE.debug).
  */
-const char *ivm_symfile_missing_alt(struct ivm_symfile *f);
+const char *ivm_symfile_missing_alt(struct ivm_symfile *f, const char **path);
 /*
  * Give f's DWARF the supplementary file at path, before any lookup.  f
  * owns it.  Errors: OS, FORMAT (not ELF; f needs none), MISMATCH (no DWARF

@@ -102,15 +102,21 @@ char *ivm_syms_build_id_path(const char *symdir, const char *hex)
 	return path;
 }
 
+#define DEBUG_ROOT	"/usr/lib/debug"
+
 /*
  * Give f's DWARF the supplementary file (dwz) it refers to when libdw did
- * not find it itself: from symdir by build-id, else wherever the caller
- * finds files (debuginfod).
+ * not find it itself: from symdir by build-id, or at the path the link
+ * records taken as under symdir (a copy of /usr/lib/debug, as unpacked
+ * -dbgsym packages give: they ship the file under .dwz/ with no build-id
+ * link), else wherever the caller finds files (debuginfod).  Whichever
+ * is found, its build-id is checked.
  */
 static void attach_alt(struct ivm_syms *s, struct ivm_symfile *f,
 		       const char *symdir)
 {
-	const char *hex = ivm_symfile_missing_alt(f);
+	const char *recorded = NULL;
+	const char *hex = ivm_symfile_missing_alt(f, &recorded);
 	struct ivm_sym_error *err;
 	char *path = NULL;
 
@@ -119,6 +125,19 @@ static void attach_alt(struct ivm_syms *s, struct ivm_symfile *f,
 	if (symdir) {
 		path = ivm_syms_build_id_path(symdir, hex);
 		if (path && access(path, R_OK)) {
+			free(path);
+			path = NULL;
+		}
+	}
+	if (!path && symdir && recorded && recorded[0] == '/' &&
+	    !strstr(recorded, "/../")) {
+		const char *rest = recorded;
+
+		if (!strncmp(rest, DEBUG_ROOT "/", sizeof(DEBUG_ROOT)))
+			rest += sizeof(DEBUG_ROOT) - 1;
+		if (asprintf(&path, "%s%s", symdir, rest) < 0)
+			path = NULL;
+		else if (access(path, R_OK)) {
 			free(path);
 			path = NULL;
 		}

@@ -387,8 +387,9 @@ Test(symbols_tiny, inline_frames_build_id_symdir_and_stripped, .timeout = 60)
  * (types, inline functions' abstract instances) sit in one supplementary
  * file that each refers to by .gnu_debugaltlink (path and build-id).  Two
  * builds of tiny.c (the second with one more function) share twice()'s
- * abstract instance; the recorded path names no real file, so only the
- * build-id can find it, as on a host without the -dbgsym packages.
+ * abstract instance.  The recorded path is where Debian puts such files
+ * (/usr/lib/debug/.dwz/), but nothing is there on this host, as on a host
+ * without the -dbgsym packages installed.
  */
 static char dwz_dir[] = "/tmp/ivm-test-dwz-XXXXXX";
 static char dwz_common[64];
@@ -468,8 +469,9 @@ Test(symbols_dwz, supplementary_file_by_build_id, .timeout = 60)
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && cc -g -O2 -Wl,--build-id -o a tiny.c && "
 		 "cc -g -O2 -DOTHER -Wl,--build-id -o b tiny.c && "
-		 "dwz -m common.debug -M /nonexistent/ivm-test-common.debug a b && "
-		 "readelf -S a | grep -q .gnu_debugaltlink", dwz_dir);
+		 "dwz -m common.debug -M /usr/lib/debug/.dwz/%s.debug a b && "
+		 "readelf -S a | grep -q .gnu_debugaltlink", dwz_dir,
+		 dwz_dir + 5);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
 	snprintf(cmd, sizeof(cmd),
 		 "readelf -n %s | awk '/Build ID/ { print $3 }'", dwz_common);
@@ -493,6 +495,14 @@ Test(symbols_dwz, supplementary_file_by_build_id, .timeout = 60)
 		 symdir, id, dwz_common, symdir, id, id + 2);
 	cr_assert_eq(system(cmd), 0);
 	cfg.symdir = symdir;
+	cr_assert_null(ivm_syms_create(&cfg, &s));
+	cr_assert_str_eq(inlined_name(s, outer), "twice");
+	ivm_syms_destroy(s);
+
+	/* At its recorded path under a symbol directory (unpacked -dbgsym). */
+	snprintf(cmd, sizeof(cmd), "rm -r %s/.build-id && mkdir %s/.dwz && cp %s %s/.dwz/%s.debug",
+		 symdir, symdir, dwz_common, symdir, dwz_dir + 5);
+	cr_assert_eq(system(cmd), 0);
 	cr_assert_null(ivm_syms_create(&cfg, &s));
 	cr_assert_str_eq(inlined_name(s, outer), "twice");
 	ivm_syms_destroy(s);
