@@ -25,13 +25,16 @@ while read -r pid comm; do
 			if ($NF == "[k]") {
 				k++
 				if ($3 == "?") rawk++
-				if ($3 ~ /^entry_SYSCALL_64/) sys = 1
+				# A blocked thread came in through a syscall; a
+				# preempted one (runnable, not running) through
+				# the interrupt or exception that preempted it.
+				if ($3 ~ /^(entry_SYSCALL_64|asm_sysvec_|asm_exc_|asm_common_interrupt)/) sys = 1
 			}
 			next }
 		function check() {
 			if (k == 0) return
 			if (rawk) { print "raw kernel frame in tid " tid; bad = 1 }
-			if (state ~ /not running/ && !sys) { print "tid " tid " blocked outside a syscall: " state; bad = 1 }
+			if (state ~ /not running/ && !sys) { print "tid " tid " not running, and its stack does not reach a kernel entry: " state; bad = 1 }
 			ok++
 		}
 		END { if (tid != "") check(); print (bad ? "BAD" : "OK"), ok + 0 }')
