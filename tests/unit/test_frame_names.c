@@ -29,6 +29,7 @@
 #include "report/mappings.h"
 #include "unwind/uunwind_dwarf.h"
 #include "unwind/uunwind_exe.h"
+#include "tmp_files.h"
 
 #define LOCKSTORM "build/guest/lockstorm-nofp"
 
@@ -166,7 +167,7 @@ static void stop_server(void)
 		server = -1;
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", server_dir);
-	if (strcmp(server_dir + sizeof(server_dir) - 7, "XXXXXX"))
+	if (IVM_TMP_MADE(server_dir))
 		cr_assert_eq(system(cmd), 0);
 }
 

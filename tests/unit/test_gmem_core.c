@@ -12,6 +12,7 @@
 
 #include "gmem/gmem.h"
 #include "test_gmem_core_build.h"
+#include "tmp_files.h"
 
 #define LOW_SIZE 0x10000
 #define HIGH_GPA 0x100000
@@ -334,7 +335,7 @@ static char core_path[] = "/tmp/ivm-d-core-XXXXXX";
 
 static void unlink_core(void)
 {
-	if (strcmp(core_path + sizeof(core_path) - 7, "XXXXXX"))
+	if (IVM_TMP_MADE(core_path))
 		unlink(core_path);
 }
 

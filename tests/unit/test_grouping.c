@@ -15,6 +15,7 @@
 #include "report/report.h"
 #include "report/report_pprof.h"
 #include "report/report_svg.h"
+#include "tmp_files.h"
 
 static const uint64_t kpcs[] = { 0xffffffff81000010ull };
 static const uint64_t upcs[] = { 0x1000 };
@@ -283,7 +284,7 @@ static char pprof_path[] = "/tmp/ivm-test-group-pprof-XXXXXX";
 
 static void unlink_pprof(void)
 {
-	if (strcmp(pprof_path + sizeof(pprof_path) - 7, "XXXXXX"))
+	if (IVM_TMP_MADE(pprof_path))
 		unlink(pprof_path);
 }
 

@@ -22,6 +22,7 @@
 #include "helper_hold.c"
 #include "helper_maps.c"
 #include "helper_readahead.c"
+#include "tmp_files.h"
 
 #define MS 1000000ull
 
@@ -797,12 +798,7 @@ static char readahead_dir[] = "/tmp/ivm-readahead-XXXXXX";
 
 static void remove_readahead_dir(void)
 {
-	char cmd[64];
-
-	if (!strcmp(readahead_dir + sizeof(readahead_dir) - 7, "XXXXXX"))
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", readahead_dir);
-	cr_assert_eq(system(cmd), 0);
+	IVM_TMP_REMOVE_TREE(readahead_dir);
 }
 
 /* READAHEAD: a file of this process, checked by inode, read in pieces. */

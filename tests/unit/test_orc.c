@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kernel/orc.h"
+#include "tmp_files.h"
 
 #define VMLINUX "/var/cache/idlevm/6.1.0-56-cloud-amd64/vmlinux"
 #define SYSTEM_MAP "/var/cache/idlevm/6.1.0-56-cloud-amd64/System.map"
@@ -213,12 +214,7 @@ static char orc_dir[] = "/tmp/ivm-g-orc-XXXXXX";
 
 static void remove_orc_dir(void)
 {
-	char cmd[64];
-
-	if (!strcmp(orc_dir + sizeof(orc_dir) - 7, "XXXXXX"))
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", orc_dir);
-	run(cmd);
+	IVM_TMP_REMOVE_TREE(orc_dir);
 }
 
 Test(orc, hostile_elf_files, .fini = remove_orc_dir)

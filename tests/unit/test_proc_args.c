@@ -17,6 +17,7 @@
 #include "profile/profile_file.h"
 #include "profile/proc_info.h"
 #include "synth_mm.h"
+#include "tmp_files.h"
 
 #define MM 0xffff888000200000ull
 #define TASK 0xffff888000300000ull
@@ -377,7 +378,7 @@ static char procs_path[] = "/tmp/ivm-test-procs-XXXXXX";
 
 static void unlink_procs(void)
 {
-	if (strcmp(procs_path + sizeof(procs_path) - 7, "XXXXXX"))
+	if (IVM_TMP_MADE(procs_path))
 		unlink(procs_path);
 }
 

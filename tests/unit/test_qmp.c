@@ -16,6 +16,7 @@
 #include "access/qemu_discovery.h"
 #include "access/qmp.h"
 #include "test_qmp_fake.h"
+#include "tmp_files.h"
 
 static int64_t mono_ms(void)
 {
@@ -227,12 +228,7 @@ static char proc_root[] = "/tmp/ivm-e-proc-XXXXXX";
 
 static void remove_proc_root(void)
 {
-	char cmd[64];
-
-	if (!strcmp(proc_root + sizeof(proc_root) - 7, "XXXXXX"))
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", proc_root);
-	cr_assert_eq(system(cmd), 0);
+	IVM_TMP_REMOVE_TREE(proc_root);
 }
 
 Test(qmp, pid_from_proc, .fini = remove_proc_root)

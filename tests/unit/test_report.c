@@ -21,6 +21,7 @@
 #include "report/report_pprof.h"
 #include "report/report_svg.h"
 #include "symfile.h"
+#include "tmp_files.h"
 
 /*
  * A symbolizer that knows three pcs: 0x1000 is "inner" inlined into
@@ -196,9 +197,9 @@ static char pb_path[] = "/tmp/ivm-test-pb-XXXXXX";
 
 static void remove_files(void)
 {
-	if (strcmp(prof_path + sizeof(prof_path) - 7, "XXXXXX"))
+	if (IVM_TMP_MADE(prof_path))
 		unlink(prof_path);
-	if (strcmp(pb_path + sizeof(pb_path) - 7, "XXXXXX"))
+	if (IVM_TMP_MADE(pb_path))
 		unlink(pb_path);
 }
 

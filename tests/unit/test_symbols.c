@@ -15,6 +15,7 @@
 
 #include "syms.h"
 #include "symfile.h"
+#include "tmp_files.h"
 
 #define KDIR "/var/cache/idlevm/6.1.0-56-cloud-amd64"
 #define VMLINUX KDIR "/vmlinux"
@@ -204,7 +205,7 @@ static char truncated_path[] = "/tmp/ivm-test-sym-XXXXXX";
 
 static void unlink_truncated(void)
 {
-	if (strcmp(truncated_path + sizeof(truncated_path) - 7, "XXXXXX"))
+	if (IVM_TMP_MADE(truncated_path))
 		unlink(truncated_path);
 }
 
@@ -269,12 +270,7 @@ static char tiny_dir[] = "/tmp/ivm-test-tiny-XXXXXX";
 
 static void tiny_clean(void)
 {
-	char cmd[256];
-
-	if (!strcmp(tiny_dir + sizeof(tiny_dir) - 7, "XXXXXX"))
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tiny_dir);
-	cr_assert_eq(system(cmd), 0);
+	IVM_TMP_REMOVE_TREE(tiny_dir);
 }
 
 TestSuite(symbols_tiny, .fini = tiny_clean);
@@ -396,13 +392,7 @@ static char dwz_common[64];
 
 static void dwz_clean(void)
 {
-	char cmd[128];
-
-	/* Not made yet: mkdtemp replaces all six X's. */
-	if (!strcmp(dwz_dir + sizeof(dwz_dir) - 7, "XXXXXX"))
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dwz_dir);
-	cr_assert_eq(system(cmd), 0);
+	IVM_TMP_REMOVE_TREE(dwz_dir);
 }
 
 TestSuite(symbols_dwz, .fini = dwz_clean);

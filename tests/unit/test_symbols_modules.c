@@ -16,6 +16,7 @@
 
 #include "symfile.h"
 #include "syms.h"
+#include "tmp_files.h"
 
 #define RELEASE "6.1.0-56-cloud-amd64"
 #define DEBUG_DIR "/var/cache/idlevm/" RELEASE "/debug"
@@ -359,7 +360,7 @@ static char empty_dir[] = "/tmp/ivm-test-moddir-XXXXXX";
 
 static void remove_empty_dir(void)
 {
-	if (strcmp(empty_dir + sizeof(empty_dir) - 7, "XXXXXX"))
+	if (IVM_TMP_MADE(empty_dir))
 		rmdir(empty_dir);
 }
 

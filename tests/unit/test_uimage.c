@@ -30,6 +30,7 @@
 #include "unwind/uelf.h"
 #include "unwind/uimage.h"
 #include "unwind/uunwind_dwarf.h"
+#include "tmp_files.h"
 
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 #define LDSO "/lib64/ld-linux-x86-64.so.2"
@@ -444,7 +445,7 @@ static void minidebug_cleanup(void)
 {
 	char cmd[64];
 
-	if (strcmp(minidebug_dir + 19, "XXXXXX")) {
+	if (IVM_TMP_MADE(minidebug_dir)) {
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", minidebug_dir);
 		if (system(cmd))
 			fprintf(stderr, "could not remove %s\n", minidebug_dir);
