@@ -91,9 +91,17 @@ struct ivm_error *ivm_window_dir_next(struct ivm_window_dir *d, time_t start,
 		return ivm_error_create(IVM_ERROR_INVALID, "bad window start");
 	strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
 	snprintf(stem, sizeof(stem), "%s-%s", d->name, when);
-	/* limit iterations: a restart in the same second takes -1, -2... */
+	/*
+	 * Limit iterations: a restart in the same second takes -1, -2...
+	 * The stem has room for all of them (IVM_WINDOW_STEM_MAX); should
+	 * it not, a cut name must not pass for a free one.
+	 */
 	for (n = 1; stem_taken(d, stem) && n < 1000; n++)
-		snprintf(stem, sizeof(stem), "%s-%s-%d", d->name, when, n);
+		if (snprintf(stem, sizeof(stem), "%s-%s-%d", d->name, when,
+			     n) >= (int)sizeof(stem))
+			return ivm_error_create(IVM_ERROR_INVALID,
+						"%s: window name %s too long",
+						d->dir, stem);
 	if (n == 1000)
 		return ivm_error_create(IVM_ERROR_INVALID,
 					"%s: too many windows starting at %s",
