@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/assoc.h"
 #include "base/clock.h"
 #include "kernel/gfile.h"
 #include "kernel/mm_maps.h"
@@ -92,7 +93,10 @@ struct ivm_capture_engine {
 	bool has_symdir;
 	/* mm_struct.saved_auxv (the ELF auxiliary vector); len 0: none. */
 	uint32_t auxv_off, auxv_len;
+	/* Address spaces met, by mm_struct (base/assoc.h). */
 	struct mm_binding mm_cache[MM_CACHE_SLOTS];
+	uint64_t mm_used[MM_CACHE_SLOTS];
+	struct ivm_assoc mm_assoc;
 	uint8_t probe_page[4096];	/* a guest binary's first page */
 	struct ivm_orc_table *orc;
 	struct ivm_kunwind_config kcfg;
@@ -541,7 +545,10 @@ static struct mm_binding *binding_of(struct ivm_capture_engine *e,
 					   uint64_t mm, uint64_t cr3,
 					   const struct ivm_kmem_reader *ureader)
 {
-	struct mm_binding *slot = &e->mm_cache[(mm >> 6) % MM_CACHE_SLOTS];
+	struct mm_binding *slot = &e->mm_cache[ivm_assoc_pick(
+		&e->mm_assoc, e->mm_cache, sizeof(e->mm_cache[0]),
+		offsetof(struct mm_binding, mm), MM_CACHE_SLOTS, e->mm_used,
+		mm)];
 	uint8_t auxv[IVM_UEXE_MAX_AUXV * 16];
 	struct ivm_error *err;
 	bool retry = false;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/assoc.h"
 #include "base/bytes.h"
 #include "profile/labels.h"
 
@@ -333,7 +334,10 @@ struct ivm_labels {
 	struct ivm_label_spec specs[IVM_LABELS_MAX];
 	size_t n;
 	struct ivm_labels_guest g;
+	/* By mm_struct, set-associative (base/assoc.h). */
 	struct proc_slot slots[PROC_SLOTS];
+	uint64_t slot_used[PROC_SLOTS];
+	struct ivm_assoc slot_assoc;
 	struct ivm_label_stats stats[IVM_LABELS_MAX];
 	const char *last_why[IVM_LABELS_MAX];
 	char values[IVM_LABELS_MAX][IVM_LABEL_STR_MAX + 32];
@@ -784,12 +788,16 @@ static struct ivm_error *read_value(struct ivm_labels *l,
 void ivm_labels_read(struct ivm_labels *l, const struct ivm_label_target *t,
 		     uint64_t now_ns, struct ivm_label *out, size_t *nr)
 {
-	struct proc_slot *s = &l->slots[(t->mm >> 6) % PROC_SLOTS];
+	struct proc_slot *s;
 	size_t i;
 
 	*nr = 0;
 	if (!l->n || !t->mm)
 		return;
+	s = &l->slots[ivm_assoc_pick(&l->slot_assoc, l->slots,
+				     sizeof(l->slots[0]),
+				     offsetof(struct proc_slot, mm),
+				     PROC_SLOTS, l->slot_used, t->mm)];
 	if (s->mm != t->mm || s->cr3 != t->cr3) {
 		memset(s, 0, sizeof(*s));
 		s->mm = t->mm;

@@ -66,8 +66,7 @@ void ivm_proc_info_cache_get(struct ivm_proc_info_cache *c,
 			     const struct ivm_proc_info_task *t,
 			     uint64_t now_ns, struct ivm_proc_info *ret)
 {
-	struct ivm_proc_info_slot *s =
-		&c->slots[(t->mm >> 6) % IVM_PROC_INFO_CACHE_SLOTS];
+	struct ivm_proc_info_slot *s;
 	char raw[IVM_TITLE_MAX];
 	struct ivm_proc_args args;
 	struct ivm_error *err;
@@ -77,6 +76,10 @@ void ivm_proc_info_cache_get(struct ivm_proc_info_cache *c,
 	memset(ret, 0, sizeof(*ret));
 	if (!t->mm)
 		return;
+	s = &c->slots[ivm_assoc_pick(&c->assoc, c->slots, sizeof(c->slots[0]),
+				     offsetof(struct ivm_proc_info_slot, mm),
+				     IVM_PROC_INFO_CACHE_SLOTS, c->used,
+				     t->mm)];
 	if (s->mm == t->mm && s->cr3 == t->cr3 &&
 	    now_ns - s->read_ns < IVM_PROC_INFO_REFRESH_NS) {
 		c->hits++;

@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/assoc.h"
 #include "base/error.h"
 #include "gmem/vmem.h"
 #include "kernel/btf.h"
@@ -60,7 +61,10 @@ struct ivm_proc_info_slot {
 struct ivm_proc_info_cache {
 	struct ivm_proc_args_offsets args;	/* mm_struct */
 	uint32_t group_leader, comm, comm_size;	/* task_struct */
+	/* By mm_struct, set-associative (base/assoc.h). */
 	struct ivm_proc_info_slot slots[IVM_PROC_INFO_CACHE_SLOTS];
+	uint64_t used[IVM_PROC_INFO_CACHE_SLOTS];
+	struct ivm_assoc assoc;
 	uint64_t reads, hits, failures;
 };
 
