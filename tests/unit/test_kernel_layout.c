@@ -1060,6 +1060,54 @@ Test(kernel_layout, last_ran_by_stamps)
 	fixture_fini(&f);
 }
 
+/*
+ * Held, lookups answer from the first read of the hold: a stamp written
+ * since is not seen until the release (or a new hold); the words a first
+ * lookup did not need (last_arrival, for find) are read by the next that
+ * does.  Released, every lookup reads again.
+ */
+Test(kernel_layout, last_ran_held_reads_once)
+{
+	struct ivm_kernel_layout *l;
+	struct ivm_last_ran *lr;
+	struct fixture f;
+	uint64_t task, t = 0;
+
+	fixture_init(&f);
+	/* CPU 1: init ran 400..500, sleeper-t2 600..900. */
+	w64(&f, task_va(P1) + 0x120, 400);
+	w64(&f, task_va(P1) + 0x108, 500);
+	w64(&f, task_va(T52) + 0x120, 600);
+	w64(&f, task_va(T52) + 0x108, 900);
+	l = create_ok(&f);
+	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
+
+	ivm_last_ran_hold(lr);
+	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
+	cr_expect_eq(task, task_va(T52));
+	/* init runs again, 1000..1100: the hold still has the old stamps. */
+	w64(&f, task_va(P1) + 0x120, 1000);
+	w64(&f, task_va(P1) + 0x108, 1100);
+	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
+	cr_expect_eq(task, task_va(T52));
+	/* last_arrival was not read yet: read now, with init's new one. */
+	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 950, t, &task));
+	cr_expect_eq(task, task_va(P1));
+	/* A new hold reads again. */
+	ivm_last_ran_hold(lr);
+	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
+	cr_expect_eq(task, task_va(P1));
+	/* Released: each lookup reads. */
+	ivm_last_ran_release(lr);
+	w64(&f, task_va(T52) + 0x120, 1200);
+	w64(&f, task_va(T52) + 0x108, 1300);
+	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
+	cr_expect_eq(task, task_va(T52));
+	ivm_last_ran_destroy(lr);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
 Test(kernel_layout, hostile_per_cpu_data)
 {
 	struct fixture f;

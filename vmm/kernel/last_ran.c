@@ -34,6 +34,8 @@ struct ivm_last_ran {
 	size_t *piece_cand;
 	bool refreshed;
 	uint64_t refreshed_at;
+	/* Held (ivm_last_ran_hold): which words the hold has read. */
+	bool held, span_fresh, arrival_fresh;
 };
 
 void ivm_last_ran_destroy(struct ivm_last_ran *lr)
@@ -96,10 +98,11 @@ static struct ivm_error *grow(struct ivm_last_ran *lr, size_t nr)
 	cand = reallocarray(lr->cand, nr, sizeof(*cand));
 	if (cand)
 		lr->cand = cand;
-	pieces = reallocarray(lr->pieces, nr, sizeof(*pieces));
+	/* A span and a last_arrival word of each. */
+	pieces = reallocarray(lr->pieces, 2 * nr, sizeof(*pieces));
 	if (pieces)
 		lr->pieces = pieces;
-	piece_cand = reallocarray(lr->piece_cand, nr, sizeof(*piece_cand));
+	piece_cand = reallocarray(lr->piece_cand, 2 * nr, sizeof(*piece_cand));
 	if (piece_cand)
 		lr->piece_cand = piece_cand;
 	buf = reallocarray(lr->buf, nr, lr->span);
@@ -121,6 +124,7 @@ static struct ivm_error *refresh(struct ivm_last_ran *lr, uint64_t now_ns)
 	struct ivm_error *err;
 	size_t i, n = 0;
 
+	lr->span_fresh = lr->arrival_fresh = false;
 	err = ivm_kernel_task_list(lr->layout, 0, &list);
 	if (err)
 		return err;
@@ -170,14 +174,10 @@ static bool *ok_flag(struct candidate *c, bool arrival)
 	return arrival ? &c->arrival_ok : &c->ok;
 }
 
-/*
- * Read every candidate's span (or, with arrival, its last_arrival word):
- * one batch, or one by one if that fails.
- */
-static struct ivm_error *read_all(struct ivm_last_ran *lr, bool arrival)
+/* Queue the candidates' spans (or last_arrival words) for one batch. */
+static size_t queue_all(struct ivm_last_ran *lr, bool arrival, size_t n)
 {
-	struct ivm_error *err;
-	size_t i, n = 0;
+	size_t i;
 
 	for (i = 0; i < lr->nr; i++) {
 		struct candidate *c = &lr->cand[i];
@@ -192,14 +192,43 @@ static struct ivm_error *read_all(struct ivm_last_ran *lr, bool arrival)
 			(struct ivm_gmem_piece){ .gpa = c->pa,
 						 .buf = lr->buf + i * lr->span,
 						 .len = lr->span };
-		lr->piece_cand[n++] = i;
+		/* Spans below nr, last_arrival words from nr up. */
+		lr->piece_cand[n++] = arrival ? lr->nr + i : i;
 	}
+	return n;
+}
+
+static bool *piece_ok(struct ivm_last_ran *lr, size_t piece)
+{
+	size_t k = lr->piece_cand[piece];
+
+	return k < lr->nr ? &lr->cand[k].ok : &lr->cand[k - lr->nr].arrival_ok;
+}
+
+/*
+ * Read every candidate's span and, with arrival, its last_arrival word:
+ * one batch (one system call), or one by one if that fails.  While held,
+ * what the hold read already stands.
+ */
+static struct ivm_error *read_all(struct ivm_last_ran *lr, bool arrival)
+{
+	bool span = !(lr->held && lr->span_fresh);
+	struct ivm_error *err;
+	size_t i, n = 0;
+
+	arrival = arrival && !(lr->held && lr->arrival_fresh);
+	if (span)
+		n = queue_all(lr, false, n);
+	if (arrival)
+		n = queue_all(lr, true, n);
+	lr->span_fresh |= lr->held && span;
+	lr->arrival_fresh |= lr->held && arrival;
 	if (!n)
 		return NULL;
 	err = ivm_gmem_read_phys_many(lr->gmem, lr->pieces, n);
 	if (!err) {
 		for (i = 0; i < n; i++)
-			*ok_flag(&lr->cand[lr->piece_cand[i]], arrival) = true;
+			*piece_ok(lr, i) = true;
 		return NULL;
 	}
 	if (err->code == IVM_ERROR_GONE)
@@ -211,7 +240,7 @@ static struct ivm_error *read_all(struct ivm_last_ran *lr, bool arrival)
 					 lr->pieces[i].buf, lr->pieces[i].len);
 		if (err && err->code == IVM_ERROR_GONE)
 			return err;
-		*ok_flag(&lr->cand[lr->piece_cand[i]], arrival) = !err;
+		*piece_ok(lr, i) = !err;
 		ivm_error_destroy(err);
 	}
 	lr->refreshed = false;	/* walk again next time */
@@ -280,6 +309,17 @@ static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
 	return NULL;
 }
 
+void ivm_last_ran_hold(struct ivm_last_ran *lr)
+{
+	lr->held = true;
+	lr->span_fresh = lr->arrival_fresh = false;
+}
+
+void ivm_last_ran_release(struct ivm_last_ran *lr)
+{
+	lr->held = false;
+}
+
 struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
 				    int32_t skip_tgid, uint64_t now_ns,
 				    uint64_t *ret)
@@ -308,8 +348,6 @@ struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"this kernel has no sched_info.last_arrival");
 	err = refresh_if_due(lr, now_ns);
-	if (!err)
-		err = read_all(lr, false);
 	if (!err)
 		err = read_all(lr, true);
 	if (err)
@@ -352,8 +390,6 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"this kernel has no sched_info.last_arrival");
 	err = refresh_if_due(lr, now_ns);
-	if (!err)
-		err = read_all(lr, false);
 	if (!err)
 		err = read_all(lr, true);
 	if (err)

@@ -53,6 +53,18 @@ struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
 void ivm_last_ran_destroy(struct ivm_last_ran *lr);
 
 /*
+ * Hold what the lookups read until the release: each lookup reads the
+ * candidates' words from the guest (one batch, a system call and a page
+ * pinned per candidate on the process backend), and the profiler makes up
+ * to three lookups per look at the guest, of both vCPUs, whose answers
+ * belong to the moment of that look anyway.  Held, the first lookup that
+ * needs a word reads it for all candidates and the later ones use it.
+ * Not nested; a refresh of the candidates drops what was held.
+ */
+void ivm_last_ran_hold(struct ivm_last_ran *lr);
+void ivm_last_ran_release(struct ivm_last_ran *lr);
+
+/*
  * The task that ran last on guest CPU cpu, which must be idle now, in *ret,
  * leaving out the threads of process skip_tgid (idlevm's own helper; 0:
  * none).  now_ns (monotonic) paces the refresh of the candidates.

@@ -821,6 +821,9 @@ static struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu)
 	err = ivm_vcpu_watch_read(p->watch, obs.time_ns, p->views, NULL);
 	if (err)
 		return err;
+	/* A new look: the stamps held for the one before are older. */
+	if (p->last_ran)
+		ivm_last_ran_hold(p->last_ran);
 	if (!view->current_ok)
 		return NULL;
 	obs.current_known = true;
@@ -998,6 +1001,9 @@ static void poll_once(struct profiler *p, uint64_t now)
 		return;
 	}
 	p->res->poll_errors += failed;
+	/* The scheduler's stamps, read once for what this look decides. */
+	if (p->last_ran)
+		ivm_last_ran_hold(p->last_ran);
 	for (i = 0; i < g->nr_vcpus && !p->gone; i++) {
 		struct ivm_guest_vcpu *v = &g->vcpus[i];
 		struct vcpu_poll *vp = &p->vcpus[i];
@@ -1063,6 +1069,8 @@ static void poll_once(struct profiler *p, uint64_t now)
 			ivm_error_destroy(err);
 		}
 	}
+	if (p->last_ran)
+		ivm_last_ran_release(p->last_ran);
 	/* What this look decided may end a vCPU's follow-ups. */
 	if (p->source == IVM_IDLE_SOURCE_SCHED)
 		p->next_look_ns = next_look(p, now);
