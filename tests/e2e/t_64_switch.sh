@@ -17,8 +17,8 @@
 # report sorts by each column; --kind switch selects the switch samples; a
 # thread born and gone during the window is in the report as such.
 #
-# --no-realtime: at real-time priority (the default, for the sched idle
-# source) idlevm slowed this 2-vCPU TCG guest to a third of its blocking
+# --no-realtime (the default, said here because it matters): at real-time
+# priority (--realtime) idlevm slowed this 2-vCPU TCG guest to a third of its blocking
 # calls per second on a host at load 20, and fewer switches mean fewer
 # samples; what is tested here does not depend on it.
 . tests/e2e/lib_switch.sh

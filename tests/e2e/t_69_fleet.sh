@@ -10,7 +10,7 @@
 #     not asserted here: on two loaded cores the guests' own behaviour
 #     drifts between runs a minute apart (a share moved 15 points between
 #     two runs of the same guest), and two separate idlevm at real-time
-#     priority take both cores from the guests where one process takes
+#     priority (--realtime) take both cores from the guests where one process takes
 #     one.  The issue's three-point comparison is a measurement, with long
 #     interleaved runs: tests/bench/profile_fleet_compare.sh;
 #  3. B destroyed in the middle of a windowed run of both: B's last window
