@@ -901,7 +901,7 @@ int ivm_cmd_profile(int argc, char **argv)
 			 * Normal priority by default.  Measured on web01
 			 * (tests/bench/web01_latency.sh, 2 host cores): at
 			 * SCHED_FIFO the service's p99 was 1.09-1.14 times
-			 * its detached value, at SCHED_OTHER 0.90-0.99, for
+			 * its detached value, at SCHED_OTHER 0.90-1.06, for
 			 * about one point less of the guest's idle
 			 * transitions captured (t_62: 95.0-95.5% against
 			 * 95.9-96.9%).
