@@ -23,18 +23,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#define IVM_ASSOC_WAYS 4
+#include "base/hash.h"
 
-/* A full 64-bit mix (the finalizer of splitmix64). */
-static inline uint64_t ivm_hash_u64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
+#define IVM_ASSOC_WAYS 4
 
 struct ivm_assoc {
 	uint64_t tick;		/* last stamp handed out */

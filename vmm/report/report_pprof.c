@@ -4,6 +4,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "base/hash.h"
 #include "report/mappings.h"
 #include "report/report_pprof.h"
 
@@ -109,25 +110,6 @@ struct intern {
 	size_t size, used;
 };
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 /* A location's identity: the frame's type, pc and exactness, as the tree keys it. */
 struct loc_key {
 	enum ivm_node_type type;
@@ -186,7 +168,7 @@ static uint32_t intern_find(struct pprof *pp, struct intern *ix, uint64_t key,
 
 			if (!ix->ids[j])
 				continue;
-			for (k = mix(ix->keys[j]) & (nsize - 1); ni[k];
+			for (k = ivm_hash_u64(ix->keys[j]) & (nsize - 1); ni[k];
 			     k = (k + 1) & (nsize - 1))
 				;
 			nk[k] = ix->keys[j];
@@ -198,7 +180,7 @@ static uint32_t intern_find(struct pprof *pp, struct intern *ix, uint64_t key,
 		ix->ids = ni;
 		ix->size = nsize;
 	}
-	for (i = mix(key) & (ix->size - 1); ix->ids[i];
+	for (i = ivm_hash_u64(key) & (ix->size - 1); ix->ids[i];
 	     i = (i + 1) & (ix->size - 1))
 		if (ix->keys[i] == key && eq(pp, ix->ids[i], arg))
 			return ix->ids[i];
@@ -229,7 +211,7 @@ static int64_t string_id(struct pprof *pp, const char *s)
 
 	if (!s || !*s)
 		return 0;
-	key = hash_str(s);
+	key = ivm_hash_string(s);
 	id = intern_find(pp, &pp->string_ix, key, string_eq, s, &slot);
 	if (id)
 		return id;
