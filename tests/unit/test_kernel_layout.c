@@ -999,6 +999,23 @@ Test(kernel_layout, last_ran_on_a_cpu)
 }
 
 /*
+ * Task t's scheduler stamps as the fixture lays them out: switched in at
+ * arrival (sched_info.last_arrival, 0x120), last accounted at end
+ * (se.exec_start, 0x108).
+ */
+static void stamps(struct fixture *f, int t, uint64_t arrival, uint64_t end)
+{
+	w64(f, task_va(t) + 0x120, arrival);
+	w64(f, task_va(t) + 0x108, end);
+}
+
+/* ... and how many times it was switched in (sched_info.pcount, 0x110). */
+static void switched_in(struct fixture *f, int t, uint64_t pcount)
+{
+	w64(f, task_va(t) + 0x110, pcount);
+}
+
+/*
  * The same tasks with their switch-in stamps (sched_info.last_arrival at
  * 0x120): the exact to-idle task by the idle CPU's clock, the first task
  * switched in since a clock, and the runs of a window.
@@ -1015,14 +1032,12 @@ Test(kernel_layout, last_ran_by_stamps)
 
 	fixture_init(&f);
 	cr_assert_eq(f.off.task_sched_info_last_arrival, 0x120);
+	cr_assert_eq(f.off.task_sched_info_pcount, 0x110);
 	/* CPU 1: init ran 400..500, sleeper-t2 600..900. */
-	w64(&f, task_va(P1) + 0x120, 400);
-	w64(&f, task_va(P1) + 0x108, 500);
-	w64(&f, task_va(T52) + 0x120, 600);
-	w64(&f, task_va(T52) + 0x108, 900);
+	stamps(&f, P1, 400, 500);
+	stamps(&f, T52, 600, 900);
 	/* CPU 0: sleeper 1000..2000. */
-	w64(&f, task_va(P2) + 0x120, 1000);
-	w64(&f, task_va(P2) + 0x108, 2000);
+	stamps(&f, P2, 1000, 2000);
 	l = create_ok(&f);
 	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
 
@@ -1062,23 +1077,22 @@ Test(kernel_layout, last_ran_by_stamps)
 
 /*
  * Held, lookups answer from the first read of the hold: a stamp written
- * since is not seen until the release (or a new hold); the words a first
- * lookup did not need (last_arrival, for find) are read by the next that
- * does.  Released, every lookup reads again.
+ * since is not seen until the release (or a new hold), last_arrival
+ * included, which comes in the same piece as the rest here (the words are
+ * less than 4 KiB apart).  Released, every lookup reads again.
  */
 Test(kernel_layout, last_ran_held_reads_once)
 {
 	struct ivm_kernel_layout *l;
 	struct ivm_last_ran *lr;
 	struct fixture f;
+	struct ivm_error *err;
 	uint64_t task, t = 0;
 
 	fixture_init(&f);
 	/* CPU 1: init ran 400..500, sleeper-t2 600..900. */
-	w64(&f, task_va(P1) + 0x120, 400);
-	w64(&f, task_va(P1) + 0x108, 500);
-	w64(&f, task_va(T52) + 0x120, 600);
-	w64(&f, task_va(T52) + 0x108, 900);
+	stamps(&f, P1, 400, 500);
+	stamps(&f, T52, 600, 900);
 	l = create_ok(&f);
 	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
 
@@ -1086,23 +1100,135 @@ Test(kernel_layout, last_ran_held_reads_once)
 	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
 	cr_expect_eq(task, task_va(T52));
 	/* init runs again, 1000..1100: the hold still has the old stamps. */
-	w64(&f, task_va(P1) + 0x120, 1000);
-	w64(&f, task_va(P1) + 0x108, 1100);
+	stamps(&f, P1, 1000, 1100);
 	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
 	cr_expect_eq(task, task_va(T52));
-	/* last_arrival was not read yet: read now, with init's new one. */
-	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 950, t, &task));
-	cr_expect_eq(task, task_va(P1));
+	/* last_arrival came in the same piece: init's new one is not seen. */
+	err = ivm_last_ran_first_since(lr, 1, 0, 950, t, &task);
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
 	/* A new hold reads again. */
 	ivm_last_ran_hold(lr);
+	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 950, t, &task));
+	cr_expect_eq(task, task_va(P1));
 	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
 	cr_expect_eq(task, task_va(P1));
 	/* Released: each lookup reads. */
 	ivm_last_ran_release(lr);
-	w64(&f, task_va(T52) + 0x120, 1200);
-	w64(&f, task_va(T52) + 0x108, 1300);
+	stamps(&f, T52, 1200, 1300);
 	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
 	cr_expect_eq(task, task_va(T52));
+	ivm_last_ran_destroy(lr);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
+/*
+ * CPU 1 idle since clock 450, marked then: init (switched in 10 times so
+ * far) and sleeper-t2 (20).  After the wakeup init ran first at 500,
+ * sleeper-t2 cut in at 600, init came back at 700 and shows only that
+ * arrival: the smallest arrival names sleeper-t2, the mark init.
+ */
+static void cut_in(struct fixture *f)
+{
+	stamps(f, P1, 300, 400);
+	stamps(f, T52, 200, 450);
+	switched_in(f, P1, 10);
+	switched_in(f, T52, 20);
+}
+
+static void after_cut_in(struct fixture *f)
+{
+	stamps(f, P1, 700, 800);
+	switched_in(f, P1, 12);
+	stamps(f, T52, 600, 650);
+	switched_in(f, T52, 21);
+}
+
+static uint64_t first_after(struct ivm_last_ran *lr, uint64_t since,
+			    uint64_t now)
+{
+	uint64_t task = 0;
+
+	ivm_last_ran_hold(lr);
+	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, since, now, &task));
+	ivm_last_ran_release(lr);
+	return task;
+}
+
+/* Marked at clock at, idle: the look reads (find_at) and marks. */
+static void mark_at(struct ivm_last_ran *lr, uint64_t at, uint64_t now)
+{
+	uint64_t task;
+
+	ivm_last_ran_hold(lr);
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, at, now, &task));
+	ivm_last_ran_mark(lr, 1, at);
+	ivm_last_ran_release(lr);
+}
+
+/* The cut-in, marked at clock at; the answer at now. */
+static uint64_t first_marked_at(struct fixture *f, struct ivm_last_ran *lr,
+				uint64_t at, uint64_t now)
+{
+	cut_in(f);
+	mark_at(lr, at, 0);
+	after_cut_in(f);
+	return first_after(lr, 450, now);
+}
+
+Test(kernel_layout, last_ran_first_by_mark)
+{
+	struct ivm_kernel_layout *l;
+	struct ivm_last_ran *lr;
+	struct fixture f;
+
+	fixture_init(&f);
+	cut_in(&f);
+	l = create_ok(&f);
+	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
+
+	/* No mark: the smallest arrival, the task that cut in. */
+	after_cut_in(&f);
+	cr_expect_eq(first_after(lr, 450, 0), task_va(T52));
+
+	/* Marked while idle: init, switched in twice since, ran first. */
+	cr_expect_eq(first_marked_at(&f, lr, 450, 0), task_va(P1));
+	/* Outside a hold nothing was read to mark: the mark stands (taken
+	 * now, it would hold init's second arrival). */
+	ivm_last_ran_mark(lr, 1, 450);
+	cr_expect_eq(first_after(lr, 450, 0), task_va(P1));
+
+	/* A mark of an earlier idle period (its clock before since). */
+	cr_expect_eq(first_marked_at(&f, lr, 300, 0), task_va(T52));
+
+	/* Taken after the first arrival: counts that already hold it. */
+	mark_at(lr, 620, 0);
+	switched_in(&f, P1, 14);
+	cr_expect_eq(first_after(lr, 450, 0), task_va(T52));
+
+	/* Two switched in twice since: either could be first. */
+	cut_in(&f);
+	w32(&f, task_va(P2) + f.off.task_cpu, 1);
+	stamps(&f, P2, 100, 200);
+	switched_in(&f, P2, 5);
+	mark_at(lr, 450, 0);
+	after_cut_in(&f);
+	stamps(&f, P2, 650, 660);
+	switched_in(&f, P2, 7);
+	cr_expect_eq(first_after(lr, 450, 0), task_va(T52));
+	/* A count that went back is not a count to go by. */
+	switched_in(&f, P2, 4);
+	cr_expect_eq(first_after(lr, 450, 0), task_va(T52));
+	/* Switched in once since: init again. */
+	switched_in(&f, P2, 6);
+	cr_expect_eq(first_after(lr, 450, 0), task_va(P1));
+	w32(&f, task_va(P2) + f.off.task_cpu, 0);
+
+	/* The candidates walked again since the mark: marks are void. */
+	cr_expect_eq(first_marked_at(&f, lr, 450, 2000000000ull),
+		     task_va(T52));
+
 	ivm_last_ran_destroy(lr);
 	ivm_kernel_layout_destroy(l);
 	fixture_fini(&f);

@@ -748,6 +748,7 @@ struct ivm_error *ivm_kernel_offsets_from_btf(const struct ivm_btf *btf,
 	OPT("task_struct", "se.exec_start", task_se_exec_start, 8);
 	OPT("task_struct", "sched_info.last_arrival",
 	    task_sched_info_last_arrival, 8);
+	OPT("task_struct", "sched_info.pcount", task_sched_info_pcount, 8);
 	OPT("rq", "clock", rq_clock, 8);
 	*ret = o;
 	return NULL;

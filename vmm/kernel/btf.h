@@ -193,6 +193,8 @@ struct ivm_kernel_offsets {
 	uint32_t task_se_exec_start;
 	/* optional (CONFIG_SCHED_INFO): rq clock when last switched in */
 	uint32_t task_sched_info_last_arrival;
+	/* optional (CONFIG_SCHED_INFO): how many times switched in */
+	uint32_t task_sched_info_pcount;
 	/* optional: the run queue's clock, what last_arrival is stamped with */
 	uint32_t rq_clock;
 };

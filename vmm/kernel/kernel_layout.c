@@ -152,6 +152,33 @@ struct ivm_error *ivm_kernel_translate(const struct ivm_kernel_layout *layout,
 	return NULL;
 }
 
+struct ivm_error *ivm_kernel_translate_range(const struct ivm_kernel_layout *layout,
+					     uint64_t va, uint64_t len,
+					     uint64_t *pa)
+{
+	uint64_t end = va + len, at, pa0, next, contiguous;
+	struct ivm_error *err;
+
+	if (end < va)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"0x%llx + %llu wraps",
+					(unsigned long long)va,
+					(unsigned long long)len);
+	err = ivm_kernel_translate(layout, va, &pa0, &contiguous);
+	for (at = va + contiguous; !err && at < end; at += contiguous) {
+		err = ivm_kernel_translate(layout, at, &next, &contiguous);
+		if (!err && next != pa0 + (at - va))
+			return ivm_error_create(IVM_ERROR_NOT_FOUND,
+						"0x%llx: %llu bytes not contiguous in guest physical memory",
+						(unsigned long long)va,
+						(unsigned long long)len);
+	}
+	if (err)
+		return err;
+	*pa = pa0;
+	return NULL;
+}
+
 bool ivm_kernel_is_kernel_address(const struct ivm_kernel_layout *layout,
 				  uint64_t va)
 {

@@ -149,6 +149,17 @@ struct ivm_error *ivm_kernel_translate(const struct ivm_kernel_layout *layout,
 				       uint64_t *contiguous);
 
 /*
+ * The same for the len bytes from va, which must lie at consecutive guest
+ * physical addresses from *pa (a slab object in the direct map does, page
+ * by page): IVM_ERROR_NOT_FOUND when they do not, errors of
+ * ivm_kernel_translate otherwise.  For reading a span of a kernel object
+ * as one physical piece.
+ */
+struct ivm_error *ivm_kernel_translate_range(const struct ivm_kernel_layout *layout,
+					     uint64_t va, uint64_t len,
+					     uint64_t *pa);
+
+/*
  * Read a pointer at kernel address va and insist that it is a kernel
  * address (IVM_ERROR_PROTOCOL naming what otherwise).
  */

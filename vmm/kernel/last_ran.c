@@ -8,6 +8,8 @@
 
 /* More than any task_struct span we read; bounds a hostile layout. */
 #define MAX_SPAN 4096
+/* More CPUs than a mark is kept for: bounds what a guest can make us hold. */
+#define MAX_MARK_CPUS 1024
 
 struct candidate {
 	uint64_t task;
@@ -15,9 +17,23 @@ struct candidate {
 	uint64_t pa;
 	bool mapped;		/* pa is valid, span contiguous */
 	bool ok;		/* read in this lookup */
-	uint64_t arrival_pa;	/* sched_info.last_arrival, when mapped */
-	bool arrival_mapped;
-	bool arrival_ok;
+	/* Split layout only: the sched_info words' own piece. */
+	uint64_t si_pa;
+	bool si_mapped;
+	bool si_ok;
+};
+
+/*
+ * A CPU's mark: each candidate's switch-in count (sched_info.pcount) as
+ * read at a look that saw the CPU idle, in candidate order, good for the
+ * candidates of walk gen only.  UNKNOWN where the word was not read.
+ */
+#define UNKNOWN UINT64_MAX
+struct cpu_mark {
+	uint64_t at;		/* the CPU's run-queue clock then; 0: none */
+	uint64_t gen;
+	uint64_t *pcount;
+	size_t cap;
 };
 
 struct ivm_last_ran {
@@ -25,8 +41,17 @@ struct ivm_last_ran {
 	struct ivm_gmem *gmem;
 	uint32_t lo, span;		/* of task_struct read per task */
 	uint32_t off_cpu, off_on_cpu, off_exec_start;
-	uint32_t off_arrival;		/* from the task; IVM_KOFF_NONE: absent */
-	uint8_t *arrivals;		/* nr * 8 */
+	/*
+	 * The sched_info words (last_arrival, pcount): in the span when they
+	 * fit there with the rest (one piece per task), else in a piece of
+	 * their own, [si_lo, si_lo + si_span) of the task (si_split).  Their
+	 * offsets are from the start of whichever piece holds them;
+	 * off_arrival IVM_KOFF_NONE: the kernel has no sched_info.
+	 */
+	bool si_split;
+	uint32_t si_lo, si_span;
+	uint32_t off_arrival, off_pcount;
+	uint8_t *si_buf;		/* split: nr * si_span */
 	struct candidate *cand;
 	size_t nr, cap;
 	uint8_t *buf;			/* nr * span */
@@ -34,17 +59,26 @@ struct ivm_last_ran {
 	size_t *piece_cand;
 	bool refreshed;
 	uint64_t refreshed_at;
+	uint64_t gen;			/* walks so far: marks name theirs */
 	/* Held (ivm_last_ran_hold): which words the hold has read. */
 	bool held, span_fresh, arrival_fresh;
+	struct cpu_mark *marks;
+	size_t nr_marks;
 };
 
 void ivm_last_ran_destroy(struct ivm_last_ran *lr)
 {
+	size_t i;
+
 	if (!lr)
 		return;
+
 	free(lr->cand);
 	free(lr->buf);
-	free(lr->arrivals);
+	free(lr->si_buf);
+	for (i = 0; i < lr->nr_marks; i++)
+		free(lr->marks[i].pcount);
+	free(lr->marks);
 	free(lr->pieces);
 	free(lr->piece_cand);
 	free(lr);
@@ -58,14 +92,18 @@ struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
 	const struct ivm_kernel_field f[] = {
 		{ o->task_cpu, 4 }, { o->task_on_cpu, 4 },
 		{ o->task_se_exec_start, 8 },
+		{ o->task_sched_info_last_arrival, 8 },
+		{ o->task_sched_info_pcount, 8 },
 	};
-	uint32_t lo, hi;
+	const size_t nr_base = 3, nr_all = sizeof(f) / sizeof(f[0]);
+	uint32_t lo, hi, si_lo, si_hi;
 	struct ivm_last_ran *lr;
+	bool si;
 
 	if (o->task_se_exec_start == IVM_KOFF_NONE)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"task_struct.se.exec_start not found");
-	ivm_kernel_fields_span(f, sizeof(f) / sizeof(f[0]), &lo, &hi);
+	ivm_kernel_fields_span(f, nr_base, &lo, &hi);
 	if (hi - lo > MAX_SPAN)
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"task_struct: cpu and se.exec_start %u bytes apart",
@@ -75,13 +113,42 @@ struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
 		return &ivm_enomem;
 	lr->layout = layout;
 	lr->gmem = gmem;
+	lr->off_arrival = lr->off_pcount = IVM_KOFF_NONE;
+	si = o->task_sched_info_last_arrival != IVM_KOFF_NONE &&
+	     ivm_kernel_fields_span(f + nr_base, nr_all - nr_base, &si_lo,
+				    &si_hi) &&
+	     si_hi - si_lo <= MAX_SPAN;
+	/*
+	 * A piece costs more than the bytes it copies (task_sched.h), so the
+	 * sched_info words come in the same piece when the whole fits: on
+	 * Linux 6.1 that is about 2 KiB from thread_info.cpu to sched_info.
+	 */
+	if (si) {
+		uint32_t all_lo, all_hi;
+
+		ivm_kernel_fields_span(f, nr_all, &all_lo, &all_hi);
+		if (all_hi - all_lo <= MAX_SPAN) {
+			lo = all_lo;
+			hi = all_hi;
+		} else {
+			lr->si_split = true;
+			lr->si_lo = si_lo;
+			lr->si_span = si_hi - si_lo;
+		}
+	}
 	lr->lo = lo;
 	lr->span = hi - lo;
 	lr->off_cpu = o->task_cpu - lo;
 	lr->off_on_cpu = o->task_on_cpu == IVM_KOFF_NONE ? IVM_KOFF_NONE :
 			 o->task_on_cpu - lo;
 	lr->off_exec_start = o->task_se_exec_start - lo;
-	lr->off_arrival = o->task_sched_info_last_arrival;
+	if (si) {
+		uint32_t base = lr->si_split ? lr->si_lo : lo;
+
+		lr->off_arrival = o->task_sched_info_last_arrival - base;
+		if (o->task_sched_info_pcount != IVM_KOFF_NONE)
+			lr->off_pcount = o->task_sched_info_pcount - base;
+	}
 	*ret = lr;
 	return NULL;
 }
@@ -91,14 +158,14 @@ static struct ivm_error *grow(struct ivm_last_ran *lr, size_t nr)
 	struct candidate *cand;
 	struct ivm_gmem_piece *pieces;
 	size_t *piece_cand;
-	uint8_t *buf, *arrivals;
+	uint8_t *buf, *si_buf = lr->si_buf;
 
 	if (nr <= lr->cap)
 		return NULL;
 	cand = reallocarray(lr->cand, nr, sizeof(*cand));
 	if (cand)
 		lr->cand = cand;
-	/* A span and a last_arrival word of each. */
+	/* A span of each, and in the split layout a sched_info piece. */
 	pieces = reallocarray(lr->pieces, 2 * nr, sizeof(*pieces));
 	if (pieces)
 		lr->pieces = pieces;
@@ -108,10 +175,13 @@ static struct ivm_error *grow(struct ivm_last_ran *lr, size_t nr)
 	buf = reallocarray(lr->buf, nr, lr->span);
 	if (buf)
 		lr->buf = buf;
-	arrivals = reallocarray(lr->arrivals, nr, 8);
-	if (arrivals)
-		lr->arrivals = arrivals;
-	if (!cand || !pieces || !piece_cand || !buf || !arrivals)
+	if (lr->si_split) {
+		si_buf = reallocarray(lr->si_buf, nr, lr->si_span);
+		if (si_buf)
+			lr->si_buf = si_buf;
+	}
+	if (!cand || !pieces || !piece_cand || !buf ||
+	    (lr->si_split && !si_buf))
 		return &ivm_enomem;
 	lr->cap = nr;
 	return NULL;
@@ -135,29 +205,24 @@ static struct ivm_error *refresh(struct ivm_last_ran *lr, uint64_t now_ns)
 	}
 	for (i = 0; i < list->nr; i++) {
 		struct candidate *c = &lr->cand[n];
-		uint64_t task = list->tasks[i].addr, contiguous = 0;
+		uint64_t task = list->tasks[i].addr;
 
 		if (list->tasks[i].is_idle || task + lr->lo < task)
 			continue;
 		c->task = task;
 		c->tgid = list->tasks[i].tgid;
-		c->mapped = false;
-		err = ivm_kernel_translate(lr->layout, task + lr->lo, &c->pa,
-					   &contiguous);
-		if (err)
+		err = ivm_kernel_translate_range(lr->layout, task + lr->lo,
+						 lr->span, &c->pa);
+		c->mapped = !err;
+		ivm_error_destroy(err);
+		c->si_mapped = false;
+		if (lr->si_split && task + lr->si_lo > task) {
+			err = ivm_kernel_translate_range(lr->layout,
+							 task + lr->si_lo,
+							 lr->si_span,
+							 &c->si_pa);
+			c->si_mapped = !err;
 			ivm_error_destroy(err);
-		else
-			c->mapped = contiguous >= lr->span;
-		c->arrival_mapped = false;
-		if (lr->off_arrival != IVM_KOFF_NONE &&
-		    task + lr->off_arrival > task) {
-			err = ivm_kernel_translate(lr->layout,
-						   task + lr->off_arrival,
-						   &c->arrival_pa, &contiguous);
-			if (err)
-				ivm_error_destroy(err);
-			else
-				c->arrival_mapped = contiguous >= 8;
 		}
 		n++;
 	}
@@ -166,34 +231,33 @@ static struct ivm_error *refresh(struct ivm_last_ran *lr, uint64_t now_ns)
 	lr->nr = n;
 	lr->refreshed = true;
 	lr->refreshed_at = now_ns;
+	lr->gen++;
 	return NULL;
 }
 
-static bool *ok_flag(struct candidate *c, bool arrival)
-{
-	return arrival ? &c->arrival_ok : &c->ok;
-}
-
-/* Queue the candidates' spans (or last_arrival words) for one batch. */
-static size_t queue_all(struct ivm_last_ran *lr, bool arrival, size_t n)
+/* Queue the candidates' spans (or sched_info pieces) for one batch. */
+static size_t queue_all(struct ivm_last_ran *lr, bool si, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < lr->nr; i++) {
 		struct candidate *c = &lr->cand[i];
 
-		*ok_flag(c, arrival) = false;
-		if (!(arrival ? c->arrival_mapped : c->mapped))
+		if (si)
+			c->si_ok = false;
+		else
+			c->ok = false;
+		if (!(si ? c->si_mapped : c->mapped))
 			continue;
-		lr->pieces[n] = arrival ?
-			(struct ivm_gmem_piece){ .gpa = c->arrival_pa,
-						 .buf = lr->arrivals + i * 8,
-						 .len = 8 } :
+		lr->pieces[n] = si ?
+			(struct ivm_gmem_piece){ .gpa = c->si_pa,
+						 .buf = lr->si_buf + i * lr->si_span,
+						 .len = lr->si_span } :
 			(struct ivm_gmem_piece){ .gpa = c->pa,
 						 .buf = lr->buf + i * lr->span,
 						 .len = lr->span };
-		/* Spans below nr, last_arrival words from nr up. */
-		lr->piece_cand[n++] = arrival ? lr->nr + i : i;
+		/* Spans below nr, sched_info pieces from nr up. */
+		lr->piece_cand[n++] = si ? lr->nr + i : i;
 	}
 	return n;
 }
@@ -202,13 +266,14 @@ static bool *piece_ok(struct ivm_last_ran *lr, size_t piece)
 {
 	size_t k = lr->piece_cand[piece];
 
-	return k < lr->nr ? &lr->cand[k].ok : &lr->cand[k - lr->nr].arrival_ok;
+	return k < lr->nr ? &lr->cand[k].ok : &lr->cand[k - lr->nr].si_ok;
 }
 
 /*
- * Read every candidate's span and, with arrival, its last_arrival word:
- * one batch (one system call), or one by one if that fails.  While held,
- * what the hold read already stands.
+ * Read every candidate's span and, with arrival, its sched_info words (in
+ * the span already unless the layout is split): one batch (one system
+ * call), or one by one if that fails.  While held, what the hold read
+ * already stands.
  */
 static struct ivm_error *read_all(struct ivm_last_ran *lr, bool arrival)
 {
@@ -216,7 +281,8 @@ static struct ivm_error *read_all(struct ivm_last_ran *lr, bool arrival)
 	struct ivm_error *err;
 	size_t i, n = 0;
 
-	arrival = arrival && !(lr->held && lr->arrival_fresh);
+	arrival = arrival && lr->si_split &&
+		  !(lr->held && lr->arrival_fresh);
 	if (span)
 		n = queue_all(lr, false, n);
 	if (arrival)
@@ -245,6 +311,23 @@ static struct ivm_error *read_all(struct ivm_last_ran *lr, bool arrival)
 	}
 	lr->refreshed = false;	/* walk again next time */
 	return NULL;
+}
+
+/* Candidate i's sched_info words as read (off_arrival, off_pcount), or NULL. */
+static const uint8_t *si_words(const struct ivm_last_ran *lr, size_t i)
+{
+	if (lr->off_arrival == IVM_KOFF_NONE)
+		return NULL;
+	if (lr->si_split)
+		return lr->cand[i].si_ok ? lr->si_buf + i * lr->si_span : NULL;
+	return lr->cand[i].ok ? lr->buf + i * lr->span : NULL;
+}
+
+/* Whether the hold has read the sched_info words (no read forced). */
+static bool si_fresh(const struct ivm_last_ran *lr)
+{
+	return lr->held &&
+	       (lr->si_split ? lr->arrival_fresh : lr->span_fresh);
 }
 
 static struct ivm_error *refresh_if_due(struct ivm_last_ran *lr,
@@ -320,6 +403,43 @@ void ivm_last_ran_release(struct ivm_last_ran *lr)
 	lr->held = false;
 }
 
+void ivm_last_ran_mark(struct ivm_last_ran *lr, unsigned int cpu,
+		       uint64_t clock)
+{
+	struct cpu_mark *m;
+	size_t i;
+
+	if (cpu >= MAX_MARK_CPUS || !clock ||
+	    lr->off_pcount == IVM_KOFF_NONE || !si_fresh(lr))
+		return;
+	if (cpu >= lr->nr_marks) {
+		m = reallocarray(lr->marks, cpu + 1, sizeof(*m));
+		if (!m)
+			return;
+		memset(m + lr->nr_marks, 0,
+		       (cpu + 1 - lr->nr_marks) * sizeof(*m));
+		lr->marks = m;
+		lr->nr_marks = cpu + 1;
+	}
+	m = &lr->marks[cpu];
+	m->at = 0;
+	if (m->cap < lr->nr) {
+		uint64_t *pc = reallocarray(m->pcount, lr->nr, sizeof(*pc));
+
+		if (!pc)
+			return;
+		m->pcount = pc;
+		m->cap = lr->nr;
+	}
+	for (i = 0; i < lr->nr; i++) {
+		const uint8_t *w = si_words(lr, i);
+
+		m->pcount[i] = w ? ivm_le64(w + lr->off_pcount) : UNKNOWN;
+	}
+	m->at = clock;
+	m->gen = lr->gen;
+}
+
 struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
 				    int32_t skip_tgid, uint64_t now_ns,
 				    uint64_t *ret)
@@ -335,14 +455,74 @@ struct ivm_error *ivm_last_ran_find_at(struct ivm_last_ran *lr,
 	return find(lr, cpu, skip_tgid, true, clock, now_ns, ret);
 }
 
+/*
+ * How many times candidate i was switched in since cpu's mark, from its
+ * words w; UNKNOWN when the mark cannot say.
+ */
+static uint64_t arrivals_since_mark(const struct ivm_last_ran *lr,
+				    const struct cpu_mark *m, size_t i,
+				    const uint8_t *w)
+{
+	uint64_t now;
+
+	if (!m || m->pcount[i] == UNKNOWN)
+		return UNKNOWN;
+	now = ivm_le64(w + lr->off_pcount);
+	/* Counts only grow: one that went back is not this thread's. */
+	return now >= m->pcount[i] ? now - m->pcount[i] : UNKNOWN;
+}
+
+/*
+ * Which of the first arrival's rivals ran first: see last_ran.h.  first is
+ * the candidate with the smallest arrival above since; the mark of cpu,
+ * when it was taken after since and before that arrival, says how often
+ * each candidate was switched in since.
+ */
+static size_t first_by_mark(const struct ivm_last_ran *lr, unsigned int cpu,
+			    int32_t skip_tgid, uint64_t since, size_t first,
+			    uint64_t first_arrival)
+{
+	const struct cpu_mark *m = NULL;
+	size_t i, twice = SIZE_MAX;
+
+	if (cpu < lr->nr_marks && lr->marks[cpu].at &&
+	    lr->marks[cpu].gen == lr->gen)
+		m = &lr->marks[cpu];
+	/* A mark of an earlier period, or one taken after the CPU woke. */
+	if (!m || m->at < since || first_arrival <= m->at ||
+	    arrivals_since_mark(lr, m, first, si_words(lr, first)) != 1)
+		return first;
+	for (i = 0; i < lr->nr; i++) {
+		const uint8_t *b = lr->buf + i * lr->span;
+		const uint8_t *w = si_words(lr, i);
+		uint64_t n;
+
+		if (i == first || !lr->cand[i].ok || !w ||
+		    ivm_le32(b + lr->off_cpu) != cpu ||
+		    (skip_tgid && lr->cand[i].tgid == skip_tgid) ||
+		    ivm_le64(w + lr->off_arrival) <= since)
+			continue;
+		n = arrivals_since_mark(lr, m, i, w);
+		/* Switched in since since but not since the mark: a race. */
+		if (n == 0 || n == UNKNOWN)
+			return first;
+		if (n >= 2) {
+			if (twice != SIZE_MAX)
+				return first;	/* two could be: can't say */
+			twice = i;
+		}
+	}
+	return twice != SIZE_MAX ? twice : first;
+}
+
 struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 					   unsigned int cpu, int32_t skip_tgid,
 					   uint64_t since, uint64_t now_ns,
 					   uint64_t *ret)
 {
-	uint64_t best = 0, best_arrival = 0;
+	uint64_t best_arrival = 0;
+	size_t i, best = SIZE_MAX;
 	struct ivm_error *err;
-	size_t i;
 
 	if (lr->off_arrival == IVM_KOFF_NONE)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
@@ -354,25 +534,27 @@ struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 		return err;
 	for (i = 0; i < lr->nr; i++) {
 		const uint8_t *b = lr->buf + i * lr->span;
+		const uint8_t *w = si_words(lr, i);
 		uint64_t arrival;
 
-		if (!lr->cand[i].ok || !lr->cand[i].arrival_ok ||
+		if (!lr->cand[i].ok || !w ||
 		    ivm_le32(b + lr->off_cpu) != cpu ||
 		    (skip_tgid && lr->cand[i].tgid == skip_tgid))
 			continue;
-		arrival = ivm_le64(lr->arrivals + i * 8);
+		arrival = ivm_le64(w + lr->off_arrival);
 		if (arrival <= since)
 			continue;
-		if (!best || arrival < best_arrival) {
-			best = lr->cand[i].task;
+		if (best == SIZE_MAX || arrival < best_arrival) {
+			best = i;
 			best_arrival = arrival;
 		}
 	}
-	if (!best)
+	if (best == SIZE_MAX)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"no task switched in on CPU %u since %llu",
 					cpu, (unsigned long long)since);
-	*ret = best;
+	best = first_by_mark(lr, cpu, skip_tgid, since, best, best_arrival);
+	*ret = lr->cand[best].task;
 	return NULL;
 }
 
@@ -396,13 +578,14 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 		return err;
 	for (i = 0; i < lr->nr && n < max; i++) {
 		const uint8_t *b = lr->buf + i * lr->span;
+		const uint8_t *w = si_words(lr, i);
 		struct ivm_last_ran_run *r = &runs[n];
 
-		if (!lr->cand[i].ok || !lr->cand[i].arrival_ok ||
+		if (!lr->cand[i].ok || !w ||
 		    ivm_le32(b + lr->off_cpu) != cpu ||
 		    (skip_tgid && lr->cand[i].tgid == skip_tgid))
 			continue;
-		r->arrival = ivm_le64(lr->arrivals + i * 8);
+		r->arrival = ivm_le64(w + lr->off_arrival);
 		r->end = ivm_le64(b + lr->off_exec_start);
 		if (r->arrival <= since && r->end <= since)
 			continue;

@@ -18,8 +18,10 @@
  *
  * The candidates are the guest's threads from a task-list walk redone at
  * most every IVM_LAST_RAN_REFRESH_NS; one lookup is one batched physical
- * read of a few words of each candidate (task_structs are in the direct
- * map).  A thread created since the last walk is not a candidate yet.
+ * read of one piece of each candidate, from thread_info.cpu to
+ * sched_info.last_arrival when that fits in 4 KiB (task_structs are in the
+ * direct map; else two pieces).  A thread created since the last walk is
+ * not a candidate yet.
  *
  * Limits, by design: a task that went to idle on CPU X and has since been
  * woken onto another CPU has task->cpu of that CPU, so it is no longer a
@@ -65,6 +67,18 @@ void ivm_last_ran_hold(struct ivm_last_ran *lr);
 void ivm_last_ran_release(struct ivm_last_ran *lr);
 
 /*
+ * Mark guest CPU cpu, seen idle at this look with run-queue clock clock:
+ * keep each thread's switch-in count (sched_info.pcount) as the hold read
+ * it, for ivm_last_ran_first_since() of that idle period.  Only from what
+ * the current hold has read already (a look that read the stamps anyway,
+ * such as the one that opened the period): never a read of its own.
+ * Nothing when there is nothing held, no pcount, or no memory; a refresh
+ * of the candidates voids the marks.
+ */
+void ivm_last_ran_mark(struct ivm_last_ran *lr, unsigned int cpu,
+		       uint64_t clock);
+
+/*
  * The task that ran last on guest CPU cpu, which must be idle now, in *ret,
  * leaving out the threads of process skip_tgid (idlevm's own helper; 0:
  * none).  now_ns (monotonic) paces the refresh of the candidates.
@@ -94,11 +108,23 @@ struct ivm_error *ivm_last_ran_find_at(struct ivm_last_ran *lr,
  * read since (rq->clock, read while the CPU was idle: see
  * ivm_kernel_cpu_rq_clock_va): among the CPU's tasks, the one whose
  * sched_info.last_arrival is the smallest above since.  This names the
- * from-idle task of an idle period after the fact.  A task switched in
- * again since has a later arrival, so the answer is exact only while the
- * first task ran once; it may then name the second.  IVM_ERROR_NOT_FOUND
- * when the kernel has no sched_info (CONFIG_SCHED_INFO) or no task
- * arrived; IVM_ERROR_GONE when the guest is gone.
+ * from-idle task of an idle period after the fact.
+ *
+ * A task switched in again since has a later arrival: the first task, cut
+ * short by a wakeup it caused (a block-I/O kworker it woke, the other end
+ * of a pipe) and switched back in, shows its second arrival, and the
+ * smallest arrival is the task that cut in.  On web01 that was over a
+ * quarter of php-fpm's from-idle periods when looked at late.  The CPU's
+ * mark (ivm_last_ran_mark) tells them apart: when the task of the
+ * smallest arrival was switched in once since the mark and exactly one
+ * other task of the window more than once, that one ran before it, and is
+ * the answer.  A mark older than since, or taken after the first arrival,
+ * is not used.  Still wrong when the task switched in twice ran its first
+ * time on another CPU (migrated here since), and blind to two such tasks.
+ *
+ * IVM_ERROR_NOT_FOUND when the kernel has no sched_info
+ * (CONFIG_SCHED_INFO) or no task arrived; IVM_ERROR_GONE when the guest is
+ * gone.
  */
 struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 					   unsigned int cpu, int32_t skip_tgid,

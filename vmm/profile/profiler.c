@@ -1069,6 +1069,18 @@ static void poll_once(struct profiler *p, uint64_t now)
 			ivm_error_destroy(err);
 		}
 	}
+	/*
+	 * Each vCPU seen idle: its threads' switch-in counts as this look
+	 * read them, if it did (the look that opens a period does), so the
+	 * period's from-idle task can be told from one that cut in on it.
+	 */
+	for (i = 0; p->last_ran && i < g->nr_vcpus; i++)
+		if (g->vcpus[i].cpu >= 0 && p->views[i].current_ok &&
+		    p->views[i].rq_clock_ok &&
+		    p->views[i].current == p->vcpus[i].idle_task)
+			ivm_last_ran_mark(p->last_ran,
+					  (unsigned int)g->vcpus[i].cpu,
+					  p->views[i].rq_clock);
 	if (p->last_ran)
 		ivm_last_ran_release(p->last_ran);
 	/* What this look decided may end a vCPU's follow-ups. */

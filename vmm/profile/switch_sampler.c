@@ -58,28 +58,19 @@ static bool wanted(const struct ivm_switch_sampler *s,
  */
 static void locate(struct ivm_switch_sampler *s, struct ivm_switch_thread *th)
 {
-	const struct ivm_kernel_layout *l = s->guest->layout;
 	uint64_t first = s->layout.pieces[0].off;
-	uint64_t va = th->task + first, end = th->task + s->layout.end;
-	uint64_t pa0, pa, contiguous, at;
 	struct ivm_error *err;
 
 	th->read_phys = false;
-	if (end < th->task || va < th->task)
+	if (th->task + first < th->task || s->layout.end < first)
 		return;
-	err = ivm_kernel_translate(l, va, &pa0, &contiguous);
-	for (at = va + contiguous; !err && at < end; at += contiguous) {
-		err = ivm_kernel_translate(l, at, &pa, &contiguous);
-		if (!err && pa != pa0 + (at - va)) {
-			ivm_error_destroy(err);
-			return;
-		}
-	}
+	err = ivm_kernel_translate_range(s->guest->layout, th->task + first,
+					 s->layout.end - first,
+					 &th->read_base);
 	if (err) {
 		ivm_error_destroy(err);
 		return;
 	}
-	th->read_base = pa0;
 	th->read_phys = true;
 }
 
