@@ -48,7 +48,7 @@
 #define PA_PDPT_D 0x4000ull
 #define PA_PCPU0 0x10000ull
 #define PA_PCPU1 0x20000ull
-#define PA_TASK(i) (0x40000ull + (i) * 0x1000ull)
+#define PA_TASK(i) (0x40000ull + (i) * 0x2000ull)	/* room for si_off */
 #define PA_SIGNAL(i) (0x80000ull + (i) * 0x100ull)
 #define PA_MM 0x90000ull
 #define PA_USER_PGD 0x91000ull
@@ -110,6 +110,13 @@ static unsigned int idx(uint64_t va, int level)
  * thread_group_only: a kernel before signal->thread_head (< 2.6.38 had
  * neither; 6.7+ has no thread_group): threads only on thread_group.
  */
+/*
+ * Where the fixture's task_struct has sched_info: 0x110, next to the rest
+ * that last_ran reads (one piece per task), or past 4 KiB from them, far
+ * enough to be a piece of its own (a randomized task_struct layout).
+ */
+static uint32_t si_off = 0x110;
+
 static struct ivm_btf *build_btf(bool thread_group_only)
 {
 	static const char *const regs[] = {
@@ -148,7 +155,8 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 	t_si = btf__add_struct(b, "sched_info", 24);
 	btf__add_field(b, "pcount", t_ulong, 0, 0);
 	btf__add_field(b, "last_arrival", t_ulong, 128, 0);
-	btf__add_struct(b, "task_struct", 0x300);
+	btf__add_struct(b, "task_struct",
+			si_off < 0x300 ? 0x300 : si_off + 0x20);
 	btf__add_field(b, "thread_info", t_ti, 0, 0);
 	btf__add_field(b, "__state", t_uint, 24 * 8, 0);
 	btf__add_field(b, "stack", t_ptr, 32 * 8, 0);
@@ -171,8 +179,8 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 	/* ... and no se.exec_start, so no last_ran. */
 	if (!thread_group_only) {
 		btf__add_field(b, "se", t_se, 0x100 * 8, 0);
-		/* last_arrival at 0x120 */
-		btf__add_field(b, "sched_info", t_si, 0x110 * 8, 0);
+		/* last_arrival at 0x120, unless moved (see si_off) */
+		btf__add_field(b, "sched_info", t_si, si_off * 8, 0);
 	}
 	btf__add_field(b, "thread", t_thread, 0x200 * 8, 0);
 	btf__add_struct(b, "signal_struct", 0x40);
@@ -1000,19 +1008,19 @@ Test(kernel_layout, last_ran_on_a_cpu)
 
 /*
  * Task t's scheduler stamps as the fixture lays them out: switched in at
- * arrival (sched_info.last_arrival, 0x120), last accounted at end
+ * arrival (sched_info.last_arrival), last accounted at end
  * (se.exec_start, 0x108).
  */
 static void stamps(struct fixture *f, int t, uint64_t arrival, uint64_t end)
 {
-	w64(f, task_va(t) + 0x120, arrival);
+	w64(f, task_va(t) + f->off.task_sched_info_last_arrival, arrival);
 	w64(f, task_va(t) + 0x108, end);
 }
 
-/* ... and how many times it was switched in (sched_info.pcount, 0x110). */
+/* ... and how many times it was switched in (sched_info.pcount). */
 static void switched_in(struct fixture *f, int t, uint64_t pcount)
 {
-	w64(f, task_va(t) + 0x110, pcount);
+	w64(f, task_va(t) + f->off.task_sched_info_pcount, pcount);
 }
 
 /*
@@ -1177,13 +1185,16 @@ static uint64_t first_marked_at(struct fixture *f, struct ivm_last_ran *lr,
 	return first_after(lr, 450, now);
 }
 
-Test(kernel_layout, last_ran_first_by_mark)
+static void first_by_mark(uint32_t sched_info_at)
 {
 	struct ivm_kernel_layout *l;
 	struct ivm_last_ran *lr;
 	struct fixture f;
 
+	si_off = sched_info_at;
 	fixture_init(&f);
+	si_off = 0x110;
+	cr_assert_eq(f.off.task_sched_info_pcount, sched_info_at);
 	cut_in(&f);
 	l = create_ok(&f);
 	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
@@ -1232,6 +1243,13 @@ Test(kernel_layout, last_ran_first_by_mark)
 	ivm_last_ran_destroy(lr);
 	ivm_kernel_layout_destroy(l);
 	fixture_fini(&f);
+}
+
+/* sched_info read with the rest (one piece), and apart (two). */
+Test(kernel_layout, last_ran_first_by_mark)
+{
+	first_by_mark(0x110);
+	first_by_mark(0x1100);
 }
 
 Test(kernel_layout, hostile_per_cpu_data)

@@ -8,6 +8,15 @@
 
 /* More than any task_struct span we read; bounds a hostile layout. */
 #define MAX_SPAN 4096
+/*
+ * The most one piece may span to hold the sched_info words with the rest.
+ * What a piece costs is mostly its pages pinned and its first cold cache
+ * line, not its length: on web01 (Linux 6.1, 2.2 KiB from thread_info.cpu
+ * to sched_info.last_arrival) reading all threads' stamps took 23% of
+ * idlevm's CPU as one piece per task and 27% as two small ones (perf, same
+ * guest and load).
+ */
+#define MERGE_SPAN MAX_SPAN
 /* More CPUs than a mark is kept for: bounds what a guest can make us hold. */
 #define MAX_MARK_CPUS 1024
 
@@ -60,8 +69,8 @@ struct ivm_last_ran {
 	bool refreshed;
 	uint64_t refreshed_at;
 	uint64_t gen;			/* walks so far: marks name theirs */
-	/* Held (ivm_last_ran_hold): which words the hold has read. */
-	bool held, span_fresh, arrival_fresh;
+	/* Held (ivm_last_ran_hold): whether the hold has read them. */
+	bool held, fresh;
 	struct cpu_mark *marks;
 	size_t nr_marks;
 };
@@ -118,16 +127,11 @@ struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
 	     ivm_kernel_fields_span(f + nr_base, nr_all - nr_base, &si_lo,
 				    &si_hi) &&
 	     si_hi - si_lo <= MAX_SPAN;
-	/*
-	 * A piece costs more than the bytes it copies (task_sched.h), so the
-	 * sched_info words come in the same piece when the whole fits: on
-	 * Linux 6.1 that is about 2 KiB from thread_info.cpu to sched_info.
-	 */
 	if (si) {
 		uint32_t all_lo, all_hi;
 
 		ivm_kernel_fields_span(f, nr_all, &all_lo, &all_hi);
-		if (all_hi - all_lo <= MAX_SPAN) {
+		if (all_hi - all_lo <= MERGE_SPAN) {
 			lo = all_lo;
 			hi = all_hi;
 		} else {
@@ -194,7 +198,7 @@ static struct ivm_error *refresh(struct ivm_last_ran *lr, uint64_t now_ns)
 	struct ivm_error *err;
 	size_t i, n = 0;
 
-	lr->span_fresh = lr->arrival_fresh = false;
+	lr->fresh = false;
 	err = ivm_kernel_task_list(lr->layout, 0, &list);
 	if (err)
 		return err;
@@ -270,25 +274,21 @@ static bool *piece_ok(struct ivm_last_ran *lr, size_t piece)
 }
 
 /*
- * Read every candidate's span and, with arrival, its sched_info words (in
- * the span already unless the layout is split): one batch (one system
- * call), or one by one if that fails.  While held, what the hold read
- * already stands.
+ * Read every candidate's span and sched_info piece (if apart): one batch
+ * (one system call), or one by one if that fails.  While held, what the
+ * hold read already stands.
  */
-static struct ivm_error *read_all(struct ivm_last_ran *lr, bool arrival)
+static struct ivm_error *read_all(struct ivm_last_ran *lr)
 {
-	bool span = !(lr->held && lr->span_fresh);
 	struct ivm_error *err;
-	size_t i, n = 0;
+	size_t i, n;
 
-	arrival = arrival && lr->si_split &&
-		  !(lr->held && lr->arrival_fresh);
-	if (span)
-		n = queue_all(lr, false, n);
-	if (arrival)
+	if (lr->held && lr->fresh)
+		return NULL;
+	n = queue_all(lr, false, 0);
+	if (lr->si_split)
 		n = queue_all(lr, true, n);
-	lr->span_fresh |= lr->held && span;
-	lr->arrival_fresh |= lr->held && arrival;
+	lr->fresh = lr->held;
 	if (!n)
 		return NULL;
 	err = ivm_gmem_read_phys_many(lr->gmem, lr->pieces, n);
@@ -323,13 +323,6 @@ static const uint8_t *si_words(const struct ivm_last_ran *lr, size_t i)
 	return lr->cand[i].ok ? lr->buf + i * lr->span : NULL;
 }
 
-/* Whether the hold has read the sched_info words (no read forced). */
-static bool si_fresh(const struct ivm_last_ran *lr)
-{
-	return lr->held &&
-	       (lr->si_split ? lr->arrival_fresh : lr->span_fresh);
-}
-
 static struct ivm_error *refresh_if_due(struct ivm_last_ran *lr,
 					uint64_t now_ns)
 {
@@ -349,7 +342,7 @@ static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
 
 	err = refresh_if_due(lr, now_ns);
 	if (!err)
-		err = read_all(lr, false);
+		err = read_all(lr);
 	if (err)
 		return err;
 	for (i = 0; at && clock && i < lr->nr; i++) {
@@ -395,7 +388,7 @@ static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
 void ivm_last_ran_hold(struct ivm_last_ran *lr)
 {
 	lr->held = true;
-	lr->span_fresh = lr->arrival_fresh = false;
+	lr->fresh = false;
 }
 
 void ivm_last_ran_release(struct ivm_last_ran *lr)
@@ -410,7 +403,7 @@ void ivm_last_ran_mark(struct ivm_last_ran *lr, unsigned int cpu,
 	size_t i;
 
 	if (cpu >= MAX_MARK_CPUS || !clock ||
-	    lr->off_pcount == IVM_KOFF_NONE || !si_fresh(lr))
+	    lr->off_pcount == IVM_KOFF_NONE || !lr->held || !lr->fresh)
 		return;
 	if (cpu >= lr->nr_marks) {
 		m = reallocarray(lr->marks, cpu + 1, sizeof(*m));
@@ -529,7 +522,7 @@ struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 					"this kernel has no sched_info.last_arrival");
 	err = refresh_if_due(lr, now_ns);
 	if (!err)
-		err = read_all(lr, true);
+		err = read_all(lr);
 	if (err)
 		return err;
 	for (i = 0; i < lr->nr; i++) {
@@ -573,7 +566,7 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 					"this kernel has no sched_info.last_arrival");
 	err = refresh_if_due(lr, now_ns);
 	if (!err)
-		err = read_all(lr, true);
+		err = read_all(lr);
 	if (err)
 		return err;
 	for (i = 0; i < lr->nr && n < max; i++) {

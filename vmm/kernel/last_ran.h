@@ -59,8 +59,8 @@ void ivm_last_ran_destroy(struct ivm_last_ran *lr);
  * candidates' words from the guest (one batch, a system call and a page
  * pinned per candidate on the process backend), and the profiler makes up
  * to three lookups per look at the guest, of both vCPUs, whose answers
- * belong to the moment of that look anyway.  Held, the first lookup that
- * needs a word reads it for all candidates and the later ones use it.
+ * belong to the moment of that look anyway.  Held, the first lookup reads
+ * every word of all candidates, and the later ones (and marks) use them.
  * Not nested; a refresh of the candidates drops what was held.
  */
 void ivm_last_ran_hold(struct ivm_last_ran *lr);
@@ -71,7 +71,8 @@ void ivm_last_ran_release(struct ivm_last_ran *lr);
  * keep each thread's switch-in count (sched_info.pcount) as the hold read
  * it, for ivm_last_ran_first_since() of that idle period.  Only from what
  * the current hold has read already (a look that read the stamps anyway,
- * such as the one that opened the period): never a read of its own.
+ * such as the one that opened the period): never a read of its own, so a
+ * look that needs no stamps costs nothing more.
  * Nothing when there is nothing held, no pcount, or no memory; a refresh
  * of the candidates voids the marks.
  */
