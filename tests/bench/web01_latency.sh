@@ -226,13 +226,13 @@ run_round() {
 		IDLEVM_PID=$!
 		# Attaching takes seconds on a busy host (a few minutes at worst).
 		for i in $(seq 1 1800); do
-			grep -q '^idlevm: profiling' "$log" && break
+			grep -qs '^idlevm: profiling' "$log" && break
 			# Gone, or a zombie (kill -0 still succeeds on one).
 			awk '{ exit $3 == "Z" }' "/proc/$IDLEVM_PID/stat" \
 				2>/dev/null || break
 			sleep 0.1
 		done
-		grep -q '^idlevm: profiling' "$log" || {
+		grep -qs '^idlevm: profiling' "$log" || {
 			echo "web01_latency: idlevm's output:" >&2
 			cat "$log" >&2
 			ivm_die "idlevm did not attach ($config)"

@@ -6,17 +6,16 @@
 #include "base/bytes.h"
 #include "kernel/last_ran.h"
 
-/* More than any task_struct span we read; bounds a hostile layout. */
-#define MAX_SPAN 4096
 /*
- * The most one piece may span to hold the sched_info words with the rest.
- * What a piece costs is mostly its pages pinned and its first cold cache
- * line, not its length: on web01 (Linux 6.1, 2.2 KiB from thread_info.cpu
- * to sched_info.last_arrival) reading all threads' stamps took 23% of
- * idlevm's CPU as one piece per task and 27% as two small ones (perf, same
- * guest and load).
+ * More than any task_struct span we read; bounds a hostile layout.  Also
+ * how far the sched_info words may be from the rest to come in the same
+ * piece: what a piece costs is mostly its pages pinned and its first cold
+ * cache line, not its length.  On web01 (Linux 6.1, 2.2 KiB from
+ * thread_info.cpu to sched_info.last_arrival) reading all threads' stamps
+ * took 23% of idlevm's CPU as one piece per task and 27% as two small ones
+ * (perf, same guest and load).
  */
-#define MERGE_SPAN MAX_SPAN
+#define MAX_SPAN 4096
 /* More CPUs than a mark is kept for: bounds what a guest can make us hold. */
 #define MAX_MARK_CPUS 1024
 
@@ -39,7 +38,7 @@ struct candidate {
  */
 #define UNKNOWN UINT64_MAX
 struct cpu_mark {
-	uint64_t at;		/* the CPU's run-queue clock then; 0: none */
+	uint64_t at;		/* the CPU's run-queue clock; 0: none */
 	uint64_t gen;
 	uint64_t *pcount;
 	size_t cap;
@@ -68,7 +67,7 @@ struct ivm_last_ran {
 	size_t *piece_cand;
 	bool refreshed;
 	uint64_t refreshed_at;
-	uint64_t gen;			/* walks so far: marks name theirs */
+	uint64_t gen;			/* walks so far, named by marks */
 	/* Held (ivm_last_ran_hold): whether the hold has read them. */
 	bool held, fresh;
 	struct cpu_mark *marks;
@@ -81,7 +80,6 @@ void ivm_last_ran_destroy(struct ivm_last_ran *lr)
 
 	if (!lr)
 		return;
-
 	free(lr->cand);
 	free(lr->buf);
 	free(lr->si_buf);
@@ -131,7 +129,7 @@ struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
 		uint32_t all_lo, all_hi;
 
 		ivm_kernel_fields_span(f, nr_all, &all_lo, &all_hi);
-		if (all_hi - all_lo <= MERGE_SPAN) {
+		if (all_hi - all_lo <= MAX_SPAN) {
 			lo = all_lo;
 			hi = all_hi;
 		} else {
@@ -254,9 +252,10 @@ static size_t queue_all(struct ivm_last_ran *lr, bool si, size_t n)
 		if (!(si ? c->si_mapped : c->mapped))
 			continue;
 		lr->pieces[n] = si ?
-			(struct ivm_gmem_piece){ .gpa = c->si_pa,
-						 .buf = lr->si_buf + i * lr->si_span,
-						 .len = lr->si_span } :
+			(struct ivm_gmem_piece){
+				.gpa = c->si_pa,
+				.buf = lr->si_buf + i * lr->si_span,
+				.len = lr->si_span } :
 			(struct ivm_gmem_piece){ .gpa = c->pa,
 						 .buf = lr->buf + i * lr->span,
 						 .len = lr->span };
@@ -501,7 +500,7 @@ static size_t first_by_mark(const struct ivm_last_ran *lr, unsigned int cpu,
 			return first;
 		if (n >= 2) {
 			if (twice != SIZE_MAX)
-				return first;	/* two could be: can't say */
+				return first;	/* either could be */
 			twice = i;
 		}
 	}
