@@ -711,10 +711,8 @@ static struct ivm_error *replayed_period(struct profiler *p, uint32_t vcpu,
 		.to_idle_task = gap->to_idle,
 		.from_idle_task = gap->from_idle,
 	};
-	struct ivm_capture_req req = { .vcpu = vcpu, .time_ns = ip.end_ns };
 	struct ivm_error *err = write_period(p, &ip);
 
-	(void)req;
 	if (!err)
 		err = period_capture(p, vcpu, IVM_SAMPLE_TO_IDLE, gap->to_idle,
 				     ip.start_ns);
