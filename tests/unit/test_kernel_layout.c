@@ -1252,6 +1252,46 @@ Test(kernel_layout, last_ran_first_by_mark)
 	first_by_mark(0x1100);
 }
 
+/*
+ * A span of a kernel object as one physical piece: only if its pages are
+ * adjacent in guest physical memory.  Four 4 KiB pages above the image:
+ * the first two apart, the second and third adjacent, the fourth absent.
+ */
+Test(kernel_layout, translate_range)
+{
+	uint64_t va = KVA(LINK_BASE) + (2u << 20), pa = 0;
+	struct ivm_kernel_layout *l;
+	struct ivm_error *err;
+	struct fixture f;
+
+	fixture_init(&f);
+	pte(f.a + PA_PD_K, idx(va, 2), 0x8000 | 3);
+	pte(f.a + 0x8000, 0, 0xa000 | 3);
+	pte(f.a + 0x8000, 1, 0xc000 | 3);
+	pte(f.a + 0x8000, 2, 0xd000 | 3);
+	l = create_ok(&f);
+	err = ivm_kernel_translate_range(l, va + 0xff0, 0x20, &pa);
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND, "%s",
+		  err ? ivm_error_string(err) : "no error");
+	ivm_error_destroy(err);
+	cr_assert_null(ivm_kernel_translate_range(l, va + 0x1ff0, 0x20, &pa));
+	cr_expect_eq(pa, 0xcff0);
+	cr_assert_null(ivm_kernel_translate_range(l, va + 0x10, 0x20, &pa));
+	cr_expect_eq(pa, 0xa010);
+	/* Running into the absent page: the walk's error. */
+	err = ivm_kernel_translate_range(l, va + 0x2ff0, 0x20, &pa);
+	cr_expect(err && err->code != IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
+	/* The direct map, by arithmetic, is adjacent across pages. */
+	cr_assert_null(ivm_kernel_translate_range(l, DM(0x40ff0), 0x20, &pa));
+	cr_expect_eq(pa, 0x40ff0);
+	err = ivm_kernel_translate_range(l, ~0ull - 8, 0x20, &pa);
+	cr_expect(err && err->code == IVM_ERROR_INVALID);
+	ivm_error_destroy(err);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
 Test(kernel_layout, hostile_per_cpu_data)
 {
 	struct fixture f;
