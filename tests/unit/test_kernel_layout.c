@@ -106,17 +106,17 @@ static unsigned int idx(uint64_t va, int level)
 }
 
 /*
- * The kernel structures idlevm reads, at offsets unlike any real kernel.
- * thread_group_only: a kernel before signal->thread_head (< 2.6.38 had
- * neither; 6.7+ has no thread_group): threads only on thread_group.
- */
-/*
  * Where the fixture's task_struct has sched_info: 0x110, next to the rest
  * that last_ran reads (one piece per task), or past 4 KiB from them, far
  * enough to be a piece of its own (a randomized task_struct layout).
  */
 static uint32_t si_off = 0x110;
 
+/*
+ * The kernel structures idlevm reads, at offsets unlike any real kernel.
+ * thread_group_only: a kernel before signal->thread_head (< 2.6.38 had
+ * neither; 6.7+ has no thread_group): threads only on thread_group.
+ */
 static struct ivm_btf *build_btf(bool thread_group_only)
 {
 	static const char *const regs[] = {
@@ -1165,12 +1165,12 @@ static uint64_t first_after(struct ivm_last_ran *lr, uint64_t since,
 }
 
 /* Marked at clock at, idle: the look reads (find_at) and marks. */
-static void mark_at(struct ivm_last_ran *lr, uint64_t at, uint64_t now)
+static void mark_at(struct ivm_last_ran *lr, uint64_t at)
 {
 	uint64_t task;
 
 	ivm_last_ran_hold(lr);
-	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, at, now, &task));
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, at, 0, &task));
 	ivm_last_ran_mark(lr, 1, at);
 	ivm_last_ran_release(lr);
 }
@@ -1180,7 +1180,7 @@ static uint64_t first_marked_at(struct fixture *f, struct ivm_last_ran *lr,
 				uint64_t at, uint64_t now)
 {
 	cut_in(f);
-	mark_at(lr, at, 0);
+	mark_at(lr, at);
 	after_cut_in(f);
 	return first_after(lr, 450, now);
 }
@@ -1214,7 +1214,7 @@ static void first_by_mark(uint32_t sched_info_at)
 	cr_expect_eq(first_marked_at(&f, lr, 300, 0), task_va(T52));
 
 	/* Taken after the first arrival: counts that already hold it. */
-	mark_at(lr, 620, 0);
+	mark_at(lr, 620);
 	switched_in(&f, P1, 14);
 	cr_expect_eq(first_after(lr, 450, 0), task_va(T52));
 
@@ -1223,7 +1223,7 @@ static void first_by_mark(uint32_t sched_info_at)
 	w32(&f, task_va(P2) + f.off.task_cpu, 1);
 	stamps(&f, P2, 100, 200);
 	switched_in(&f, P2, 5);
-	mark_at(lr, 450, 0);
+	mark_at(lr, 450);
 	after_cut_in(&f);
 	stamps(&f, P2, 650, 660);
 	switched_in(&f, P2, 7);

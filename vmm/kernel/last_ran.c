@@ -322,6 +322,22 @@ static const uint8_t *si_words(const struct ivm_last_ran *lr, size_t i)
 	return lr->cand[i].ok ? lr->buf + i * lr->span : NULL;
 }
 
+/* Whether candidate i, as read, is a task of cpu not of process skip_tgid. */
+static bool of_cpu(const struct ivm_last_ran *lr, size_t i, unsigned int cpu,
+		   int32_t skip_tgid)
+{
+	return lr->cand[i].ok &&
+	       ivm_le32(lr->buf + i * lr->span + lr->off_cpu) == cpu &&
+	       !(skip_tgid && lr->cand[i].tgid == skip_tgid);
+}
+
+/* Its sched_info words if so and they were read, else NULL. */
+static const uint8_t *arrival_words(const struct ivm_last_ran *lr, size_t i,
+				    unsigned int cpu, int32_t skip_tgid)
+{
+	return of_cpu(lr, i, cpu, skip_tgid) ? si_words(lr, i) : NULL;
+}
+
 static struct ivm_error *refresh_if_due(struct ivm_last_ran *lr,
 					uint64_t now_ns)
 {
@@ -363,8 +379,7 @@ static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
 		const uint8_t *b = lr->buf + i * lr->span;
 		uint64_t start;
 
-		if (!lr->cand[i].ok || ivm_le32(b + lr->off_cpu) != cpu ||
-		    (skip_tgid && lr->cand[i].tgid == skip_tgid))
+		if (!of_cpu(lr, i, cpu, skip_tgid))
 			continue;
 		/* Running elsewhere or still switching out: not it. */
 		if (lr->off_on_cpu != IVM_KOFF_NONE &&
@@ -485,14 +500,10 @@ static size_t first_by_mark(const struct ivm_last_ran *lr, unsigned int cpu,
 	    arrivals_since_mark(lr, m, first, si_words(lr, first)) != 1)
 		return first;
 	for (i = 0; i < lr->nr; i++) {
-		const uint8_t *b = lr->buf + i * lr->span;
-		const uint8_t *w = si_words(lr, i);
+		const uint8_t *w = arrival_words(lr, i, cpu, skip_tgid);
 		uint64_t n;
 
-		if (i == first || !lr->cand[i].ok || !w ||
-		    ivm_le32(b + lr->off_cpu) != cpu ||
-		    (skip_tgid && lr->cand[i].tgid == skip_tgid) ||
-		    ivm_le64(w + lr->off_arrival) <= since)
+		if (i == first || !w || ivm_le64(w + lr->off_arrival) <= since)
 			continue;
 		n = arrivals_since_mark(lr, m, i, w);
 		/* Switched in since since but not since the mark: a race. */
@@ -525,13 +536,10 @@ struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 	if (err)
 		return err;
 	for (i = 0; i < lr->nr; i++) {
-		const uint8_t *b = lr->buf + i * lr->span;
-		const uint8_t *w = si_words(lr, i);
+		const uint8_t *w = arrival_words(lr, i, cpu, skip_tgid);
 		uint64_t arrival;
 
-		if (!lr->cand[i].ok || !w ||
-		    ivm_le32(b + lr->off_cpu) != cpu ||
-		    (skip_tgid && lr->cand[i].tgid == skip_tgid))
+		if (!w)
 			continue;
 		arrival = ivm_le64(w + lr->off_arrival);
 		if (arrival <= since)
@@ -570,12 +578,10 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 		return err;
 	for (i = 0; i < lr->nr && n < max; i++) {
 		const uint8_t *b = lr->buf + i * lr->span;
-		const uint8_t *w = si_words(lr, i);
+		const uint8_t *w = arrival_words(lr, i, cpu, skip_tgid);
 		struct ivm_last_ran_run *r = &runs[n];
 
-		if (!lr->cand[i].ok || !w ||
-		    ivm_le32(b + lr->off_cpu) != cpu ||
-		    (skip_tgid && lr->cand[i].tgid == skip_tgid))
+		if (!w)
 			continue;
 		r->arrival = ivm_le64(w + lr->off_arrival);
 		r->end = ivm_le64(b + lr->off_exec_start);
