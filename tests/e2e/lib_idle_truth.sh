@@ -187,6 +187,12 @@ idle_events_check() {
 	# 2. Captured against the guest's transitions, and per-thread splits.
 	report=$("$idlevm" report "$prof" 2>/dev/null) || fail "idlevm report failed"
 	echo "$report" | sed -n '/^== run ==/,/^== top/p' | head -n 40
+	# Every idle halt's look is in one delay bucket (idle_periods.h).
+	echo "$report" | awk '
+		/host events:/ { for (i = 1; i <= NF; i++) if ($i == "idle" && $(i + 1) == "halts,") { h = $(i - 1); sub(/^\(/, "", h) } }
+		/looks after an idle halt:/ { n = $6 + $10 + $14; seen = 1 }
+		END { exit !(seen && h > 0 && n == h) }' ||
+		fail "the looks after idle halts do not add up to the idle halts"
 	to=$("$idlevm" report -f folded -K to_idle "$prof" 2>/dev/null)
 	from=$("$idlevm" report -f folded -K from_idle "$prof" 2>/dev/null)
 	by_thread() {

@@ -334,3 +334,68 @@ Test(idle_periods, wake_cause_from_the_first_look_after_the_wakeup)
 	cr_assert_eq(p.wake_mask, 1u << IVM_IRQ_RESCHED);
 	ivm_idle_periods_destroy(ip);
 }
+
+/*
+ * How long after each idle halt its look came: within 100 us, within 1 ms,
+ * later; sleeps that were no idle halt (QEMU's lock) are not counted, and
+ * a halt judged after the vCPU woke (the idle count moved) is, from the
+ * sleep's stamp.
+ */
+Test(idle_periods, delay_of_the_look_after_each_idle_halt)
+{
+	static const uint64_t delay[] = { 40000, 99999, 100000, 700000,
+					  1000000, 3000000 };
+	struct ivm_idle_periods *ip = make();
+	const struct ivm_idle_stats *st = ivm_idle_periods_stats(ip);
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+	struct ivm_idle_obs o;
+	uint64_t t = 1000000;
+	size_t i;
+
+	init_cpu(&g);
+	o = look(&g, t);
+	ivm_idle_periods_observe(ip, 0, &o, &p);
+	for (i = 0; i < sizeof(delay) / sizeof(delay[0]); i++) {
+		t += 10000000;
+		guest_switch(&g, IDLE);
+		ivm_idle_periods_host_sleep(ip, 0, t);
+		o = look(&g, t + delay[i]);
+		ivm_idle_periods_observe(ip, 0, &o, &p);
+		t += 5000000;
+		ivm_idle_periods_host_wake(ip, 0, t);
+		guest_switch(&g, TASK_A);
+		o = look(&g, t + 1000);
+		ivm_idle_periods_observe(ip, 0, &o, &p);
+	}
+	cr_assert_eq(st->host_sleeps_idle, 6);
+	cr_assert_eq(st->halt_looked_100us, 2);
+	cr_assert_eq(st->halt_looked_1ms, 2);
+	cr_assert_eq(st->halt_looked_late, 2);
+
+	/* QEMU's lock with A current: not an idle halt, not counted. */
+	t += 10000000;
+	ivm_idle_periods_host_sleep(ip, 0, t);
+	o = look(&g, t + 5000000);
+	ivm_idle_periods_observe(ip, 0, &o, &p);
+	ivm_idle_periods_host_wake(ip, 0, t + 5000100);
+	cr_assert_eq(st->host_sleeps_busy, 1);
+	cr_assert_eq(st->halt_looked_late, 2);
+
+	/*
+	 * Idle and woken again before the look: judged idle by the moved
+	 * count, 2 ms after the sleep.
+	 */
+	t += 10000000;
+	guest_switch(&g, IDLE);
+	ivm_idle_periods_host_sleep(ip, 0, t);
+	ivm_idle_periods_host_wake(ip, 0, t + 30000);
+	guest_switch(&g, TASK_B);
+	o = look(&g, t + 2000000);
+	ivm_idle_periods_observe(ip, 0, &o, &p);
+	cr_assert_eq(st->host_sleeps_idle, 7);
+	cr_assert_eq(st->halt_looked_late, 3);
+	cr_assert_eq(st->halt_looked_100us + st->halt_looked_1ms +
+		     st->halt_looked_late, st->host_sleeps_idle);
+	ivm_idle_periods_destroy(ip);
+}

@@ -646,6 +646,26 @@ static void run_summary(const struct profile_opts *o,
 		res->idle.host_sleeps_idle, res->idle.host_sleeps_busy,
 		res->trace_records, res->idle.lost_events,
 		res->realtime ? "; waited at real-time priority" : "");
+	if (res->idle.host_sleeps_idle) {
+		const struct ivm_idle_stats *is = &res->idle;
+		double late = 100.0 * (double)is->halt_looked_late /
+			      (double)is->host_sleeps_idle;
+
+		/*
+		 * Late looks miss the idle periods shorter than their
+		 * delay: say so, and what helps, when there are many.
+		 */
+		who(o, r);
+		fprintf(stderr,
+			"looks after an idle halt: %" PRIu64
+			" within 100 us, %" PRIu64 " within 1 ms, %" PRIu64
+			" later (%.1f%%)%s\n",
+			is->halt_looked_100us, is->halt_looked_1ms,
+			is->halt_looked_late, late,
+			late >= 1.0 && !res->realtime ?
+			"; the loop waited for a busy host's CPU, and idle periods shorter than the wait came and went unseen: --realtime looks at once, at a cost to the guest's latency" :
+			"");
+	}
 	if (r->cfg.capture_mode == IVM_CAPTURE_MODE_PIN) {
 		who(o, r);
 		fprintf(stderr,

@@ -231,7 +231,16 @@ bool ivm_idle_periods_observe(struct ivm_idle_periods *ip, uint32_t vcpu,
 		v->sleep_pending = false;
 		if (v->asleep ? obs->current_is_idle :
 				(obs->current_is_idle || ended)) {
+			uint64_t delay = obs->time_ns > v->sleep_ts ?
+					 obs->time_ns - v->sleep_ts : 0;
+
 			ip->stats.host_sleeps_idle++;
+			if (delay < 100000)
+				ip->stats.halt_looked_100us++;
+			else if (delay < 1000000)
+				ip->stats.halt_looked_1ms++;
+			else
+				ip->stats.halt_looked_late++;
 			halt_now = true;
 		} else {
 			ip->stats.host_sleeps_busy++;

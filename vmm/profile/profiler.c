@@ -1141,6 +1141,10 @@ static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	st[n++] = (struct ivm_stat){ "host_sleeps", is->host_sleeps };
 	st[n++] = (struct ivm_stat){ "host_sleeps_idle", is->host_sleeps_idle };
 	st[n++] = (struct ivm_stat){ "host_sleeps_busy", is->host_sleeps_busy };
+	st[n++] = (struct ivm_stat){ "halt_looked_100us",
+				     is->halt_looked_100us };
+	st[n++] = (struct ivm_stat){ "halt_looked_1ms", is->halt_looked_1ms };
+	st[n++] = (struct ivm_stat){ "halt_looked_late", is->halt_looked_late };
 	st[n++] = (struct ivm_stat){ "host_wakes", is->host_wakes };
 	st[n++] = (struct ivm_stat){ "wakes_no_switch", is->wakes_no_switch };
 	st[n++] = (struct ivm_stat){ "own_switches", is->own_switches };

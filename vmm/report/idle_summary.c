@@ -269,6 +269,14 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 		" wakeups, %" PRIu64 " trace events lost\n",
 		ST("host_sleeps"), ST("host_sleeps_idle"), ST("host_sleeps_busy"),
 		ST("host_wakes"), ST("trace_lost"));
+	if (has_stat(s, "halt_looked_late"))
+		fprintf(out,
+			"  looks after an idle halt: %" PRIu64
+			" within 100 us, %" PRIu64 " within 1 ms, %" PRIu64
+			" later (%.1f%%: idle periods shorter than the wait come and go unseen)\n",
+			ST("halt_looked_100us"), ST("halt_looked_1ms"),
+			ST("halt_looked_late"),
+			pct(ST("halt_looked_late"), ST("host_sleeps_idle")));
 }
 
 /* Duration buckets of the histogram. */
