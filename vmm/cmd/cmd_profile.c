@@ -663,7 +663,7 @@ static void run_summary(const struct profile_opts *o,
 			is->halt_looked_100us, is->halt_looked_1ms,
 			is->halt_looked_late, late,
 			late >= 1.0 && !res->realtime ?
-			"; the loop waited for a busy host's CPU, and idle periods shorter than the wait came and went unseen: --realtime looks at once, at a cost to the guest's latency" :
+			"; idle periods shorter than the delay came and went unseen: on a busy host, --realtime looks sooner, at a cost to the guest's latency" :
 			"");
 	}
 	if (r->cfg.capture_mode == IVM_CAPTURE_MODE_PIN) {

@@ -269,7 +269,8 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 		" wakeups, %" PRIu64 " trace events lost\n",
 		ST("host_sleeps"), ST("host_sleeps_idle"), ST("host_sleeps_busy"),
 		ST("host_wakes"), ST("trace_lost"));
-	if (has_stat(s, "halt_looked_late"))
+	/* The sched source's: the others have no sleeps to look after. */
+	if (has_stat(s, "halt_looked_late") && ST("host_sleeps_idle"))
 		fprintf(out,
 			"  looks after an idle halt: %" PRIu64
 			" within 100 us, %" PRIu64 " within 1 ms, %" PRIu64
