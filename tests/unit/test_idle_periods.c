@@ -397,5 +397,12 @@ Test(idle_periods, delay_of_the_look_after_each_idle_halt)
 	cr_assert_eq(st->halt_looked_late, 3);
 	cr_assert_eq(st->halt_looked_100us + st->halt_looked_1ms +
 		     st->halt_looked_late, st->host_sleeps_idle);
+	/* As the run's summary and the report print them. */
+	{
+		char text[160];
+
+		ivm_idle_looks_text(st, text, sizeof(text));
+		cr_assert_str_eq(text, "looks after an idle halt: 2 within 100 us, 2 within 1 ms, 3 later (42.9%)");
+	}
 	ivm_idle_periods_destroy(ip);
 }

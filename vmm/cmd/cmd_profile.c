@@ -648,21 +648,17 @@ static void run_summary(const struct profile_opts *o,
 		res->realtime ? "; waited at real-time priority" : "");
 	if (res->idle.host_sleeps_idle) {
 		const struct ivm_idle_stats *is = &res->idle;
-		double late = 100.0 * (double)is->halt_looked_late /
-			      (double)is->host_sleeps_idle;
+		char looks[160];
 
 		/*
 		 * Late looks miss the idle periods shorter than their
-		 * delay: say so, and what helps, when there are many.
+		 * delay: say so, and what helps, when there are many (1%).
 		 */
+		ivm_idle_looks_text(is, looks, sizeof(looks));
 		who(o, r);
-		fprintf(stderr,
-			"looks after an idle halt: %" PRIu64
-			" within 100 us, %" PRIu64 " within 1 ms, %" PRIu64
-			" later (%.1f%%)%s\n",
-			is->halt_looked_100us, is->halt_looked_1ms,
-			is->halt_looked_late, late,
-			late >= 1.0 && !res->realtime ?
+		fprintf(stderr, "%s%s\n", looks,
+			is->halt_looked_late * 100 >= is->host_sleeps_idle &&
+			!res->realtime ?
 			"; idle periods shorter than the delay came and went unseen: on a busy host, --realtime looks sooner, at a cost to the guest's latency" :
 			"");
 	}

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Idle periods from host events and guest looks; see idle_periods.h. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +100,20 @@ void ivm_idle_periods_host_halt_exit(struct ivm_idle_periods *ip,
 void ivm_idle_periods_host_lost(struct ivm_idle_periods *ip, uint64_t n)
 {
 	ip->stats.lost_events += n;
+}
+
+void ivm_idle_looks_text(const struct ivm_idle_stats *is, char *buf,
+			 size_t size)
+{
+	uint64_t all = is->halt_looked_100us + is->halt_looked_1ms +
+		       is->halt_looked_late;
+
+	snprintf(buf, size,
+		 "looks after an idle halt: %" PRIu64 " within 100 us, %" PRIu64
+		 " within 1 ms, %" PRIu64 " later (%.1f%%)",
+		 is->halt_looked_100us, is->halt_looked_1ms,
+		 is->halt_looked_late,
+		 all ? 100.0 * (double)is->halt_looked_late / (double)all : 0.0);
 }
 
 uint32_t ivm_irq_counts_moved(const struct ivm_irq_counts *a,
@@ -235,9 +251,9 @@ bool ivm_idle_periods_observe(struct ivm_idle_periods *ip, uint32_t vcpu,
 					 obs->time_ns - v->sleep_ts : 0;
 
 			ip->stats.host_sleeps_idle++;
-			if (delay < 100000)
+			if (delay < IVM_IDLE_LOOK_SOON_NS)
 				ip->stats.halt_looked_100us++;
-			else if (delay < 1000000)
+			else if (delay < IVM_IDLE_LOOK_LATE_NS)
 				ip->stats.halt_looked_1ms++;
 			else
 				ip->stats.halt_looked_late++;

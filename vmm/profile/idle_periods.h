@@ -124,6 +124,18 @@ struct ivm_idle_stats {
 	uint64_t halt_looked_late;
 };
 
+/* The halt_looked_* bounds (ns). */
+#define IVM_IDLE_LOOK_SOON_NS 100000ull
+#define IVM_IDLE_LOOK_LATE_NS 1000000ull
+
+/*
+ * The halt_looked_* counts of is as the line the run's summary and the
+ * report both print (no newline): "looks after an idle halt: N within
+ * 100 us, M within 1 ms, K later (P%)".  Into buf, truncated to size.
+ */
+void ivm_idle_looks_text(const struct ivm_idle_stats *is, char *buf,
+			 size_t size);
+
 struct ivm_idle_periods;
 
 struct ivm_error *ivm_idle_periods_create(uint32_t nr_vcpus,

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/idle_periods.h"
 #include "report/idle_summary.h"
 
 void ivm_idle_summary_init(struct ivm_idle_summary *s)
@@ -270,14 +271,18 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 		ST("host_sleeps"), ST("host_sleeps_idle"), ST("host_sleeps_busy"),
 		ST("host_wakes"), ST("trace_lost"));
 	/* The sched source's: the others have no sleeps to look after. */
-	if (has_stat(s, "halt_looked_late") && ST("host_sleeps_idle"))
-		fprintf(out,
-			"  looks after an idle halt: %" PRIu64
-			" within 100 us, %" PRIu64 " within 1 ms, %" PRIu64
-			" later (%.1f%%: idle periods shorter than the wait come and go unseen)\n",
-			ST("halt_looked_100us"), ST("halt_looked_1ms"),
-			ST("halt_looked_late"),
-			pct(ST("halt_looked_late"), ST("host_sleeps_idle")));
+	if (has_stat(s, "halt_looked_late") && ST("host_sleeps_idle")) {
+		struct ivm_idle_stats is = {
+			.halt_looked_100us = ST("halt_looked_100us"),
+			.halt_looked_1ms = ST("halt_looked_1ms"),
+			.halt_looked_late = ST("halt_looked_late"),
+		};
+		char looks[160];
+
+		ivm_idle_looks_text(&is, looks, sizeof(looks));
+		fprintf(out, "  %s; idle periods shorter than the wait come and go unseen\n",
+			looks);
+	}
 }
 
 /* Duration buckets of the histogram. */
