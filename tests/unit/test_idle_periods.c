@@ -121,6 +121,35 @@ Test(idle_periods, clean_period_with_stamps_and_timer_wake)
 	ivm_idle_periods_destroy(ip);
 }
 
+/*
+ * Two idle periods between two looks, with their host events: the
+ * period the first look saw ends at the first wakeup, but the last wakeup
+ * (1500) ended the second one, so it is not the first one's end; the end
+ * is the look's, for the caller to set from the guest's stamps.
+ */
+Test(idle_periods, the_last_wakeup_is_not_the_end_of_an_earlier_period)
+{
+	struct ivm_idle_periods *ip = make();
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+	struct ivm_idle_obs o;
+
+	begin_idle(ip, 0, &g, 200);
+	ivm_idle_periods_host_wake(ip, 0, 900);
+	guest_switch(&g, TASK_B);
+	guest_switch(&g, IDLE);
+	ivm_idle_periods_host_sleep(ip, 0, 1000);
+	ivm_idle_periods_host_wake(ip, 0, 1500);
+	guest_switch(&g, TASK_A);
+	o = look(&g, 1600);
+	cr_assert(ivm_idle_periods_observe(ip, 0, &o, &p));
+	cr_assert_eq(p.start_ns, 200);
+	cr_assert_eq(p.end_ns, 1600);
+	cr_assert_not(p.flags & IVM_IDLE_END_FROM_EVENT);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->unseen_periods, 1);
+	ivm_idle_periods_destroy(ip);
+}
+
 Test(idle_periods, lock_sleeps_with_a_task_current_are_not_idle)
 {
 	struct ivm_idle_periods *ip = make();
@@ -184,7 +213,7 @@ Test(idle_periods, periods_between_looks_are_counted_not_invented)
 	struct ivm_idle_periods *ip = make();
 	struct guest_cpu g;
 	struct ivm_idle_period p;
-	struct ivm_idle_obs o;
+	struct ivm_idle_obs o, before;
 	int i;
 
 	init_cpu(&g);
@@ -201,6 +230,12 @@ Test(idle_periods, periods_between_looks_are_counted_not_invented)
 	cr_assert_eq(ivm_idle_periods_stats(ip)->unseen_periods, 3);
 	cr_assert_eq(ivm_idle_periods_stats(ip)->lost_events, 6);
 	cr_assert_eq(ivm_idle_periods_stats(ip)->periods_seen, 0);
+	/* For a rebuild: the three, and the look before them (A running). */
+	cr_assert_eq(ivm_idle_periods_unseen_last(ip, 0, &before), 3);
+	cr_assert_eq(before.time_ns, 0);
+	cr_assert_eq(before.current, TASK_A);
+	cr_assert_eq(before.cpu_switches, 1000);
+	cr_assert_eq(before.idle_switches, 100);
 	/* Seen idle, then two more periods unseen before the next look. */
 	guest_switch(&g, IDLE);
 	o = look(&g, 1100);
@@ -219,6 +254,13 @@ Test(idle_periods, periods_between_looks_are_counted_not_invented)
 	/* ...one in between is unseen, and the current one is open. */
 	cr_assert_eq(ivm_idle_periods_stats(ip)->unseen_periods, 4);
 	cr_assert_eq(ivm_idle_periods_stats(ip)->periods_seen, 2);
+	cr_assert_eq(ivm_idle_periods_unseen_last(ip, 0, &before), 1);
+	cr_assert_eq(before.time_ns, 1100);
+	cr_assert(before.current_is_idle);
+	/* A look that found none: nothing to rebuild. */
+	o = look(&g, 1300);
+	ivm_idle_periods_observe(ip, 0, &o, &p);
+	cr_assert_eq(ivm_idle_periods_unseen_last(ip, 0, &before), 0);
 	ivm_idle_periods_destroy(ip);
 }
 

@@ -29,13 +29,14 @@ static void add_period(struct ivm_idle_summary *s, uint32_t vcpu,
 	cr_assert_null(ivm_idle_summary_add(s, &rec));
 }
 
-static void add_stats(struct ivm_idle_summary *s)
+/* to_idle_later: how many to-idle samples were read after a later run. */
+static void add_stats_later(struct ivm_idle_summary *s, uint64_t to_idle_later)
 {
-	static const struct ivm_stat st[] = {
+	const struct ivm_stat st[] = {
 		{ "elapsed_ms", 2500 }, { "to_idle", 9 }, { "from_idle", 8 },
 		{ "idle_periods_seen", 8 }, { "idle_periods_ended", 8 },
 		{ "idle_periods_unseen", 2 }, { "idle_periods_replayed", 1 },
-		{ "discarded_ran", 1 },
+		{ "discarded_ran", 1 }, { "to_idle_later", to_idle_later },
 	};
 	struct ivm_profile_record rec = { .type = IVM_RECORD_END };
 	struct ivm_label meta[] = { { "idle_source", "sched" },
@@ -48,6 +49,11 @@ static void add_stats(struct ivm_idle_summary *s)
 	rec.meta.items = meta;
 	rec.meta.nr = 2;
 	cr_assert_null(ivm_idle_summary_add(s, &rec));
+}
+
+static void add_stats(struct ivm_idle_summary *s)
+{
+	add_stats_later(s, 0);
 }
 
 static char *render(struct ivm_idle_summary *s, int what)
@@ -123,5 +129,34 @@ Test(idle_report, hostile_comms_and_json_tracks)
 	cr_assert_eq(count(html, "class=\"track\""), 2);
 	free(json);
 	free(html);
+	ivm_idle_summary_deinit(&s);
+}
+
+/*
+ * A period rebuilt without a start (a second run of its to-idle thread hid
+ * it) counts as a period but not in the durations, and its to-idle sample
+ * read after that run is said to be so.
+ */
+Test(idle_report, period_without_a_start)
+{
+	struct ivm_idle_summary s;
+	char *text, *json;
+
+	ivm_idle_summary_init(&s);
+	add_stats_later(&s, 3);
+	add_period(&s, 0, 1000, 51000, 1u << IVM_IRQ_TIMER, "worker", "holder");
+	add_period(&s, 0, 90000, 90000, 0, "worker", "worker");
+	s.periods[1].flags = IVM_IDLE_REPLAYED | IVM_IDLE_START_UNKNOWN;
+	text = render(&s, 0);
+	cr_assert(strstr(text, "captured 9 (90.0%), 3 of them with the stack the thread blocked in next"), "%s", text);
+	cr_assert(strstr(text, "== idle periods: 2 recorded =="), "%s", text);
+	/* vCPU 0: two periods, 50 us idle, one under 100 us; none under 1 ms. */
+	cr_assert(strstr(text, "     0        2    0.000       1       0"), "%s", text);
+	cr_assert(strstr(text, "(1 rebuilt periods whose start is not known are not in the durations)"), "%s", text);
+	json = render(&s, 1);
+	cr_assert_eq(count(json, "\"start_known\":false"), 1);
+	cr_assert_eq(count(json, "\"start_known\":true"), 1);
+	free(text);
+	free(json);
 	ivm_idle_summary_deinit(&s);
 }

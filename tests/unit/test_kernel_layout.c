@@ -1034,7 +1034,7 @@ Test(kernel_layout, last_ran_by_stamps)
 	struct ivm_kernel_layout *l;
 	struct ivm_last_ran *lr;
 	struct fixture f;
-	uint64_t task, t = 0;
+	uint64_t task, arrival, t = 0;
 	struct ivm_error *err;
 	size_t nr;
 
@@ -1064,19 +1064,26 @@ Test(kernel_layout, last_ran_by_stamps)
 	cr_expect_eq(task, task_va(P1));
 	w32(&f, task_va(T52) + f.off.task_cpu, 1);
 
-	/* The first task switched in on CPU 1 after 450: sleeper-t2. */
-	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 450, t, &task));
+	/* The first task switched in on CPU 1 after 450: sleeper-t2, at 600. */
+	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 450, t, &task,
+						&arrival));
 	cr_expect_eq(task, task_va(T52));
-	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 300, t, &task));
+	cr_expect_eq(arrival, 600);
+	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 300, t, &task,
+						&arrival));
 	cr_expect_eq(task, task_va(P1));
-	err = ivm_last_ran_first_since(lr, 1, 0, 900, t, &task);
+	cr_expect_eq(arrival, 400);
+	err = ivm_last_ran_first_since(lr, 1, 0, 900, t, &task, NULL);
 	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
 	ivm_error_destroy(err);
 
 	/* The runs of CPU 1 after 450: init's (ended 500) and sleeper-t2's. */
-	cr_assert_null(ivm_last_ran_window(lr, 1, 0, 450, t, runs, 8, &nr));
+	cr_assert_null(ivm_last_ran_window(lr, 1, 0, 450, IVM_LAST_RAN_UNKNOWN, t,
+					   runs, 8, &nr));
 	cr_expect_eq(nr, 2);
-	cr_assert_null(ivm_last_ran_window(lr, 1, 0, 450, t, runs, 1, &nr));
+	cr_assert_null(ivm_last_ran_window(lr, 1, 0, 450, IVM_LAST_RAN_UNKNOWN, t,
+					   runs, 1, &nr));
+	cr_expect_eq(runs[0].arrivals, IVM_LAST_RAN_UNKNOWN);
 	cr_expect_eq(nr, 1);
 	ivm_last_ran_destroy(lr);
 	ivm_kernel_layout_destroy(l);
@@ -1112,12 +1119,12 @@ Test(kernel_layout, last_ran_held_reads_once)
 	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
 	cr_expect_eq(task, task_va(T52));
 	/* last_arrival came in the same piece: init's new one is not seen. */
-	err = ivm_last_ran_first_since(lr, 1, 0, 950, t, &task);
+	err = ivm_last_ran_first_since(lr, 1, 0, 950, t, &task, NULL);
 	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
 	ivm_error_destroy(err);
 	/* A new hold reads again. */
 	ivm_last_ran_hold(lr);
-	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 950, t, &task));
+	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 950, t, &task, NULL));
 	cr_expect_eq(task, task_va(P1));
 	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
 	cr_expect_eq(task, task_va(P1));
@@ -1159,10 +1166,14 @@ static uint64_t first_after(struct ivm_last_ran *lr, uint64_t since,
 	uint64_t task = 0;
 
 	ivm_last_ran_hold(lr);
-	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, since, now, &task));
+	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, since, now, &task,
+						NULL));
 	ivm_last_ran_release(lr);
 	return task;
 }
+
+/* The caller's name for the stretch of idle the marks are taken in. */
+#define EPOCH 7
 
 /* Marked at clock at, idle: the look reads (find_at) and marks. */
 static void mark_at(struct ivm_last_ran *lr, uint64_t at)
@@ -1171,7 +1182,7 @@ static void mark_at(struct ivm_last_ran *lr, uint64_t at)
 
 	ivm_last_ran_hold(lr);
 	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, at, 0, &task));
-	ivm_last_ran_mark(lr, 1, at);
+	ivm_last_ran_mark(lr, 1, at, EPOCH);
 	ivm_last_ran_release(lr);
 }
 
@@ -1207,7 +1218,7 @@ static void first_by_mark(uint32_t sched_info_at)
 	cr_expect_eq(first_marked_at(&f, lr, 450, 0), task_va(P1));
 	/* Outside a hold nothing was read to mark: the mark stands (taken
 	 * now, it would hold init's second arrival). */
-	ivm_last_ran_mark(lr, 1, 450);
+	ivm_last_ran_mark(lr, 1, 450, EPOCH);
 	cr_expect_eq(first_after(lr, 450, 0), task_va(P1));
 
 	/* A mark of an earlier idle period (its clock before since). */
@@ -1250,6 +1261,74 @@ Test(kernel_layout, last_ran_first_by_mark)
 {
 	first_by_mark(0x110);
 	first_by_mark(0x1100);
+}
+
+/* CPU 1's runs after since, and how often each task arrived by the mark. */
+static void window_arrivals(struct ivm_last_ran *lr, uint64_t since,
+			    uint64_t epoch, uint64_t *init, uint64_t *t2)
+{
+	struct ivm_last_ran_run runs[8];
+	size_t nr, i;
+
+	*init = *t2 = 0;
+	ivm_last_ran_hold(lr);
+	cr_assert_null(ivm_last_ran_window(lr, 1, 0, since, epoch, 0, runs, 8,
+					   &nr));
+	ivm_last_ran_release(lr);
+	cr_assert_eq(nr, 2);
+	for (i = 0; i < nr; i++) {
+		if (runs[i].task == task_va(P1))
+			*init = runs[i].arrivals;
+		else if (runs[i].task == task_va(T52))
+			*t2 = runs[i].arrivals;
+	}
+}
+
+/*
+ * The cut-in again: init ran at 500 and 700, sleeper-t2 at 600.  A window
+ * from the look at 450, in the stretch of idle the mark was taken in,
+ * says init was switched in twice (its run at 500 hidden by the one at
+ * 700) and sleeper-t2 once; a window from another stretch, or from before
+ * the mark, says nothing.
+ */
+Test(kernel_layout, last_ran_window_counts_arrivals_by_the_mark)
+{
+	struct ivm_kernel_layout *l;
+	struct ivm_last_ran *lr;
+	struct fixture f;
+	uint64_t init, t2;
+
+	fixture_init(&f);
+	cut_in(&f);
+	l = create_ok(&f);
+	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
+	after_cut_in(&f);
+	/* No mark yet. */
+	window_arrivals(lr, 450, EPOCH, &init, &t2);
+	cr_expect_eq(init, IVM_LAST_RAN_UNKNOWN);
+	cr_expect_eq(t2, IVM_LAST_RAN_UNKNOWN);
+
+	cut_in(&f);
+	mark_at(lr, 450);
+	after_cut_in(&f);
+	window_arrivals(lr, 450, EPOCH, &init, &t2);
+	cr_expect_eq(init, 2);
+	cr_expect_eq(t2, 1);
+	/* A later look in the same stretch of idle (clock 460). */
+	window_arrivals(lr, 460, EPOCH, &init, &t2);
+	cr_expect_eq(init, 2);
+	/* Another stretch of idle, or none named: unknown. */
+	window_arrivals(lr, 450, EPOCH + 1, &init, &t2);
+	cr_expect_eq(init, IVM_LAST_RAN_UNKNOWN);
+	window_arrivals(lr, 450, IVM_LAST_RAN_UNKNOWN, &init, &t2);
+	cr_expect_eq(t2, IVM_LAST_RAN_UNKNOWN);
+	/* A window from before the mark: arrivals before it are not counted. */
+	window_arrivals(lr, 440, EPOCH, &init, &t2);
+	cr_expect_eq(init, IVM_LAST_RAN_UNKNOWN);
+
+	ivm_last_ran_destroy(lr);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
 }
 
 /*

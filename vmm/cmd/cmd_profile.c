@@ -636,13 +636,15 @@ static void run_summary(const struct profile_opts *o,
 		"idle source %s: %" PRIu64 " idle periods seen (%" PRIu64
 		" ended, recorded), %" PRIu64
 		" came and went unseen (%" PRIu64
-		" rebuilt from the guest scheduler's stamps); %" PRIu64
+		" rebuilt from the guest scheduler's stamps, %" PRIu64
+		" of them with no start: hidden by a second run of their to-idle thread); %" PRIu64
 		" vCPU-thread sleeps (%" PRIu64
 		" idle, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
 		" trace records read, %" PRIu64 " trace events lost%s\n",
 		ivm_idle_source_name(res->idle_source), res->idle.periods_seen,
 		res->periods_written, res->idle.unseen_periods,
-		res->idle.recovered_periods, res->idle.host_sleeps,
+		res->idle.recovered_periods, res->periods_no_start,
+		res->idle.host_sleeps,
 		res->idle.host_sleeps_idle, res->idle.host_sleeps_busy,
 		res->trace_records, res->idle.lost_events,
 		res->realtime ? "; waited at real-time priority" : "");

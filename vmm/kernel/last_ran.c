@@ -36,9 +36,10 @@ struct candidate {
  * read at a look that saw the CPU idle, in candidate order, good for the
  * candidates of walk gen only.  UNKNOWN where the word was not read.
  */
-#define UNKNOWN UINT64_MAX
+#define UNKNOWN IVM_LAST_RAN_UNKNOWN
 struct cpu_mark {
 	uint64_t at;		/* the CPU's run-queue clock; 0: none */
+	uint64_t epoch;		/* the caller's, of that stretch of idle */
 	uint64_t gen;
 	uint64_t *pcount;
 	size_t cap;
@@ -411,7 +412,7 @@ void ivm_last_ran_release(struct ivm_last_ran *lr)
 }
 
 void ivm_last_ran_mark(struct ivm_last_ran *lr, unsigned int cpu,
-		       uint64_t clock)
+		       uint64_t clock, uint64_t epoch)
 {
 	struct cpu_mark *m;
 	size_t i;
@@ -444,6 +445,7 @@ void ivm_last_ran_mark(struct ivm_last_ran *lr, unsigned int cpu,
 		m->pcount[i] = w ? ivm_le64(w + lr->off_pcount) : UNKNOWN;
 	}
 	m->at = clock;
+	m->epoch = epoch;
 	m->gen = lr->gen;
 }
 
@@ -521,7 +523,7 @@ static size_t first_by_mark(const struct ivm_last_ran *lr, unsigned int cpu,
 struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 					   unsigned int cpu, int32_t skip_tgid,
 					   uint64_t since, uint64_t now_ns,
-					   uint64_t *ret)
+					   uint64_t *ret, uint64_t *arrival)
 {
 	uint64_t best_arrival = 0;
 	size_t i, best = SIZE_MAX;
@@ -537,16 +539,16 @@ struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 		return err;
 	for (i = 0; i < lr->nr; i++) {
 		const uint8_t *w = arrival_words(lr, i, cpu, skip_tgid);
-		uint64_t arrival;
+		uint64_t at;
 
 		if (!w)
 			continue;
-		arrival = ivm_le64(w + lr->off_arrival);
-		if (arrival <= since)
+		at = ivm_le64(w + lr->off_arrival);
+		if (at <= since)
 			continue;
-		if (best == SIZE_MAX || arrival < best_arrival) {
+		if (best == SIZE_MAX || at < best_arrival) {
 			best = i;
-			best_arrival = arrival;
+			best_arrival = at;
 		}
 	}
 	if (best == SIZE_MAX)
@@ -555,15 +557,18 @@ struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 					cpu, (unsigned long long)since);
 	best = first_by_mark(lr, cpu, skip_tgid, since, best, best_arrival);
 	*ret = lr->cand[best].task;
+	if (arrival)
+		*arrival = best_arrival;
 	return NULL;
 }
 
 struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 				      int32_t skip_tgid, uint64_t since,
-				      uint64_t now_ns,
+				      uint64_t epoch, uint64_t now_ns,
 				      struct ivm_last_ran_run *runs,
 				      size_t max, size_t *nr)
 {
+	const struct cpu_mark *m = NULL;
 	struct ivm_error *err;
 	size_t i, n = 0;
 
@@ -576,6 +581,11 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 		err = read_all(lr);
 	if (err)
 		return err;
+	/* Read after the refresh: a refresh voids the marks. */
+	if (epoch != UNKNOWN && cpu < lr->nr_marks && lr->marks[cpu].at &&
+	    lr->marks[cpu].gen == lr->gen && lr->marks[cpu].epoch == epoch &&
+	    lr->marks[cpu].at <= since)
+		m = &lr->marks[cpu];
 	for (i = 0; i < lr->nr && n < max; i++) {
 		const uint8_t *b = lr->buf + i * lr->span;
 		const uint8_t *w = arrival_words(lr, i, cpu, skip_tgid);
@@ -591,6 +601,7 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 		r->tgid = lr->cand[i].tgid;
 		r->on_cpu = lr->off_on_cpu != IVM_KOFF_NONE &&
 			    ivm_le32(b + lr->off_on_cpu);
+		r->arrivals = arrivals_since_mark(lr, m, i, w);
 		n++;
 	}
 	*nr = n;

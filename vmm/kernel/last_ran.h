@@ -66,18 +66,24 @@ void ivm_last_ran_destroy(struct ivm_last_ran *lr);
 void ivm_last_ran_hold(struct ivm_last_ran *lr);
 void ivm_last_ran_release(struct ivm_last_ran *lr);
 
+/* A count or an epoch not known. */
+#define IVM_LAST_RAN_UNKNOWN UINT64_MAX
+
 /*
  * Mark guest CPU cpu, seen idle at this look with run-queue clock clock:
  * keep each thread's switch-in count (sched_info.pcount) as the hold read
- * it, for ivm_last_ran_first_since() of that idle period.  Only from what
- * the current hold has read already (a look that read the stamps anyway,
- * such as the one that opened the period): never a read of its own, so a
- * look that needs no stamps costs nothing more.
+ * it, for ivm_last_ran_first_since() of that idle period and for
+ * ivm_last_ran_window() from a look of the same stretch of idle.  epoch is
+ * the caller's name for that stretch (the profiler: the idle task's switch
+ * count, which moves when the CPU leaves idle; IVM_LAST_RAN_UNKNOWN: none).
+ * Only from what the current hold has read already (a look that read the
+ * stamps anyway, such as the one that opened the period): never a read of
+ * its own, so a look that needs no stamps costs nothing more.
  * Nothing when there is nothing held, no pcount, or no memory; a refresh
  * of the candidates voids the marks.
  */
 void ivm_last_ran_mark(struct ivm_last_ran *lr, unsigned int cpu,
-		       uint64_t clock);
+		       uint64_t clock, uint64_t epoch);
 
 /*
  * The task that ran last on guest CPU cpu, which must be idle now, in *ret,
@@ -123,6 +129,10 @@ struct ivm_error *ivm_last_ran_find_at(struct ivm_last_ran *lr,
  * is not used.  Still wrong when the task switched in twice ran its first
  * time on another CPU (migrated here since), and blind to two such tasks.
  *
+ * *arrival (when not NULL) is the smallest arrival above since: when the
+ * CPU left idle, exactly unless the task that did was switched in again
+ * since (then later).
+ *
  * IVM_ERROR_NOT_FOUND when the kernel has no sched_info
  * (CONFIG_SCHED_INFO) or no task arrived; IVM_ERROR_GONE when the guest is
  * gone.
@@ -130,7 +140,7 @@ struct ivm_error *ivm_last_ran_find_at(struct ivm_last_ran *lr,
 struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 					   unsigned int cpu, int32_t skip_tgid,
 					   uint64_t since, uint64_t now_ns,
-					   uint64_t *ret);
+					   uint64_t *ret, uint64_t *arrival);
 
 /* One task's last run on a CPU, as the scheduler stamped it. */
 struct ivm_last_ran_run {
@@ -139,6 +149,11 @@ struct ivm_last_ran_run {
 	uint64_t arrival;	/* sched_info.last_arrival: switched in */
 	uint64_t end;		/* se.exec_start: last accounted (switched out) */
 	bool on_cpu;		/* running now: end is not final */
+	/*
+	 * Times switched in since the window began, from the CPU's mark;
+	 * IVM_LAST_RAN_UNKNOWN without one (see ivm_last_ran_window).
+	 */
+	uint64_t arrivals;
 };
 
 /*
@@ -146,10 +161,17 @@ struct ivm_last_ran_run {
  * since (arrived, or was still accounted, after it), unsorted, at most max
  * into runs, their number in *nr (threads of skip_tgid left out).  Each
  * task shows only its last run.  Errors as ivm_last_ran_first_since().
+ *
+ * When the CPU was idle at since and its mark was taken in that same
+ * stretch of idle (the mark's epoch is epoch, its clock not after since),
+ * each run also says how often its task was switched in since (an idle
+ * CPU switches nothing in, so since the mark is since since); that tells
+ * a task that ran twice, whose first run its stamps hide.  Else, or with
+ * epoch IVM_LAST_RAN_UNKNOWN, arrivals is IVM_LAST_RAN_UNKNOWN.
  */
 struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 				      int32_t skip_tgid, uint64_t since,
-				      uint64_t now_ns,
+				      uint64_t epoch, uint64_t now_ns,
 				      struct ivm_last_ran_run *runs,
 				      size_t max, size_t *nr);
 

@@ -79,6 +79,8 @@ struct ivm_capture_req {
 	 */
 	bool resolve;
 	uint64_t since;
+	/* The task ran since the transition: mark the stack IVM_STACK_LATER. */
+	bool later;
 };
 
 struct ivm_dispatch_config {

@@ -21,7 +21,7 @@ struct vcpu_periods {
 	bool seen;		/* last holds a look */
 	struct ivm_idle_obs last;
 	uint64_t unseen_last;	/* found by the last look */
-	uint64_t since_last;	/* rq clock of the look before it */
+	struct ivm_idle_obs before_last;	/* the look before it */
 	bool open;		/* cur is an idle period under way */
 	bool opened;		/* ... since the last look */
 	struct ivm_idle_period cur;
@@ -173,8 +173,12 @@ static void end_period(struct ivm_idle_periods *ip, struct vcpu_periods *v,
 	} else {
 		ip->stats.from_idle_late++;
 	}
-	/* The wakeup that preceded the switch away from idle. */
-	if (v->wake_ts && v->wake_ts >= ret->start_ns &&
+	/*
+	 * The wakeup that preceded the switch away from idle; after more
+	 * than one switch out of idle the last wakeup ended a later period
+	 * (the caller may know the end from the guest's stamps).
+	 */
+	if (ended == 1 && v->wake_ts && v->wake_ts >= ret->start_ns &&
 	    v->wake_ts <= obs->time_ns) {
 		ret->end_ns = v->wake_ts;
 		ret->flags |= IVM_IDLE_END_FROM_EVENT;
@@ -273,9 +277,10 @@ bool ivm_idle_periods_observe(struct ivm_idle_periods *ip, uint32_t vcpu,
 		v->wake_irqs = obs->irqs;
 	}
 	v->unseen_last = 0;
-	v->since_last = v->seen && v->last.rq_clock_ok ? v->last.rq_clock : 0;
-	if (ended > 1 || (ended && !v->open))
+	if (v->seen && (ended > 1 || (ended && !v->open))) {
 		v->unseen_last = v->open ? ended - 1 : ended;
+		v->before_last = v->last;
+	}
 	if (v->open && !ended) {
 		if (!obs->current_is_idle) {
 			ip->stats.inconsistent++;
@@ -331,11 +336,12 @@ void ivm_idle_periods_set_to_idle(struct ivm_idle_periods *ip, uint32_t vcpu,
 }
 
 uint64_t ivm_idle_periods_unseen_last(const struct ivm_idle_periods *ip,
-				      uint32_t vcpu, uint64_t *since)
+				      uint32_t vcpu,
+				      struct ivm_idle_obs *before)
 {
-	if (vcpu >= ip->nr_vcpus)
+	if (vcpu >= ip->nr_vcpus || !ip->vcpus[vcpu].unseen_last)
 		return 0;
-	*since = ip->vcpus[vcpu].since_last;
+	*before = ip->vcpus[vcpu].before_last;
 	return ip->vcpus[vcpu].unseen_last;
 }
 

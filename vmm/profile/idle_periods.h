@@ -83,6 +83,10 @@ enum {
 	IVM_IDLE_FROM_IDLE_RESOLVED = 1 << 5,
 	/* rebuilt from the scheduler's stamps (replay.h): no counters */
 	IVM_IDLE_REPLAYED = 1 << 6,
+	/* rebuilt, its start not known: start_ns is end_ns (replay.h) */
+	IVM_IDLE_START_UNKNOWN = 1 << 7,
+	/* end_ns from the guest's stamps: the first switch-in after it */
+	IVM_IDLE_END_FROM_STAMP = 1 << 8,
 };
 
 struct ivm_idle_period {
@@ -172,12 +176,15 @@ bool ivm_idle_periods_rebase(struct ivm_idle_periods *ip, uint32_t vcpu,
 
 /*
  * What vcpu's last look found unseen: idle periods that came and went
- * since the look before it, whose run-queue clock is *since (0: unknown).
+ * since the look before it, whose observation is *before (what the caller
+ * needs to rebuild them: its run-queue clock, current task and counts).
  * The caller may rebuild them (vmm/profile/replay.h) and report how many
- * it did with ivm_idle_periods_recovered().
+ * it did with ivm_idle_periods_recovered().  0 when none, or when there
+ * was no look before.
  */
 uint64_t ivm_idle_periods_unseen_last(const struct ivm_idle_periods *ip,
-				      uint32_t vcpu, uint64_t *since);
+				      uint32_t vcpu,
+				      struct ivm_idle_obs *before);
 void ivm_idle_periods_recovered(struct ivm_idle_periods *ip, uint64_t n);
 
 /* Whether vcpu's last look opened an idle period (its start was seen). */

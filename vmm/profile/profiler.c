@@ -116,6 +116,7 @@ struct profiler {
 	bool first_cache_ok;
 	int first_cache_cpu;
 	uint64_t first_cache_since, first_cache_poll, first_cache_task;
+	uint64_t first_cache_arrival;
 	struct ivm_vcpu_watch *watch;
 	struct ivm_vcpu_watch_view *views;
 	/* settle_views(): a second read, and the last look's. */
@@ -136,7 +137,8 @@ static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
 			      size_t *nr);
 static struct ivm_error *period_capture(struct profiler *p, uint32_t vcpu,
 					enum ivm_sample_kind kind,
-					uint64_t task, uint64_t time_ns);
+					uint64_t task, uint64_t time_ns,
+					bool later);
 
 /* Halted per the vCPU thread's state letter (after "comm) "). */
 static struct ivm_error *thread_halted(struct vcpu_poll *vp, bool *ret)
@@ -342,6 +344,8 @@ static struct ivm_error *write_kept(struct profiler *p,
 		err = ivm_profile_write_sample(p->writer, &cap->sample);
 	if (!err)
 		p->res->kept[cap->sample.kind]++;
+	if (!err && (cap->sample.stack_flags & IVM_STACK_LATER))
+		p->res->kept_later[cap->sample.kind]++;
 	if (!err && p->ksym_hits)
 		err = ivm_ksym_hits_add(p->ksym_hits, cap->sample.kernel_pcs,
 					cap->sample.nr_kernel);
@@ -428,6 +432,8 @@ static struct ivm_error *capture(struct profiler *p,
 	p->cap.sample.kind = req->kind;
 	p->cap.sample.vcpu = req->vcpu;
 	p->cap.sample.time_ns = req->time_ns;
+	if (req->later)
+		p->cap.sample.stack_flags |= IVM_STACK_LATER;
 	if (!passes_filters(p, &p->cap.sample)) {
 		p->res->filtered++;
 		goto out;
@@ -540,27 +546,31 @@ static struct ivm_error *resolve_to_idle(struct profiler *p,
 
 /*
  * The first task switched in on v's CPU since its run-queue clock read
- * since, or 0.  The dispatch monitor and the idle period that ended ask
- * for the same one in the same poll: the last answer is kept for that.
+ * since, or 0, and in *arrival (0 if none) when the CPU left idle at the
+ * latest (last_ran.h).  The dispatch monitor and the idle period that
+ * ended ask for the same one in the same poll: the last answer is kept for
+ * that.
  */
 static struct ivm_error *first_since(struct profiler *p,
 				     const struct ivm_guest_vcpu *v,
-				     uint64_t since, uint64_t *ret)
+				     uint64_t since, uint64_t *ret,
+				     uint64_t *arrival)
 {
 	struct ivm_error *err;
 
-	*ret = 0;
+	*ret = *arrival = 0;
 	if (!p->last_ran || v->cpu < 0)
 		return NULL;
 	if (p->first_cache_ok && p->first_cache_cpu == v->cpu &&
 	    p->first_cache_since == since &&
 	    p->first_cache_poll == p->res->polls) {
 		*ret = p->first_cache_task;
+		*arrival = p->first_cache_arrival;
 		return NULL;
 	}
 	err = ivm_last_ran_first_since(p->last_ran, (unsigned int)v->cpu,
 				       helper_tgid(p), since, ivm_mono_ns(),
-				       ret);
+				       ret, arrival);
 	if (err && err->code == IVM_ERROR_GONE)
 		return err;
 	ivm_error_destroy(err);
@@ -569,6 +579,7 @@ static struct ivm_error *first_since(struct profiler *p,
 	p->first_cache_since = since;
 	p->first_cache_poll = p->res->polls;
 	p->first_cache_task = *ret;
+	p->first_cache_arrival = *arrival;
 	return NULL;
 }
 
@@ -608,15 +619,30 @@ static struct ivm_error *write_period(struct profiler *p,
 		.after = ip->after,
 	};
 	struct ivm_error *err;
-	uint64_t from = ip->from_idle_task;
+	uint64_t from = ip->from_idle_task, arrival = 0, end;
 
 	if (!from && ip->before.rq_clock) {
 		err = first_since(p, &p->guest->vcpus[ip->vcpu],
-				  ip->before.rq_clock, &from);
+				  ip->before.rq_clock, &from, &arrival);
 		if (err)
 			return err;
 		if (from)
 			r.flags |= IVM_IDLE_FROM_IDLE_RESOLVED;
+	}
+	/*
+	 * No wakeup of its own to end it (the look came after more switches
+	 * out of idle, or the event was lost): the first arrival since is
+	 * when the CPU left idle, on the run-queue clock, which counts
+	 * nanoseconds as ours does.  Only ever earlier than the look.
+	 */
+	if (!(r.flags & IVM_IDLE_END_FROM_EVENT) && arrival &&
+	    ip->after.rq_clock && arrival <= ip->after.rq_clock) {
+		end = ip->after.time_ns - (ip->after.rq_clock - arrival);
+		if (end < r.end_ns && end >= r.start_ns &&
+		    end <= ip->after.time_ns) {
+			r.end_ns = end;
+			r.flags |= IVM_IDLE_END_FROM_STAMP;
+		}
 	}
 	task_id(p, ip->to_idle_task, &r.to_idle);
 	task_id(p, from, &r.from_idle);
@@ -630,7 +656,7 @@ static struct ivm_error *write_period(struct profiler *p,
 		p->res->from_idle_unresolved++;
 	if (from && !(ip->flags & IVM_IDLE_REPLAYED))
 		err = period_capture(p, ip->vcpu, IVM_SAMPLE_FROM_IDLE, from,
-				     ip->end_ns);
+				     ip->end_ns, false);
 	return err;
 }
 
@@ -651,7 +677,7 @@ static struct ivm_error *to_idle_of_opened(struct profiler *p, uint32_t vcpu,
 	if (err || !task)
 		return err;
 	ivm_idle_periods_set_to_idle(p->periods, vcpu, task);
-	return period_capture(p, vcpu, IVM_SAMPLE_TO_IDLE, task, now);
+	return period_capture(p, vcpu, IVM_SAMPLE_TO_IDLE, task, now, false);
 }
 
 /* Bounds on one replay: a look rarely follows more than a few periods. */
@@ -670,10 +696,12 @@ static bool periods_sample(const struct profiler *p)
 
 static struct ivm_error *period_capture(struct profiler *p, uint32_t vcpu,
 					enum ivm_sample_kind kind,
-					uint64_t task, uint64_t time_ns)
+					uint64_t task, uint64_t time_ns,
+					bool later)
 {
 	struct ivm_capture_req req = { .vcpu = vcpu, .kind = kind,
-				       .task = task, .time_ns = time_ns };
+				       .task = task, .time_ns = time_ns,
+				       .later = later };
 	struct ivm_error *err;
 
 	if (!periods_sample(p) || !task ||
@@ -705,7 +733,8 @@ static struct ivm_error *replayed_period(struct profiler *p, uint32_t vcpu,
 	struct ivm_idle_period ip = {
 		.vcpu = vcpu,
 		.flags = IVM_IDLE_REPLAYED | IVM_IDLE_TO_IDLE_KNOWN |
-			 IVM_IDLE_FROM_IDLE_KNOWN,
+			 IVM_IDLE_FROM_IDLE_KNOWN |
+			 (gap->start_known ? 0 : IVM_IDLE_START_UNKNOWN),
 		.start_ns = gap->start + host_minus_guest,
 		.end_ns = gap->end + host_minus_guest,
 		.to_idle_task = gap->to_idle,
@@ -713,12 +742,19 @@ static struct ivm_error *replayed_period(struct profiler *p, uint32_t vcpu,
 	};
 	struct ivm_error *err = write_period(p, &ip);
 
+	/*
+	 * Without a start, the period is one the to-idle task's later run
+	 * hid: its stack now is where it blocked next.  Kept and marked, so
+	 * the thread counts and the stack says what it is.
+	 */
+	if (!gap->start_known)
+		p->res->periods_no_start++;
 	if (!err)
 		err = period_capture(p, vcpu, IVM_SAMPLE_TO_IDLE, gap->to_idle,
-				     ip.start_ns);
+				     ip.start_ns, !gap->start_known);
 	if (!err)
 		err = period_capture(p, vcpu, IVM_SAMPLE_FROM_IDLE,
-				     gap->from_idle, ip.end_ns);
+				     gap->from_idle, ip.end_ns, false);
 	return err;
 }
 
@@ -732,24 +768,38 @@ static struct ivm_error *replay_unseen(struct profiler *p, uint32_t vcpu,
 	static struct ivm_last_ran_run runs[MAX_REPLAY_RUNS];
 	struct ivm_replay_gap gaps[MAX_REPLAY_GAPS];
 	const struct ivm_guest_vcpu *v = &p->guest->vcpus[vcpu];
-	uint64_t since, unseen, offset;
+	struct ivm_replay_window w = { 0 };
+	struct ivm_idle_obs before;
+	uint64_t unseen, offset, epoch = IVM_LAST_RAN_UNKNOWN;
 	struct ivm_error *err;
 	size_t nr, n, i;
 
-	unseen = ivm_idle_periods_unseen_last(p->periods, vcpu, &since);
-	if (!unseen || !since || !p->last_ran || !obs->rq_clock_known ||
-	    v->cpu < 0)
+	unseen = ivm_idle_periods_unseen_last(p->periods, vcpu, &before);
+	if (!unseen || !before.rq_clock_ok || !before.rq_clock ||
+	    !p->last_ran || !obs->rq_clock_known || v->cpu < 0)
 		return NULL;
+	w.since = before.rq_clock;
+	w.before = before.current_is_idle ? 0 : before.current;
+	w.counts_ok = before.cpu_switches_ok && obs->cpu_switches_known &&
+		      before.idle_switches_ok && obs->idle_switches_known &&
+		      obs->cpu_switches >= before.cpu_switches &&
+		      obs->idle_switches >= before.idle_switches;
+	w.switches = obs->cpu_switches - before.cpu_switches;
+	w.from_idle = obs->idle_switches - before.idle_switches;
+	w.idle_now = obs->current_is_idle;
+	/* Idle then: the mark of that stretch of idle counts arrivals. */
+	if (before.current_is_idle && before.idle_switches_ok)
+		epoch = before.idle_switches;
 	err = ivm_last_ran_window(p->last_ran, (unsigned int)v->cpu,
-				  helper_tgid(p), since, obs->time_ns, runs,
-				  MAX_REPLAY_RUNS, &nr);
+				  helper_tgid(p), w.since, epoch, obs->time_ns,
+				  runs, MAX_REPLAY_RUNS, &nr);
 	if (err && err->code == IVM_ERROR_GONE)
 		return err;
 	if (err) {
 		ivm_error_destroy(err);
 		return NULL;
 	}
-	n = ivm_replay_gaps(runs, nr, since, gaps, MAX_REPLAY_GAPS);
+	n = ivm_replay_gaps(runs, nr, &w, gaps, MAX_REPLAY_GAPS);
 	/* Never more than the guest's own count says happened. */
 	if (n > unseen)
 		n = unseen;
@@ -848,9 +898,10 @@ static struct ivm_error *resolve_from_idle(struct profiler *p,
 					   struct ivm_capture_req *req)
 {
 	struct ivm_error *err;
+	uint64_t arrival;
 
 	(void)now;
-	err = first_since(p, v, req->since, &req->task);
+	err = first_since(p, v, req->since, &req->task, &arrival);
 	if (err)
 		return err;
 	if (req->task)
@@ -1078,7 +1129,10 @@ static void poll_once(struct profiler *p, uint64_t now)
 		    p->views[i].current == p->vcpus[i].idle_task)
 			ivm_last_ran_mark(p->last_ran,
 					  (unsigned int)g->vcpus[i].cpu,
-					  p->views[i].rq_clock);
+					  p->views[i].rq_clock,
+					  p->views[i].idle_switches_ok ?
+					  p->views[i].idle_switches :
+					  IVM_LAST_RAN_UNKNOWN);
 	if (p->last_ran)
 		ivm_last_ran_release(p->last_ran);
 	/* What this look decided may end a vCPU's follow-ups. */
@@ -1150,6 +1204,10 @@ static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	st[n++] = (struct ivm_stat){ "own_switches", is->own_switches };
 	st[n++] = (struct ivm_stat){ "idle_periods_replayed",
 				     is->recovered_periods };
+	st[n++] = (struct ivm_stat){ "idle_periods_no_start",
+				     p->res->periods_no_start };
+	st[n++] = (struct ivm_stat){ "to_idle_later",
+				     p->res->kept_later[IVM_SAMPLE_TO_IDLE] };
 	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
 	st[n++] = (struct ivm_stat){ "trace_records", p->res->trace_records };
 	*nr = n;

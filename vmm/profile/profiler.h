@@ -158,6 +158,9 @@ struct ivm_profiler_result {
 	uint64_t torn_reads;		/* looks a switch cut through */
 	struct ivm_idle_stats idle;	/* idle periods and host events */
 	uint64_t periods_written;	/* IDLE_PERIOD records */
+	uint64_t periods_no_start;	/* ... rebuilt without a start */
+	/* Of kept, stacks read after the task ran again (IVM_STACK_LATER). */
+	uint64_t kept_later[IVM_SAMPLE_NR_KINDS];
 	bool tracefs_mounted;		/* sched source: we mounted tracefs */
 	uint64_t trace_records;		/* sched source: host records read */
 	enum ivm_idle_source idle_source;	/* the one that ran */

@@ -13,15 +13,78 @@ static int by_arrival(const void *a, const void *b)
 	return x->task < y->task ? -1 : x->task > y->task;
 }
 
-size_t ivm_replay_gaps(struct ivm_last_ran_run *runs, size_t nr,
-		       uint64_t since, struct ivm_replay_gap *gaps, size_t max)
+/*
+ * Whether the first run of the window (runs sorted, nr > 0, none from
+ * before since) hides an earlier run of its task: it was the task current
+ * at the look before, or, from idle, the mark counts two arrivals for it
+ * and one for every other task.
+ */
+static bool first_ran_before(const struct ivm_last_ran_run *runs, size_t nr,
+			     const struct ivm_replay_window *w)
 {
+	size_t i;
+
+	if (w->before)
+		return runs[0].task == w->before;
+	if (runs[0].arrivals != 2)
+		return false;
+	for (i = 1; i < nr; i++)
+		if (runs[i].arrivals != 1)
+			return false;
+	return true;
+}
+
+/*
+ * Whether the window's counts are exactly those of: (from idle, a switch
+ * into) the first task's hidden run, idle, its shown run, then the runs
+ * as their stamps tile the window, and idle at the end if the CPU is idle
+ * now (else the last run is the task current now).
+ */
+static bool counts_fit(const struct ivm_last_ran_run *runs, size_t nr,
+		       const struct ivm_replay_window *w)
+{
+	uint64_t switches = w->before ? 2 : 3, from_idle = w->before ? 1 : 2;
+	size_t i;
+
+	for (i = 0; i < nr; i++) {
+		if (runs[i].end < runs[i].arrival)
+			return false;
+		if (i + 1 == nr)
+			break;
+		if (runs[i].on_cpu || runs[i + 1].arrival < runs[i].end)
+			return false;
+		if (runs[i + 1].arrival == runs[i].end) {
+			switches++;
+		} else {
+			switches += 2;
+			from_idle++;
+		}
+	}
+	if (runs[nr - 1].on_cpu == w->idle_now)
+		return false;
+	switches += w->idle_now;
+	return switches == w->switches && from_idle == w->from_idle;
+}
+
+size_t ivm_replay_gaps(struct ivm_last_ran_run *runs, size_t nr,
+		       const struct ivm_replay_window *w,
+		       struct ivm_replay_gap *gaps, size_t max)
+{
+	bool from_before = false;
 	size_t i, n = 0;
 
 	for (i = 0; i < nr; i++)
-		if (runs[i].arrival < since)
-			runs[i].arrival = since;
+		if (runs[i].arrival <= w->since) {
+			runs[i].arrival = w->since;
+			from_before = true;
+		}
 	qsort(runs, nr, sizeof(*runs), by_arrival);
+	if (nr && max && w->counts_ok && !from_before &&
+	    first_ran_before(runs, nr, w) && counts_fit(runs, nr, w))
+		gaps[n++] = (struct ivm_replay_gap){
+			.to_idle = runs[0].task, .from_idle = runs[0].task,
+			.start = runs[0].arrival, .end = runs[0].arrival,
+		};
 	for (i = 0; i + 1 < nr && n < max; i++) {
 		const struct ivm_last_ran_run *x = &runs[i], *y = &runs[i + 1];
 
@@ -34,6 +97,7 @@ size_t ivm_replay_gaps(struct ivm_last_ran_run *runs, size_t nr,
 		gaps[n++] = (struct ivm_replay_gap){
 			.to_idle = x->task, .from_idle = y->task,
 			.start = x->end, .end = y->arrival,
+			.start_known = true,
 		};
 	}
 	return n;

@@ -15,33 +15,59 @@
  * is the CPU in its idle task: the task before it went to idle, the one
  * after it came from idle.
  *
- * Limits, by design: each task shows only its last run, so a task that ran
- * twice in the window hides its earlier run and the gaps around it; those
- * stay counted as unseen by the caller, never invented here.  Pure: no
- * I/O, tested on synthetic runs.
+ * A task that ran twice in the window shows only its last run, and hides
+ * its earlier run and the idle period after it.  The commonest case on
+ * web01 (php-fpm and redis going to idle and taking the CPU back from it,
+ * seen 1 ms late) is rebuilt when the window says so for certain: the
+ * first task of the window ran before its shown run too, because it was
+ * the task current at the look before (its arrival since says it was
+ * switched in again), or because the CPU's mark counts two arrivals for it
+ * and one for every other task (ivm_last_ran_window).  The window's own
+ * counts (context switches, and switches out of idle, between the two
+ * looks) must then be exactly those of the sequence so rebuilt: the task,
+ * idle, the task again, the other runs.  That hidden idle period's end is
+ * the task's shown arrival; its start is not known (start_known false).
+ *
+ * Limits, by design: other hidden runs (two tasks that ran twice, a task
+ * that ran here and was woken onto another CPU since) stay counted as
+ * unseen by the caller, never invented here.  Pure: no I/O, tested on
+ * synthetic runs.
  */
 #ifndef IVM_REPLAY_H
 #define IVM_REPLAY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "kernel/last_ran.h"
+
+/* The window between two looks at a CPU. */
+struct ivm_replay_window {
+	uint64_t since;		/* run-queue clock at the look before */
+	uint64_t before;	/* task current then; 0: the CPU was idle */
+	bool counts_ok;		/* the two counts below are known */
+	uint64_t switches;	/* context switches on the CPU in the window */
+	uint64_t from_idle;	/* ... of them out of its idle task */
+	bool idle_now;		/* the CPU is idle at the later look */
+};
 
 /* One idle period found between two runs. */
 struct ivm_replay_gap {
 	uint64_t to_idle;	/* task that went to idle */
 	uint64_t from_idle;	/* task switched in after it */
 	uint64_t start, end;	/* run-queue clock, ns */
+	bool start_known;	/* else start is end: the start is not known */
 };
 
 /*
- * The idle periods strictly inside the runs (sorted in place by arrival),
- * runs being what ivm_last_ran_window() gave for the window after since:
- * at most max into gaps, their number returned.  A run that arrived before
- * since (the task current at the earlier look) counts from since.
+ * The idle periods inside the window, in time order, runs being what
+ * ivm_last_ran_window() gave for it (sorted in place by arrival): at most
+ * max into gaps, their number returned.  A run that arrived before since
+ * (the task current at the earlier look) counts from since.
  */
 size_t ivm_replay_gaps(struct ivm_last_ran_run *runs, size_t nr,
-		       uint64_t since, struct ivm_replay_gap *gaps, size_t max);
+		       const struct ivm_replay_window *w,
+		       struct ivm_replay_gap *gaps, size_t max);
 
 #endif /* IVM_REPLAY_H */

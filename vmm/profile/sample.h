@@ -58,6 +58,12 @@ enum {
 	IVM_STACK_INEXACT	= 1 << 4,  /* frame-pointer fallback used */
 	IVM_STACK_NO_USER	= 1 << 5,  /* user part not unwound */
 	IVM_STACK_TRUNC_NOCFI	= 1 << 6,  /* CFI not in guest memory */
+	/*
+	 * Read after the task ran again: a to-idle sample of an idle period
+	 * rebuilt without its start (replay.h), whose stack is where the
+	 * task blocked next, not where it blocked then.
+	 */
+	IVM_STACK_LATER		= 1 << 7,
 };
 
 /*

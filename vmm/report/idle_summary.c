@@ -246,9 +246,15 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 	fprintf(out,
 		"  guest to-idle switches: %" PRIu64 " (%" PRIu64
 		" seen at a look, %" PRIu64 " between looks, %" PRIu64
-		" of those rebuilt); captured %" PRIu64 " (%.1f%%)\n",
+		" of those rebuilt); captured %" PRIu64 " (%.1f%%)",
 		to_guest, ST("idle_periods_seen"), unseen, replayed, to_kept,
 		pct(to_kept, to_guest));
+	/* Rebuilt periods a later run of their task hid (replay.h). */
+	if (ST("to_idle_later"))
+		fprintf(out, ", %" PRIu64
+			" of them with the stack the thread blocked in next (it ran again before the look)",
+			ST("to_idle_later"));
+	fputc('\n', out);
 	fprintf(out,
 		"  guest from-idle switches: %" PRIu64 "; captured %" PRIu64
 		" (%.1f%%); %" PRIu64 " named from guest memory after the first task left\n",
@@ -345,7 +351,7 @@ static size_t count_pairs(const struct ivm_idle_summary *s,
 static void print_periods(const struct ivm_idle_summary *s, FILE *out)
 {
 	uint64_t wake[1u << IVM_IRQ_NR_KINDS] = { 0 }, known = 0;
-	uint64_t timer_only = 0, timer_any = 0;
+	uint64_t timer_only = 0, timer_any = 0, no_start = 0;
 	double timer = 0;
 	static struct pair_count pairs[4096];
 	size_t i, n;
@@ -369,6 +375,11 @@ static void print_periods(const struct ivm_idle_summary *s, FILE *out)
 			if (r->vcpu != v)
 				continue;
 			count++;
+			/* No start, no duration: not a short period. */
+			if (r->flags & IVM_IDLE_START_UNKNOWN) {
+				no_start++;
+				continue;
+			}
 			total += r->end_ns - r->start_ns;
 			hist[bucket(r->end_ns - r->start_ns)]++;
 		}
@@ -378,6 +389,9 @@ static void print_periods(const struct ivm_idle_summary *s, FILE *out)
 			fprintf(out, " %7" PRIu64, hist[b]);
 		fputc('\n', out);
 	}
+	if (no_start)
+		fprintf(out, "  (%" PRIu64 " rebuilt periods whose start is not known are not in the durations)\n",
+			no_start);
 	for (i = 0; i < s->nr_periods; i++) {
 		uint32_t m = s->periods[i].wake_mask &
 			     ~(1u << IVM_IRQ_TLB) & ((1u << IVM_IRQ_NR_KINDS) - 1);

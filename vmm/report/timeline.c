@@ -120,13 +120,14 @@ struct ivm_error *ivm_timeline_json(const struct ivm_idle_summary *s,
 
 		ivm_idle_wake_name(r->wake_mask, wake, sizeof(wake));
 		fprintf(out, "%s{\"ph\":\"X\",\"cat\":\"idle\",\"name\":\"idle (%s)\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,"
-			"\"args\":{\"wake\":\"%s\",\"to_idle\":\"%s/%u\",\"from_idle\":\"%s/%u\",\"halts\":%u,\"rebuilt\":%s}}",
+			"\"args\":{\"wake\":\"%s\",\"to_idle\":\"%s/%u\",\"from_idle\":\"%s/%u\",\"halts\":%u,\"rebuilt\":%s,\"start_known\":%s}}",
 			SEP(), wake, r->vcpu, us(r->start_ns, t0),
 			(double)(r->end_ns - r->start_ns) / 1e3, wake,
 			r->to_idle.comm[0] ? r->to_idle.comm : "?", r->to_idle.tid,
 			r->from_idle.comm[0] ? r->from_idle.comm : "?",
 			r->from_idle.tid, r->halts,
-			r->flags & IVM_IDLE_REPLAYED ? "true" : "false");
+			r->flags & IVM_IDLE_REPLAYED ? "true" : "false",
+			r->flags & IVM_IDLE_START_UNKNOWN ? "false" : "true");
 		if (i + 1 < s->nr_periods && v[i + 1]->vcpu == r->vcpu &&
 		    v[i + 1]->start_ns > r->end_ns) {
 			running_name(r, v[i + 1], run, sizeof(run));
@@ -235,6 +236,8 @@ struct ivm_error *ivm_timeline_html(const struct ivm_idle_summary *s,
 			r->to_idle.comm[0] ? r->to_idle.comm : "?", r->to_idle.tid,
 			r->from_idle.comm[0] ? r->from_idle.comm : "?",
 			r->from_idle.tid,
+			r->flags & IVM_IDLE_START_UNKNOWN ?
+			" (rebuilt, its start not known)" :
 			r->flags & IVM_IDLE_REPLAYED ? " (rebuilt)" : "");
 	}
 	for (i = 0; i < s->nr_samples; i++) {
