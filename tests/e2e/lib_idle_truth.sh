@@ -193,6 +193,14 @@ idle_events_check() {
 		/looks after an idle halt:/ { n = $6 + $10 + $14; seen = 1 }
 		END { exit !(seen && h > 0 && n == h) }' ||
 		fail "the looks after idle halts do not add up to the idle halts"
+	# A to-idle stack read after its thread ran again belongs to a period
+	# rebuilt without a start, one at most each (replay.h).
+	echo "$report" | awk '
+		/ of them with the stack the thread blocked in next/ { s = $0; sub(/ of them with the stack.*/, "", s); sub(/.*, /, "", s); later = s }
+		/rebuilt periods whose start is not known/ { s = $0; sub(/^ *\(/, "", s); sub(/ .*/, "", s); nostart = s }
+		END { printf "to-idle stacks read after a later run %d, periods rebuilt without a start %d\n", later, nostart
+		      exit !(later + 0 <= nostart + 0) }' ||
+		fail "more to-idle stacks read after a later run than periods rebuilt without a start"
 	to=$("$idlevm" report -f folded -K to_idle "$prof" 2>/dev/null)
 	from=$("$idlevm" report -f folded -K from_idle "$prof" 2>/dev/null)
 	by_thread() {
