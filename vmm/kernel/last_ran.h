@@ -164,10 +164,11 @@ struct ivm_last_ran_run {
  *
  * When the CPU was idle at since and its mark was taken in that same
  * stretch of idle (the mark's epoch is epoch, its clock not after since),
- * each run also says how often its task was switched in since (an idle
- * CPU switches nothing in, so since the mark is since since); that tells
- * a task that ran twice, whose first run its stamps hide.  Else, or with
- * epoch IVM_LAST_RAN_UNKNOWN, arrivals is IVM_LAST_RAN_UNKNOWN.
+ * each run also says how often its task was switched in since: an idle
+ * CPU switches nothing in, so the switch-ins counted from the mark are
+ * those of the window.  That tells a task that ran twice, whose first run
+ * its stamps hide.  Else, or with epoch IVM_LAST_RAN_UNKNOWN, arrivals is
+ * IVM_LAST_RAN_UNKNOWN.
  */
 struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 				      int32_t skip_tgid, uint64_t since,
