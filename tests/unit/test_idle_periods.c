@@ -87,6 +87,7 @@ Test(idle_periods, clean_period_with_stamps_and_timer_wake)
 	struct guest_cpu g;
 	struct ivm_idle_period p;
 	struct ivm_idle_obs o;
+	uint64_t start;
 
 	init_cpu(&g);
 	o = look(&g, 100);
@@ -96,6 +97,8 @@ Test(idle_periods, clean_period_with_stamps_and_timer_wake)
 	ivm_idle_periods_host_sleep(ip, 0, 200);
 	o = look(&g, 210);
 	cr_assert_not(ivm_idle_periods_observe(ip, 0, &o, &p));
+	cr_assert(ivm_idle_periods_open_start(ip, 0, &start));
+	cr_assert_eq(start, 200);
 	ivm_idle_periods_set_to_idle(ip, 0, TASK_A);
 	/* The timer fires at 900: woken, B dispatched. */
 	g.irqs.count[IVM_IRQ_TIMER]++;
@@ -118,6 +121,13 @@ Test(idle_periods, clean_period_with_stamps_and_timer_wake)
 	cr_assert_eq(ivm_idle_periods_stats(ip)->host_wakes, 1);
 	cr_assert_eq(ivm_idle_periods_stats(ip)->host_sleeps_idle, 1);
 	cr_assert_eq(ivm_idle_periods_stats(ip)->periods_ended, 1);
+	/* Ended: none under way.  Idle again, no sleep to stamp it by. */
+	cr_assert_not(ivm_idle_periods_open_start(ip, 0, &start));
+	guest_switch(&g, IDLE);
+	o = look(&g, 1000);
+	cr_assert_not(ivm_idle_periods_observe(ip, 0, &o, &p));
+	cr_assert(ivm_idle_periods_opened(ip, 0));
+	cr_assert_not(ivm_idle_periods_open_start(ip, 0, &start));
 	ivm_idle_periods_destroy(ip);
 }
 

@@ -326,6 +326,20 @@ bool ivm_idle_periods_opened(const struct ivm_idle_periods *ip,
 	return vcpu < ip->nr_vcpus && ip->vcpus[vcpu].opened;
 }
 
+bool ivm_idle_periods_open_start(const struct ivm_idle_periods *ip,
+				 uint32_t vcpu, uint64_t *start_ns)
+{
+	const struct vcpu_periods *v;
+
+	if (vcpu >= ip->nr_vcpus)
+		return false;
+	v = &ip->vcpus[vcpu];
+	if (!v->open || !(v->cur.flags & IVM_IDLE_START_FROM_EVENT))
+		return false;
+	*start_ns = v->cur.start_ns;
+	return true;
+}
+
 void ivm_idle_periods_set_to_idle(struct ivm_idle_periods *ip, uint32_t vcpu,
 				  uint64_t task)
 {

@@ -191,6 +191,13 @@ void ivm_idle_periods_recovered(struct ivm_idle_periods *ip, uint64_t n);
 bool ivm_idle_periods_opened(const struct ivm_idle_periods *ip,
 			     uint32_t vcpu);
 
+/*
+ * Whether vcpu's idle period under way was stamped by the host sleep that
+ * led to it (IVM_IDLE_START_FROM_EVENT); its start in *start_ns if so.
+ */
+bool ivm_idle_periods_open_start(const struct ivm_idle_periods *ip,
+				 uint32_t vcpu, uint64_t *start_ns);
+
 /* The task that went to idle in vcpu's open period (a guest address). */
 void ivm_idle_periods_set_to_idle(struct ivm_idle_periods *ip, uint32_t vcpu,
 				  uint64_t task);

@@ -604,6 +604,29 @@ static void task_id(struct profiler *p, uint64_t addr,
 }
 
 /*
+ * Our clock minus vcpu's run-queue clock, to place the guest's scheduler
+ * stamps in our time (both count nanoseconds), from a look at time_ns that
+ * read rq_clock.  The run-queue clock holds its CPU's last update (up to a
+ * tick ago on a busy CPU, the idle entry on an idle one), so the look's
+ * own difference is too large, by as much.  A look that opened a period
+ * stamped by the host sleep knows better: that sleep came just after the
+ * idle entry whose clock the CPU still shows.  The smaller of the two:
+ * both are too large, never too small (the sleep follows the entry, the
+ * look follows the update), unless the guest's clock jumped.
+ */
+static uint64_t host_minus_guest(const struct profiler *p, uint32_t vcpu,
+				 uint64_t time_ns, uint64_t rq_clock)
+{
+	uint64_t off = time_ns - rq_clock, start;
+
+	if (ivm_idle_periods_opened(p->periods, vcpu) &&
+	    ivm_idle_periods_open_start(p->periods, vcpu, &start) &&
+	    start <= time_ns && (int64_t)(start - rq_clock - off) < 0)
+		off = start - rq_clock;
+	return off;
+}
+
+/*
  * A period that ended: name its from-idle task (the one seen, or the first
  * switched in since the idle look), write its record, and with the sched
  * source sample that task.
@@ -632,12 +655,13 @@ static struct ivm_error *write_period(struct profiler *p,
 	/*
 	 * No wakeup of its own to end it (the look came after more switches
 	 * out of idle, or the event was lost): the first arrival since is
-	 * when the CPU left idle, on the run-queue clock, which counts
-	 * nanoseconds as ours does.  Only ever earlier than the look.
+	 * when the CPU left idle.  Only ever earlier than the look.
 	 */
 	if (!(r.flags & IVM_IDLE_END_FROM_EVENT) && arrival &&
 	    ip->after.rq_clock && arrival <= ip->after.rq_clock) {
-		end = ip->after.time_ns - (ip->after.rq_clock - arrival);
+		end = arrival + host_minus_guest(p, ip->vcpu,
+						 ip->after.time_ns,
+						 ip->after.rq_clock);
 		if (end < r.end_ns && end >= r.start_ns &&
 		    end <= ip->after.time_ns) {
 			r.end_ns = end;
@@ -804,8 +828,7 @@ static struct ivm_error *replay_unseen(struct profiler *p, uint32_t vcpu,
 	if (n > unseen)
 		n = unseen;
 	ivm_idle_periods_recovered(p->periods, n);
-	/* The run-queue clock and ours both count nanoseconds. */
-	offset = obs->time_ns - obs->rq_clock;
+	offset = host_minus_guest(p, vcpu, obs->time_ns, obs->rq_clock);
 	for (i = 0; i < n && !err; i++)
 		err = replayed_period(p, vcpu, &gaps[i], offset);
 	return err;
