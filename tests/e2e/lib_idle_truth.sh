@@ -174,13 +174,18 @@ idle_events_check() {
 
 	# 1. The guest's idle-task switch counts as idlevm read them, per vCPU and
 	# over the window, are the number of switches out of idle in its trace.
+	# The trace's switches into idle over the window agree with those out of
+	# it within one, except in a rare run where the trace itself is uneven
+	# (3 to 5 apart, twice in about 90 runs; idlevm's count fell between the
+	# two each time): within 2 of the range the trace's two counts span.
 	{ echo "$windows" | awk '{ print "K", $1, $4 }'; echo "$truth" | grep '^C '; } | awk '
-		$1 == "K" { k[$2] = $3 } $1 == "C" { f[$2] = $4 }
+		$1 == "K" { k[$2] = $3 } $1 == "C" { t[$2] = $3; f[$2] = $4 }
 		END {
 			bad = 0
 			for (c in k) {
-				printf "vCPU %s: idle-task switches read by idlevm %d, in the guest trace %d\n", c, k[c], f[c]
-				d = k[c] - f[c]; if (d < -2 || d > 2 || f[c] == 0) bad = 1
+				printf "vCPU %s: idle-task switches read by idlevm %d, in the guest trace %d (into idle %d)\n", c, k[c], f[c], t[c]
+				lo = t[c] < f[c] ? t[c] : f[c]; hi = t[c] < f[c] ? f[c] : t[c]
+				if (k[c] < lo - 2 || k[c] > hi + 2 || f[c] == 0) bad = 1
 			}
 			exit bad }' || fail "idlevm's idle switch counts disagree with the guest trace"
 
