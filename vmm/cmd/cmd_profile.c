@@ -654,12 +654,13 @@ static void run_summary(const struct profile_opts *o,
 
 		/*
 		 * Late looks miss the idle periods shorter than their
-		 * delay: say so, and what helps, when there are many (1%).
+		 * delay: say so, and what helps, when there are many.
 		 */
 		ivm_idle_looks_text(is, looks, sizeof(looks));
 		who(o, r);
 		fprintf(stderr, "%s%s\n", looks,
-			is->halt_looked_late * 100 >= is->host_sleeps_idle &&
+			is->halt_looked_late * 100 >=
+			IVM_IDLE_LOOK_LATE_HINT_PCT * is->host_sleeps_idle &&
 			!res->realtime ?
 			"; idle periods shorter than the delay came and went unseen: on a busy host, --realtime looks sooner, at a cost to the guest's latency" :
 			"");

@@ -481,6 +481,16 @@ static uint64_t arrivals_since_mark(const struct ivm_last_ran *lr,
 	return now >= m->pcount[i] ? now - m->pcount[i] : UNKNOWN;
 }
 
+/* cpu's mark, if one was taken for the candidates walked now; else NULL. */
+static const struct cpu_mark *mark_of(const struct ivm_last_ran *lr,
+				      unsigned int cpu)
+{
+	if (cpu >= lr->nr_marks || !lr->marks[cpu].at ||
+	    lr->marks[cpu].gen != lr->gen)
+		return NULL;
+	return &lr->marks[cpu];
+}
+
 /*
  * Which of the first arrival's rivals ran first: see last_ran.h.  first is
  * the candidate with the smallest arrival above since; the mark of cpu,
@@ -491,12 +501,9 @@ static size_t first_by_mark(const struct ivm_last_ran *lr, unsigned int cpu,
 			    int32_t skip_tgid, uint64_t since, size_t first,
 			    uint64_t first_arrival)
 {
-	const struct cpu_mark *m = NULL;
+	const struct cpu_mark *m = mark_of(lr, cpu);
 	size_t i, twice = SIZE_MAX;
 
-	if (cpu < lr->nr_marks && lr->marks[cpu].at &&
-	    lr->marks[cpu].gen == lr->gen)
-		m = &lr->marks[cpu];
 	/* A mark of an earlier period, or one taken after the CPU woke. */
 	if (!m || m->at < since || first_arrival <= m->at ||
 	    arrivals_since_mark(lr, m, first, si_words(lr, first)) != 1)
@@ -582,10 +589,9 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 	if (err)
 		return err;
 	/* Read after the refresh: a refresh voids the marks. */
-	if (epoch != UNKNOWN && cpu < lr->nr_marks && lr->marks[cpu].at &&
-	    lr->marks[cpu].gen == lr->gen && lr->marks[cpu].epoch == epoch &&
-	    lr->marks[cpu].at <= since)
-		m = &lr->marks[cpu];
+	m = epoch != UNKNOWN ? mark_of(lr, cpu) : NULL;
+	if (m && (m->epoch != epoch || m->at > since))
+		m = NULL;
 	for (i = 0; i < lr->nr && n < max; i++) {
 		const uint8_t *b = lr->buf + i * lr->span;
 		const uint8_t *w = arrival_words(lr, i, cpu, skip_tgid);

@@ -131,6 +131,8 @@ struct ivm_idle_stats {
 /* The halt_looked_* bounds (ns). */
 #define IVM_IDLE_LOOK_SOON_NS 100000ull
 #define IVM_IDLE_LOOK_LATE_NS 1000000ull
+/* Percent of idle halts looked at late from which that loss is worth a hint. */
+#define IVM_IDLE_LOOK_LATE_HINT_PCT 1
 
 /*
  * The halt_looked_* counts of is as the line the run's summary and the

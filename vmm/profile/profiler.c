@@ -610,20 +610,20 @@ static void task_id(struct profiler *p, uint64_t addr,
  * tick ago on a busy CPU, the idle entry on an idle one), so the look's
  * own difference is too large, by as much.  A look that opened a period
  * stamped by the host sleep knows better: that sleep came just after the
- * idle entry whose clock the CPU still shows.  The smaller of the two:
- * both are too large, never too small (the sleep follows the entry, the
- * look follows the update), unless the guest's clock jumped.
+ * idle entry whose clock the CPU still shows, and before the look, so its
+ * difference is the smaller one (both are too large, never too small,
+ * unless the guest's clock jumped).
  */
 static uint64_t host_minus_guest(const struct profiler *p, uint32_t vcpu,
 				 uint64_t time_ns, uint64_t rq_clock)
 {
-	uint64_t off = time_ns - rq_clock, start;
+	uint64_t start;
 
 	if (ivm_idle_periods_opened(p->periods, vcpu) &&
 	    ivm_idle_periods_open_start(p->periods, vcpu, &start) &&
-	    start <= time_ns && (int64_t)(start - rq_clock - off) < 0)
-		off = start - rq_clock;
-	return off;
+	    start <= time_ns)
+		return start - rq_clock;
+	return time_ns - rq_clock;
 }
 
 /*
