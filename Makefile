@@ -168,6 +168,17 @@ $(BUILD)/obj/tests/unit/%.o: tests/unit/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(IVM_CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c -o $@ $<
 
+# The KVM end-to-end test's recorder of KVM tracepoint records (and of the
+# unit tests' fixtures): tests/tools/kvm-records.c.
+$(BUILD)/tests/kvm-records: $(BUILD)/obj/tests/tools/kvm-records.o \
+		$(BUILD)/libivm.a $(SYM_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_CFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/obj/tests/tools/%.o: tests/tools/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(IVM_CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+
 # Replay build of each fuzz target: the same LLVMFuzzerTestOneInput, driven
 # over the checked-in corpus by tests/fuzz/replay.c, so `make check` keeps
 # every input that once found a bug.
@@ -242,7 +253,7 @@ e2e-web01: all web01
 
 check: deps
 	@scripts/check-layers
-	@$(MAKE) --no-print-directory -j2 all $(BUILD)/tests/unit-tests \
+	@$(MAKE) --no-print-directory -j2 all $(BUILD)/tests/unit-tests $(BUILD)/tests/kvm-records \
 		$(addsuffix -replay,$(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES)))
 	@# The image first: it fetches the guest kernel's vmlinux, which the
 	@# unit tests of the ORC, BTF and DWARF readers use for real data.

@@ -355,8 +355,9 @@ Test(idle_periods, kvm_exit_reason_travels_with_the_period)
 	struct ivm_idle_period p;
 	struct ivm_idle_obs o;
 
-	ivm_idle_periods_host_halt_exit(ip, 0, 12);	/* VMX HLT */
 	begin_idle(ip, 0, &g, 10);
+	/* Read after the sleep (its record came later in the batch). */
+	ivm_idle_periods_host_halt_exit(ip, 0, 12, 9);	/* VMX HLT */
 	g.irqs.count[IVM_IRQ_RESCHED]++;
 	ivm_idle_periods_host_wake(ip, 0, 20);
 	guest_switch(&g, TASK_A);
@@ -365,6 +366,79 @@ Test(idle_periods, kvm_exit_reason_travels_with_the_period)
 	cr_assert(p.flags & IVM_IDLE_EXIT_REASON);
 	cr_assert_eq(p.exit_reason, 12);
 	cr_assert_eq(p.wake_mask, 1u << IVM_IRQ_RESCHED);
+	ivm_idle_periods_destroy(ip);
+}
+
+/* A seen on vCPU 0 at 0; A goes idle, the vCPU exits for HLT at 10. */
+static void begin_kvm_halt(struct ivm_idle_periods *ip, struct guest_cpu *g,
+			   uint32_t exit_reason)
+{
+	struct ivm_idle_period p;
+
+	init_cpu(g);
+	cr_assert_not(look_at(ip, 0, g, 0, &p));
+	guest_switch(g, IDLE);
+	ivm_idle_periods_host_halt_exit(ip, 0, exit_reason, 10);
+	cr_assert_not(look_at(ip, 0, g, 11, &p));
+}
+
+/*
+ * KVM with halt polling: a halt that ends while KVM polls never reaches the
+ * scheduler.  Its HLT exit starts it, kvm_vcpu_wakeup ends it, and the
+ * period is whole: start at the exit, the first task after it named.
+ */
+Test(idle_periods, kvm_halt_ended_while_polling)
+{
+	struct ivm_idle_periods *ip = make();
+	const struct ivm_idle_stats *st = ivm_idle_periods_stats(ip);
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+
+	begin_kvm_halt(ip, &g, 0x78);	/* SVM HLT */
+	g.irqs.count[IVM_IRQ_TIMER]++;
+	ivm_idle_periods_host_halt_end(ip, 0, false, 40);
+	guest_switch(&g, TASK_A);
+	cr_assert(look_at(ip, 0, &g, 45, &p));
+	cr_expect_eq(p.start_ns, 10);
+	cr_expect_eq(p.from_idle_task, TASK_A);
+	cr_expect(p.flags & IVM_IDLE_EXIT_REASON);
+	cr_expect_eq(p.exit_reason, 0x78);
+	cr_expect_eq(st->kvm_halt_exits, 1);
+	cr_expect_eq(st->kvm_halts_polled, 1);
+	cr_expect_eq(st->kvm_halts_slept, 0);
+	cr_expect_eq(st->host_sleeps, 1);
+	cr_expect_eq(st->host_wakes, 1);
+	cr_expect_eq(st->host_sleeps_idle, 1);
+	ivm_idle_periods_destroy(ip);
+}
+
+/*
+ * The same halt seen three times: its HLT exit, the thread's sleep once
+ * polling gave up, its sched wakeup and then kvm_vcpu_wakeup.  One halt,
+ * one wake, and the period starts at the exit.
+ */
+Test(idle_periods, kvm_halt_then_sleep_is_one_halt)
+{
+	struct ivm_idle_periods *ip = make();
+	const struct ivm_idle_stats *st = ivm_idle_periods_stats(ip);
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+
+	begin_kvm_halt(ip, &g, 12);	/* VMX HLT */
+	ivm_idle_periods_host_sleep(ip, 0, 210);	/* polling gave up */
+	cr_assert_not(look_at(ip, 0, &g, 211, &p));
+	ivm_idle_periods_host_wake(ip, 0, 500);
+	ivm_idle_periods_host_halt_end(ip, 0, true, 520);
+	guest_switch(&g, TASK_B);
+	cr_assert(look_at(ip, 0, &g, 530, &p));
+	cr_expect_eq(p.start_ns, 10);
+	cr_expect_eq(p.from_idle_task, TASK_B);
+	cr_expect_eq(st->host_sleeps, 1);
+	cr_expect_eq(st->host_wakes, 1);
+	cr_expect_eq(st->kvm_halts_slept, 1);
+	/* The next sleep, with no HLT exit (QEMU's lock), is a sleep again. */
+	ivm_idle_periods_host_sleep(ip, 0, 600);
+	cr_expect_eq(st->host_sleeps, 2);
 	ivm_idle_periods_destroy(ip);
 }
 

@@ -14,6 +14,7 @@
 
 #include "profile/kvm_events.h"
 #include "profile/trace_session.h"
+#include "trace_records.h"
 
 static char *read_text(const char *name)
 {
@@ -107,6 +108,7 @@ Test(kvm_events, wakeup_and_entry)
 	cr_assert_eq(e.kind, IVM_KVM_VCPU_WAKEUP);
 	cr_assert_eq(e.tid, 77);
 	cr_assert(e.waited);
+	cr_assert_eq(e.halt_ns, 123456);
 	memset(rec, 0, sizeof(rec));
 	put(rec, 0, 115, 2);			/* kvm_entry */
 	put(rec, 8, 3, 4);
@@ -206,4 +208,41 @@ Test(trace_session, records_this_threads_sched_switches)
 	cr_assert_null(ivm_trace_session_read(s, count_mine, &c));
 	ivm_trace_session_destroy(s);
 	cr_assert_geq(c.mine, 5, "saw %d switches of thread %d", c.mine, tid);
+}
+
+/*
+ * Real records of a KVM guest on this host (tests/unit/data/kvm/README):
+ * SeaBIOS idling between timer ticks on vCPU 0.  Each kvm_vcpu_wakeup
+ * carries how long its halt lasted, so every halt started after the one
+ * before it ended: ts - ns never goes back past the previous wakeup.
+ */
+Test(kvm_events, decodes_recorded_wakeups_of_a_kvm_guest)
+{
+	static struct recorded recs[64];
+	struct ivm_kvm_events *ev = load();
+	size_t n = read_records("tests/unit/data/kvm/kvm.records", recs, 64);
+	uint64_t prev = 0;
+	size_t i;
+
+	cr_assert_geq(n, 10);
+	for (i = 0; i < n; i++) {
+		struct ivm_kvm_event e;
+		struct ivm_error *err;
+
+		err = ivm_kvm_events_decode(ev, recs[i].data, recs[i].size, &e);
+		cr_assert_null(err, "record %zu: %s", i, ivm_error_string(err));
+		cr_assert_eq(e.kind, IVM_KVM_VCPU_WAKEUP, "record %zu", i);
+		cr_expect_eq(e.tid, 7556);
+		cr_expect(e.waited, "record %zu: a halt that long sleeps", i);
+		/* The PIT's 18.2 Hz tick ends each halt: about 55 ms. */
+		cr_expect(e.halt_ns > 20000000 && e.halt_ns < 60000000,
+			  "record %zu: %llu ns", i, (unsigned long long)e.halt_ns);
+		cr_expect_geq(recs[i].ts - e.halt_ns, prev, "record %zu", i);
+		prev = recs[i].ts;
+		/* Cut short, the record is refused, never read past. */
+		err = ivm_kvm_events_decode(ev, recs[i].data, 16, &e);
+		cr_expect_eq(err ? err->code : 0, IVM_ERROR_PROTOCOL);
+		ivm_error_destroy(err);
+	}
+	ivm_kvm_events_destroy(ev);
 }

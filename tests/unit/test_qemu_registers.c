@@ -244,6 +244,69 @@ Test(qemu_mtree, real_q35_layout)
 	free(text);
 }
 
+/*
+ * Under KVM every range that is a KVM memory slot ends in " KVM" (recorded
+ * from QEMU 7.2 with -accel kvm on this project's host): the marker is not
+ * part of the name, or gpa2hva's answer, which names the region without
+ * it, is refused and no KVM guest can be opened at all.
+ */
+Test(qemu_mtree, kvm_slot_markers)
+{
+	char *text = fake_recorded_hmp("kvm-session.json", "info mtree -f", -1);
+	char *answer = fake_recorded_hmp("kvm-session.json", "gpa2hva 0x100000", -1);
+	struct ivm_qemu_ram_map *map = NULL;
+	struct ivm_error *err;
+	uint64_t hva = 0;
+
+	cr_assert(strstr(text, "pc.ram KVM"), "not a KVM recording");
+	err = ivm_qemu_parse_mtree_ram(text, strlen(text), &map);
+	cr_assert_null(err, "%s", ivm_error_string(err));
+	/* pc.ram below the ROMs, between them, and from 1 MiB up. */
+	cr_assert_eq(map->nr, 3);
+	cr_expect(map->piece[0].gpa == 0 && map->piece[0].size == 0xc3000);
+	cr_expect(map->piece[1].gpa == 0xe8000 && map->piece[1].size == 0x8000 &&
+		  map->piece[1].offset == 0xe8000);
+	cr_expect(map->piece[2].gpa == 0x100000 &&
+		  map->piece[2].size == 0x20000000 - 0x100000 &&
+		  map->piece[2].offset == 0x100000);
+	for (size_t i = 0; i < map->nr; i++) {
+		cr_expect_str_eq(map->piece[i].name, "pc.ram");
+		cr_expect(map->piece[i].kvm_slot);
+	}
+	err = ivm_qemu_parse_gpa2hva(answer, 0x100000, map->piece[2].name, &hva);
+	cr_expect_null(err, "%s", ivm_error_string(err));
+	cr_expect_neq(hva, 0);
+	free(map);
+	free(answer);
+	free(text);
+}
+
+/* A region whose own name ends in "KVM" keeps it; only the marker goes. */
+Test(qemu_mtree, kvm_marker_not_a_name)
+{
+	static const char text[] =
+		"FlatView #0\n"
+		" AS \"memory\", root: system\n"
+		"  0000000000000000-0000000000000fff (prio 0, ram): myKVM\n"
+		"  0000000000001000-0000000000001fff (prio 0, ram): a KVM KVM\n"
+		"  0000000000002000-0000000000002fff (prio 0, ram): a KVM @0000000000001000 KVM\n"
+		"  0000000000003000-0000000000003fff (prio 0, ram): KVM\n";
+	struct ivm_qemu_ram_map *map = NULL;
+	struct ivm_error *err;
+
+	err = ivm_qemu_parse_mtree_ram(text, strlen(text), &map);
+	cr_assert_null(err, "%s", ivm_error_string(err));
+	cr_assert_eq(map->nr, 3);
+	cr_expect_str_eq(map->piece[0].name, "myKVM");
+	cr_expect_not(map->piece[0].kvm_slot);
+	/* "a KVM" at 0x1000 and its continuation merge into one slot. */
+	cr_expect_str_eq(map->piece[1].name, "a KVM");
+	cr_expect(map->piece[1].kvm_slot && map->piece[1].size == 0x2000);
+	cr_expect_str_eq(map->piece[2].name, "KVM");
+	cr_expect_not(map->piece[2].kvm_slot);
+	free(map);
+}
+
 Test(qemu_mtree, merges_and_splits)
 {
 	static const char text[] =

@@ -21,6 +21,7 @@
 
 #include "profile/sched_events.h"
 #include "profile/trace_session.h"
+#include "trace_records.h"
 
 #define DATA "tests/unit/data/sched/"
 
@@ -54,47 +55,11 @@ static struct ivm_sched_events *load(void)
 	return ev;
 }
 
-struct recorded {
-	uint64_t ts;
-	size_t size;
-	uint8_t data[256];
-};
-
-/* One record per line: "TS HEXBYTES". */
-static size_t read_records(struct recorded *out, size_t max)
-{
-	FILE *f = fopen(DATA "sched.records", "r");
-	char line[1024];
-	size_t n = 0;
-
-	cr_assert_not_null(f, DATA "sched.records");
-	while (n < max && fgets(line, sizeof(line), f)) {
-		char *p = line, *end;
-		struct recorded *r = &out[n];
-
-		r->ts = strtoull(p, &end, 10);
-		p = end;
-		while (*p == ' ')
-			p++;
-		r->size = 0;
-		while (p[0] && p[1] && p[0] != '\n' && r->size < sizeof(r->data)) {
-			unsigned int b;
-
-			cr_assert_eq(sscanf(p, "%2x", &b), 1);
-			r->data[r->size++] = (uint8_t)b;
-			p += 2;
-		}
-		n++;
-	}
-	fclose(f);
-	return n;
-}
-
 Test(sched_events, decodes_recorded_records_of_this_host)
 {
 	struct ivm_sched_events *ev = load();
 	static struct recorded recs[512];
-	size_t n = read_records(recs, 512), i;
+	size_t n = read_records(DATA "sched.records", recs, 512), i;
 	int32_t me = 0;
 	unsigned int sleeps = 0, runs = 0, wakings = 0, wakeups = 0;
 	uint64_t last_ts = 0;

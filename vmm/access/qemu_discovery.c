@@ -270,6 +270,7 @@ static bool parse_range(const char *p, size_t start, size_t end, bool *is_ram,
 {
 	size_t i = start, name_start, name_end, j;
 	uint64_t first, last, offset = 0;
+	bool kvm_slot;
 
 	*bad = false;
 	*is_ram = false;
@@ -305,12 +306,22 @@ static bool parse_range(const char *p, size_t start, size_t end, bool *is_ram,
 	if (!*is_ram)
 		return true;
 
-	/* The name runs to the end, or to a trailing " @OFFSET". */
+	/*
+	 * The name runs to the end, or to a trailing " @OFFSET", and under
+	 * KVM to a last " KVM": QEMU marks each range that is a KVM memory
+	 * slot with the accelerator's name (mtree_print_flatview asks the
+	 * accelerator's has_memory hook).  TCG has no such hook and prints
+	 * nothing, so the marker is also how a dump says what ran it.
+	 */
 	name_start = i;
 	name_end = end;
 	while (name_end > name_start && (p[name_end - 1] == '\r' ||
 					 p[name_end - 1] == ' '))
 		name_end--;
+	kvm_slot = name_end - name_start > 4 &&
+		   !memcmp(p + name_end - 4, " KVM", 4);
+	if (kvm_slot)
+		name_end -= 4;
 	for (j = name_end; j > name_start; j--) {
 		size_t k = j;
 
@@ -327,6 +338,7 @@ static bool parse_range(const char *p, size_t start, size_t end, bool *is_ram,
 	piece->gpa = first;
 	piece->size = last - first + 1;
 	piece->offset = offset;
+	piece->kvm_slot = kvm_slot;
 	j = name_end - name_start;
 	if (j >= sizeof(piece->name))
 		j = sizeof(piece->name) - 1;
@@ -397,6 +409,7 @@ struct ivm_error *ivm_qemu_parse_mtree_ram(const char *text, size_t len,
 			}
 			if (piece.gpa == prev_end &&
 			    !strcmp(piece.name, prev->name) &&
+			    piece.kvm_slot == prev->kvm_slot &&
 			    prev->offset + prev->size == piece.offset &&
 			    prev->offset + prev->size > prev->offset &&
 			    prev->size + piece.size > prev->size) {

@@ -65,6 +65,7 @@ struct ivm_qemu_ram_piece {
 	uint64_t gpa, size;
 	uint64_t offset;	/* offset in the memory region ("@..."), or 0 */
 	char name[64];		/* memory region name, truncated */
+	bool kvm_slot;		/* marked " KVM": a KVM memory slot */
 };
 
 struct ivm_qemu_ram_map {
@@ -78,7 +79,9 @@ struct ivm_qemu_ram_map {
 /*
  * Parse `info mtree -f` output: take the flat view that lists
  * `AS "memory"`, keep its "ram" ranges (not rom, romd, ramd or i/o) and
- * merge neighbours that continue the same region.  The caller frees *ret.
+ * merge neighbours that continue the same region.  Under KVM, QEMU ends
+ * each range that is a KVM memory slot with " KVM": that marker is not part
+ * of the name, and sets kvm_slot.  The caller frees *ret.
  */
 struct ivm_error *ivm_qemu_parse_mtree_ram(const char *text, size_t len,
 					   struct ivm_qemu_ram_map **ret);

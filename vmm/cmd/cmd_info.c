@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * idlevm info: what the host sees of a guest, read from outside: kernel
- * release, KASLR offset, vCPUs with their host thread, HLT state and the
- * guest task current on each.
+ * idlevm info: what the host sees of a guest, read from outside: the
+ * accelerator, kernel release, KASLR offset, vCPUs with their host thread,
+ * HLT state and the guest task current on each.  A guest whose kernel
+ * cannot be found yet (still in its firmware or early boot) gets the
+ * machine's part and the reason, with exit status 1.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -171,6 +173,33 @@ static void print_current(struct ivm_guest *g, struct ivm_guest_vcpu *v,
 	       task.is_idle ? " (idle)" : "");
 }
 
+/*
+ * A guest whose kernel is not there yet (firmware, early boot) or not
+ * found: what the host sees of the machine, and why no kernel.
+ */
+static int print_machine_only(struct ivm_guest *g, struct ivm_error *why)
+{
+	struct ivm_error *err;
+	size_t i;
+
+	err = g->qmp ? ivm_guest_refresh_vcpus(g) : NULL;
+	printf("kernel:           not found (%s)\n", ivm_error_string(why));
+	printf("vcpus:            %zu\n", g->nr_vcpus);
+	printf("\n%-5s %-8s %-8s %-4s %s\n", "VCPU", "THREAD", "STATE", "CPL",
+	       "RIP");
+	for (i = 0; !err && i < g->nr_vcpus; i++) {
+		struct ivm_guest_vcpu *v = &g->vcpus[i];
+
+		printf("%-5d %-8d %-8s %-4d %016" PRIx64 "\n", v->index,
+		       (int)v->tid, g->qmp ? (v->halted ? "halted" : "running") :
+		       "-", v->cpl, v->regs.rip);
+	}
+	fprintf(stderr, "idlevm info: %s\n", ivm_error_string(why));
+	ivm_error_destroy(why);
+	ivm_guest_close(g);
+	return err ? ivm_error_report(err) : 1;
+}
+
 int ivm_cmd_info(int argc, char **argv)
 {
 	struct ivm_guest_options opts = { 0 };
@@ -184,9 +213,23 @@ int ivm_cmd_info(int argc, char **argv)
 	rc = ivm_guest_command_args(argc, argv, &opts, info_usage);
 	if (rc >= 0)
 		return rc;
+	/* The machine first: it is worth showing while the kernel is not. */
+	opts.machine_only = true;
 	err = ivm_guest_open(&opts, &g);
 	if (err)
 		return ivm_error_report(err);
+	printf("guest:            %s%s\n", g->name,
+	       g->dom ? " (libvirt)" : g->qmp ? " (qmp)" : " (core)");
+	if (g->qemu_pid)
+		printf("qemu pid:         %d\n", (int)g->qemu_pid);
+	if (g->qmp)
+		printf("accelerator:      %s\n", g->kvm ?
+		       "KVM (registers of running vCPUs through the monitor)" :
+		       "TCG (registers of running vCPUs from qemu's memory)");
+	printf("guest memory:     %s\n", g->gmem_kind);
+	err = ivm_guest_open_kernel(g, &opts);
+	if (err)
+		return print_machine_only(g, err);
 	cur = calloc(2 * (size_t)g->nr_vcpus, sizeof(*cur));
 	unsettled = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*unsettled));
 	if (!cur || !unsettled)
@@ -202,11 +245,6 @@ int ivm_cmd_info(int argc, char **argv)
 		return ivm_error_report(err);
 	}
 
-	printf("guest:            %s%s\n", g->name,
-	       g->dom ? " (libvirt)" : g->qmp ? " (qmp)" : " (core)");
-	if (g->qemu_pid)
-		printf("qemu pid:         %d\n", (int)g->qemu_pid);
-	printf("guest memory:     %s\n", g->gmem_kind);
 	printf("kernel:           %s\n", g->release);
 	printf("vmlinux:          %s\n", g->vmlinux ? g->vmlinux :
 	       "none (kallsyms, BTF and ORC from guest memory)");

@@ -463,7 +463,7 @@ static struct ivm_error *run_start(struct guest_run *r,
 	err = ivm_guest_open(&gopts, &r->g);
 	if (err)
 		return err;
-	ivm_error_destroy(ivm_guest_uses_kvm(r->g, &kvm));
+	kvm = r->g->kvm;
 	/*
 	 * The host scheduler's events on the vCPU threads mark every halt
 	 * and wakeup, under TCG and KVM alike (kvm_exit adds the exit reason
@@ -561,9 +561,12 @@ static struct ivm_error *run_start(struct guest_run *r,
 	}
 	who(o, r);
 	fprintf(stderr,
-		"profiling %s (kernel %s, %zu vCPUs): idle source %s%s, capture %s, registers from %s, %g Hz on-CPU, writing %s\n",
+		"profiling %s (kernel %s, %zu vCPUs, %s): idle source %s%s%s, capture %s, registers from %s, %g Hz on-CPU, writing %s\n",
 		r->g->name, r->g->release, r->g->nr_vcpus,
+		r->g->kvm ? "KVM" : "TCG",
 		ivm_idle_source_name(r->cfg.idle_source),
+		r->g->kvm && r->cfg.idle_source == IVM_IDLE_SOURCE_SCHED ?
+			" with kvm HLT exits and wakeups" : "",
 		r->cfg.source_fallback ? " (thread if tracefs is not usable)" : "",
 		ivm_capture_mode_name(r->cfg.capture_mode),
 		r->tcg_env ? "qemu memory" : "the monitor",

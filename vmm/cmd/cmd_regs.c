@@ -3,7 +3,8 @@
  * idlevm regs: each vCPU's registers as the profiler reads them, from QEMU's
  * TCG state in its memory (see tcg_env.h), next to what the monitor says,
  * with the guest paused so that both are exact and must agree.  It answers
- * "will on-CPU sampling be cheap on this host, and is it right?".
+ * "will on-CPU sampling be cheap on this host, and is it right?".  Under
+ * KVM the answer is the monitor (see tcg_env.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,7 +22,8 @@ static void regs_usage(FILE *out)
 "\n"
 "Show each vCPU's instruction and stack pointers, CPL and CR3 as read from\n"
 "QEMU's memory (under TCG, the way idlevm profile reads them) and from the\n"
-"monitor, and whether they agree.  Pauses the guest for a few milliseconds.\n"
+"monitor, and whether they agree.  Under KVM, profile reads them from the\n"
+"monitor.  Pauses the guest for a few milliseconds.  Needs no guest kernel.\n"
 "\n"
 IVM_GUEST_USAGE
 "  -h, --help           this help\n");
@@ -33,6 +35,18 @@ static void print_regs(const char *source, int index,
 	printf("%-5d %-8s %016" PRIx64 " %016" PRIx64 " %016" PRIx64
 	       " %-3d %" PRIx64 "\n", index, source, r->rip, r->rsp, r->rbp,
 	       cpl, r->cr3);
+}
+
+/* Every vCPU's registers as the guest was opened with them. */
+static void print_table(const struct ivm_guest *g, const char *source)
+{
+	size_t i;
+
+	printf("%-5s %-8s %-16s %-16s %-16s %-3s %s\n", "VCPU", "SOURCE",
+	       "RIP", "RSP", "RBP", "CPL", "CR3");
+	for (i = 0; i < g->nr_vcpus; i++)
+		print_regs(source, g->vcpus[i].index, &g->vcpus[i].regs,
+			   g->vcpus[i].cpl);
 }
 
 /* The fields a stack is unwound from, and the mode. */
@@ -84,40 +98,54 @@ int ivm_cmd_regs(int argc, char **argv)
 	struct ivm_tcg_env *env = NULL;
 	struct ivm_error *err, *cerr;
 	struct ivm_guest *g;
-	size_t disagree = 0, i;
+	size_t disagree = 0;
 	enum ivm_qmp_lifecycle state = IVM_QMP_UNKNOWN;
-	bool kvm = false;
 	int rc;
 
 	rc = ivm_guest_command_args(argc, argv, &opts, regs_usage);
 	if (rc >= 0)
 		return rc;
+	/* Registers need no kernel: a guest still booting is read too. */
+	opts.machine_only = true;
 	err = ivm_guest_open(&opts, &g);
 	if (err)
 		return ivm_error_report(err);
 	if (!g->qmp) {
 		/* A core: the registers QEMU saved in it, nothing to compare. */
-		printf("%-5s %-8s %-16s %-16s %-16s %-3s %s\n", "VCPU",
-		       "SOURCE", "RIP", "RSP", "RBP", "CPL", "CR3");
-		for (i = 0; i < g->nr_vcpus; i++)
-			print_regs("core", g->vcpus[i].index, &g->vcpus[i].regs,
-				   g->vcpus[i].cpl);
+		print_table(g, "core");
 		ivm_guest_close(g);
 		return 0;
 	}
-	err = ivm_guest_uses_kvm(g, &kvm);
-	if (!err && kvm)
-		err = ivm_error_create(IVM_ERROR_INVALID,
-				       "%s runs on KVM: QEMU's memory holds no current registers, the monitor is the source",
-				       g->name);
-	if (!err)
-		err = ivm_tcg_env_locate(g->qemu_pid, g->qmp, &env);
+	/*
+	 * Under KVM QEMU's copy of a vCPU's state is stale while it runs,
+	 * but the monitor's `info registers` synchronises it first, and with
+	 * the guest paused it stays put: the same comparison then checks
+	 * that idlevm finds and reads QEMU's copy right on KVM too, while
+	 * profile takes the registers of running vCPUs from the monitor.
+	 * Locating needs every vCPU in long mode: a KVM guest still in its
+	 * firmware or early boot gets the monitor's registers alone.
+	 */
+	err = ivm_tcg_env_locate(g->qemu_pid, g->qmp, &env);
+	if (err && g->kvm) {
+		printf("registers: the monitor (KVM; qemu's copy not compared: %s)\n",
+		       ivm_error_string(err));
+		ivm_error_destroy(err);
+		err = ivm_guest_refresh_vcpus(g);
+		if (!err)
+			print_table(g, "monitor");
+		ivm_guest_close(g);
+		return err ? ivm_error_report(err) : 0;
+	}
 	if (err) {
 		ivm_guest_close(g);
 		return ivm_error_report(err);
 	}
-	printf("registers: qemu memory (TCG vCPU state located; the guest was paused %.2f ms)\n",
-	       (double)ivm_tcg_env_pause_ns(env) / 1e6);
+	if (g->kvm)
+		printf("registers: the monitor (KVM: qemu's copy of the vCPU state is current only after the monitor synchronises it; located, and compared below with the guest paused %.2f ms)\n",
+		       (double)ivm_tcg_env_pause_ns(env) / 1e6);
+	else
+		printf("registers: qemu memory (TCG vCPU state located; the guest was paused %.2f ms)\n",
+		       (double)ivm_tcg_env_pause_ns(env) / 1e6);
 	err = ivm_qmp_query_status(g->qmp, &state);
 	/* A guest someone else paused stays paused. */
 	if (!err && state == IVM_QMP_RUNNING)

@@ -167,6 +167,21 @@ static char *find_vmlinux(const char *release)
 	return path;
 }
 
+/* QMP query-kvm: whether QEMU runs the guest on KVM. */
+static struct ivm_error *query_kvm(struct ivm_guest *g)
+{
+	struct json_object *reply, *enabled;
+	struct ivm_error *err;
+
+	err = ivm_qmp_execute(g->qmp, "query-kvm", NULL, &reply);
+	if (err)
+		return ivm_error_wrap(err, "asking qemu for its accelerator");
+	g->kvm = json_object_object_get_ex(reply, "enabled", &enabled) &&
+		 json_object_get_boolean(enabled);
+	json_object_put(reply);
+	return NULL;
+}
+
 static struct ivm_error *open_live(struct ivm_guest *g,
 				   const struct ivm_guest_options *opts)
 {
@@ -208,6 +223,10 @@ static struct ivm_error *open_live(struct ivm_guest *g,
 		g->vcpus[i].cpu = -1;
 		g->vcpus[i].cpl = -1;
 	}
+	/* The accelerator decides where registers come from (tcg_env.h). */
+	err = query_kvm(g);
+	if (err)
+		goto out;
 	err = ivm_qemu_ram_regions(g->qmp, &ram);
 	if (err) {
 		err = ivm_error_wrap(err, "finding guest RAM");
@@ -581,15 +600,43 @@ struct ivm_error *ivm_guest_open(const struct ivm_guest_options *opts,
 		return &ivm_enomem;
 	}
 	err = opts->core_path ? open_core(g, opts) : open_live(g, opts);
-	if (!err)
-		err = ivm_guest_find_release(g->gmem, g->release);
-	if (!err)
-		err = open_kernel(g, opts);
+	if (!err && !opts->machine_only)
+		err = ivm_guest_open_kernel(g, opts);
 	if (err) {
 		ivm_guest_close(g);
 		return err;
 	}
 	*ret = g;
+	return NULL;
+}
+
+struct ivm_error *ivm_guest_open_kernel(struct ivm_guest *g,
+					const struct ivm_guest_options *opts)
+{
+	struct ivm_error *err;
+
+	if (g->has_kernel)
+		return NULL;
+	err = ivm_guest_find_release(g->gmem, g->release);
+	if (!err)
+		err = open_kernel(g, opts);
+	if (err) {
+		/* Back to a bare machine: nothing half-found stays. */
+		ivm_kernel_layout_destroy(g->layout);
+		ivm_ksyms_destroy(g->ksyms);
+		ivm_btf_destroy(g->btf);
+		free(g->vmlinux);
+		g->layout = NULL;
+		g->ksyms = NULL;
+		g->btf = NULL;
+		g->vmlinux = NULL;
+		g->from_memory = false;
+		g->release[0] = '\0';
+		for (size_t i = 0; i < g->nr_vcpus; i++)
+			g->vcpus[i].cpu = -1;
+		return err;
+	}
+	g->has_kernel = true;
 	return NULL;
 }
 
@@ -625,19 +672,3 @@ void ivm_guest_close(struct ivm_guest *g)
 	free(g);
 }
 
-struct ivm_error *ivm_guest_uses_kvm(struct ivm_guest *guest, bool *ret)
-{
-	struct json_object *reply, *enabled;
-	struct ivm_error *err;
-
-	*ret = false;
-	if (!guest->qmp)
-		return NULL;
-	err = ivm_qmp_execute(guest->qmp, "query-kvm", NULL, &reply);
-	if (err)
-		return err;
-	if (json_object_object_get_ex(reply, "enabled", &enabled))
-		*ret = json_object_get_boolean(enabled);
-	json_object_put(reply);
-	return NULL;
-}

@@ -42,6 +42,12 @@ struct ivm_guest_options {
 	const char *qmp_path;		/* plain QEMU QMP socket */
 	const char *core_path;		/* dump-guest-memory ELF core */
 	const char *vmlinux;		/* guest kernel debuginfo */
+	/*
+	 * Open the machine only (monitor, vCPUs, RAM, registers): no kernel
+	 * is looked for, so a guest still in its firmware or early boot
+	 * opens too.  ivm_guest_open_kernel() can follow.
+	 */
+	bool machine_only;
 };
 
 /* getopt_long entries shared by the commands that open a guest. */
@@ -94,11 +100,29 @@ struct ivm_guest {
 	struct ivm_ksyms *ksyms;
 	struct ivm_kernel_layout *layout;
 	char *name;			/* for messages: domain, socket or core */
+	/*
+	 * QEMU runs the guest on KVM (QMP query-kvm at open; false for a
+	 * core).  Under TCG the kvm tracepoints never fire and QEMU's memory
+	 * holds the vCPUs' current registers (tcg_env.h); under KVM QEMU's
+	 * copy is current only right after it synchronised it with the
+	 * kernel's (the monitor's `info registers` does).
+	 */
+	bool kvm;
+	bool has_kernel;		/* the kernel fields below are set */
 	struct ivm_kmodules *modules;	/* read once, see ivm_guest_modules */
 };
 
 struct ivm_error *ivm_guest_open(const struct ivm_guest_options *opts,
 				 struct ivm_guest **ret);
+
+/*
+ * Find the kernel of a guest opened with machine_only (release, debuginfo,
+ * layout).  On failure the guest stays open as a machine (has_kernel
+ * false), and the error says what was missing: a guest that has not
+ * booted far enough reads as "linux_banner not found".
+ */
+struct ivm_error *ivm_guest_open_kernel(struct ivm_guest *guest,
+					const struct ivm_guest_options *opts);
 void ivm_guest_close(struct ivm_guest *guest);
 
 /*
@@ -124,13 +148,6 @@ struct ivm_error *ivm_guest_load_orc(struct ivm_guest *guest,
 
 /* Re-read every vCPU's registers and HLT state (live guests only). */
 struct ivm_error *ivm_guest_refresh_vcpus(struct ivm_guest *guest);
-
-/*
- * Whether QEMU runs the guest on KVM (QMP query-kvm; false for a core).
- * Under TCG the kvm tracepoints never fire and QEMU's memory holds the
- * vCPUs' current registers (tcg_env.h); under KVM neither holds.
- */
-struct ivm_error *ivm_guest_uses_kvm(struct ivm_guest *guest, bool *ret);
 
 /*
  * Find "Linux version RELEASE " in guest physical memory (the kernel's

@@ -18,6 +18,7 @@ struct vcpu_periods {
 	struct ivm_irq_counts wake_irqs;
 	bool exit_known;
 	uint32_t exit_reason;
+	bool in_halt;		/* asleep since a HLT exit (KVM) */
 	bool seen;		/* last holds a look */
 	struct ivm_idle_obs last;
 	uint64_t unseen_last;	/* found by the last look */
@@ -63,6 +64,10 @@ void ivm_idle_periods_host_sleep(struct ivm_idle_periods *ip, uint32_t vcpu,
 	if (vcpu >= ip->nr_vcpus)
 		return;
 	v = &ip->vcpus[vcpu];
+	/* The thread of a halt already opened by its HLT exit, now asleep
+	 * because halt polling gave up: the same halt. */
+	if (v->asleep && v->in_halt)
+		return;
 	ip->stats.host_sleeps++;
 	v->asleep = true;
 	v->sleep_pending = true;
@@ -84,17 +89,45 @@ void ivm_idle_periods_host_wake(struct ivm_idle_periods *ip, uint32_t vcpu,
 		return;
 	ip->stats.host_wakes++;
 	v->asleep = false;
+	v->in_halt = false;
 	v->woken = true;
 	v->wake_ts = ts;
 }
 
 void ivm_idle_periods_host_halt_exit(struct ivm_idle_periods *ip,
-				     uint32_t vcpu, uint32_t exit_reason)
+				     uint32_t vcpu, uint32_t exit_reason,
+				     uint64_t ts)
+{
+	struct vcpu_periods *v;
+
+	if (vcpu >= ip->nr_vcpus)
+		return;
+	v = &ip->vcpus[vcpu];
+	ip->stats.kvm_halt_exits++;
+	v->exit_known = true;
+	v->exit_reason = exit_reason;
+	/*
+	 * The halt starts here, not when the thread sleeps: KVM first polls
+	 * for a wakeup (halt_poll_ns), and a halt that ends while it polls
+	 * never reaches the scheduler at all.
+	 */
+	if (!v->asleep) {
+		ivm_idle_periods_host_sleep(ip, vcpu, ts);
+		v->in_halt = true;
+	}
+}
+
+void ivm_idle_periods_host_halt_end(struct ivm_idle_periods *ip,
+				    uint32_t vcpu, bool waited, uint64_t ts)
 {
 	if (vcpu >= ip->nr_vcpus)
 		return;
-	ip->vcpus[vcpu].exit_known = true;
-	ip->vcpus[vcpu].exit_reason = exit_reason;
+	if (waited)
+		ip->stats.kvm_halts_slept++;
+	else
+		ip->stats.kvm_halts_polled++;
+	/* After the thread's sched wakeup, if it slept: that one counted. */
+	ivm_idle_periods_host_wake(ip, vcpu, ts);
 }
 
 void ivm_idle_periods_host_lost(struct ivm_idle_periods *ip, uint64_t n)

@@ -102,7 +102,8 @@ struct ivm_idle_period {
 };
 
 struct ivm_idle_stats {
-	uint64_t host_sleeps;		/* vCPU-thread sleeps seen */
+	uint64_t host_sleeps;		/* vCPU-thread sleeps (and KVM HLT
+					 * exits) seen */
 	uint64_t host_sleeps_idle;	/* ... confirmed idle halts */
 	uint64_t host_sleeps_busy;	/* ... with a guest task current */
 	uint64_t host_wakes;		/* wakeups of a sleeping thread */
@@ -115,6 +116,15 @@ struct ivm_idle_stats {
 	uint64_t lost_events;		/* host events the buffers dropped */
 	uint64_t own_switches;		/* idle switch-outs idlevm caused */
 	uint64_t recovered_periods;	/* unseen ones rebuilt after the fact */
+	/*
+	 * KVM only: HLT exits (counted in host_sleeps when they start a
+	 * halt), and halts that ended after the thread slept or while KVM
+	 * polled (kvm_vcpu_wakeup).  A KVM that emulates HLT (this project's
+	 * PVM host running a guest without PVM support) traces no exit.
+	 */
+	uint64_t kvm_halt_exits;
+	uint64_t kvm_halts_slept;
+	uint64_t kvm_halts_polled;
 	/*
 	 * How long after an idle halt (host_sleeps_idle) the look that
 	 * judged it came: within 100 us, within 1 ms, later.  A look that
@@ -153,9 +163,21 @@ void ivm_idle_periods_host_sleep(struct ivm_idle_periods *ip, uint32_t vcpu,
 				 uint64_t ts);
 void ivm_idle_periods_host_wake(struct ivm_idle_periods *ip, uint32_t vcpu,
 				uint64_t ts);
-/* KVM: the thread's vCPU exited to the host for HLT with reason. */
+/*
+ * KVM: the thread's vCPU exited to the host for HLT with reason at ts.
+ * That starts a halt as a sleep does (the thread sleeps only once halt
+ * polling gives up; its sleep is then the same halt, not another).
+ */
 void ivm_idle_periods_host_halt_exit(struct ivm_idle_periods *ip,
-				     uint32_t vcpu, uint32_t exit_reason);
+				     uint32_t vcpu, uint32_t exit_reason,
+				     uint64_t ts);
+/*
+ * KVM: kvm_vcpu_wakeup, the end of a halt at ts, after the thread slept
+ * (waited) or while KVM still polled.  Ends the halt as a wake does,
+ * unless the thread's own wakeup already did.
+ */
+void ivm_idle_periods_host_halt_end(struct ivm_idle_periods *ip,
+				    uint32_t vcpu, bool waited, uint64_t ts);
 void ivm_idle_periods_host_lost(struct ivm_idle_periods *ip, uint64_t n);
 
 /*

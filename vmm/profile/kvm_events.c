@@ -23,7 +23,7 @@ struct ivm_kvm_events {
 	struct ivm_trace_field common_pid;
 	struct ivm_trace_field exit_reason, exit_rip, exit_isa, exit_vcpu;
 	struct ivm_trace_field entry_vcpu, entry_rip;
-	struct ivm_trace_field wakeup_waited;
+	struct ivm_trace_field wakeup_waited, wakeup_ns;
 };
 
 bool ivm_kvm_exit_is_hlt(uint32_t isa, uint32_t exit_reason)
@@ -88,6 +88,8 @@ struct ivm_error *ivm_kvm_events_parse(const char *exit_format,
 		err = ivm_trace_field_find(entry_ev, "rip", 8, &ev->entry_rip);
 	if (!err)
 		err = ivm_trace_field_find(wakeup_ev, "waited", 1, &ev->wakeup_waited);
+	if (!err)
+		err = ivm_trace_field_find(wakeup_ev, "ns", 8, &ev->wakeup_ns);
 	if (err) {
 		ivm_kvm_events_destroy(ev);
 		return err;
@@ -168,10 +170,12 @@ struct ivm_error *ivm_kvm_events_decode(struct ivm_kvm_events *ev,
 		return NULL;
 	}
 	if (type == ev->wakeup_id) {
-		if (!ivm_trace_field_get(p, size, ev->wakeup_waited, &a))
+		if (!ivm_trace_field_get(p, size, ev->wakeup_waited, &a) ||
+		    !ivm_trace_field_get(p, size, ev->wakeup_ns, &b))
 			goto short_record;
 		ret->kind = IVM_KVM_VCPU_WAKEUP;
 		ret->waited = a != 0;
+		ret->halt_ns = b;
 		return NULL;
 	}
 	return ivm_error_create(IVM_ERROR_NOT_FOUND,

@@ -39,7 +39,8 @@ struct ivm_kvm_event {
 	uint32_t isa;		/* exit: 1 VMX, 2 SVM */
 	uint64_t guest_rip;	/* exit, entry */
 	bool halt;		/* exit: the vCPU executed HLT */
-	bool waited;		/* wakeup: it had really halted */
+	bool waited;		/* wakeup: the thread slept, not only polled */
+	uint64_t halt_ns;	/* wakeup: how long the halt lasted */
 };
 
 /*

@@ -198,9 +198,54 @@ static int vcpu_of_tid(const struct profiler *p, int32_t tid)
 	return -1;
 }
 
+/* A halted vCPU's thread was woken (or KVM ended its halt) at ts. */
+static void vcpu_woke(struct profiler *p, int v, uint64_t ts)
+{
+	size_t k;
+
+	/*
+	 * No look now: the vCPU has not run yet, so the guest still shows
+	 * it idle, and a look at real-time priority would only delay the
+	 * thread that was just woken.  The follow-up looks see what it
+	 * dispatched, when there is a from-idle task to see.
+	 */
+	if (p->vcpus[v].halted &&
+	    ivm_dispatch_awaits_from_idle(p->dispatch, (uint32_t)v)) {
+		for (k = 0; k < NR_FOLLOW; k++)
+			p->vcpus[v].follow_at[k] = ts + follow_ns[k];
+		if (p->vcpus[v].follow_at[0] < p->next_look_ns)
+			p->next_look_ns = p->vcpus[v].follow_at[0];
+	}
+	p->vcpus[v].halted = false;
+}
+
+/*
+ * KVM, next to the scheduler's events: a HLT exit starts a halt (look now,
+ * as at a sleep: the thread may poll instead of sleeping, or never sleep),
+ * kvm_vcpu_wakeup ends one.
+ */
+static void on_kvm_halt_record(struct profiler *p,
+			       const struct ivm_kvm_event *kev, uint64_t ts)
+{
+	int v = vcpu_of_tid(p, kev->tid);
+
+	if (v < 0)
+		return;
+	if (kev->kind == IVM_KVM_EXIT && kev->halt) {
+		p->vcpus[v].halted = true;
+		p->look_due = true;
+		ivm_idle_periods_host_halt_exit(p->periods, (uint32_t)v,
+						kev->exit_reason, ts);
+	} else if (kev->kind == IVM_KVM_VCPU_WAKEUP) {
+		vcpu_woke(p, v, ts);
+		ivm_idle_periods_host_halt_end(p->periods, (uint32_t)v,
+					       kev->waited, ts);
+	}
+}
+
 /*
  * One record of the sched source: a vCPU thread slept, woke, or (KVM)
- * exited for HLT.  Only candidates: idle_periods confirms them against
+ * exited for HLT or ended a halt.  Only candidates: idle_periods confirms them against
  * the guest at the next look.
  */
 static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
@@ -219,10 +264,8 @@ static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
 
 		ivm_error_destroy(err);
 		err = ivm_kvm_events_decode(p->kvm_events, data, size, &kev);
-		if (!err && kev.kind == IVM_KVM_EXIT && kev.halt &&
-		    (v = vcpu_of_tid(p, kev.tid)) >= 0)
-			ivm_idle_periods_host_halt_exit(p->periods, (uint32_t)v,
-							kev.exit_reason);
+		if (!err)
+			on_kvm_halt_record(p, &kev, ts);
 	}
 	if (err) {
 		ivm_error_destroy(err);
@@ -242,23 +285,7 @@ static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
 	}
 	v = vcpu_of_tid(p, ev.tid);
 	if (v >= 0) {
-		size_t k;
-
-		/*
-		 * No look now: the vCPU has not run yet, so the guest still
-		 * shows it idle, and a look at real-time priority would only
-		 * delay the thread that was just woken.  The follow-up looks
-		 * see what it dispatched, when there is a from-idle task to
-		 * see.
-		 */
-		if (p->vcpus[v].halted &&
-		    ivm_dispatch_awaits_from_idle(p->dispatch, (uint32_t)v)) {
-			for (k = 0; k < NR_FOLLOW; k++)
-				p->vcpus[v].follow_at[k] = ts + follow_ns[k];
-			if (p->vcpus[v].follow_at[0] < p->next_look_ns)
-				p->next_look_ns = p->vcpus[v].follow_at[0];
-		}
-		p->vcpus[v].halted = false;
+		vcpu_woke(p, v, ts);
 		ivm_idle_periods_host_wake(p->periods, (uint32_t)v, ts);
 	}
 	return 0;
@@ -1233,6 +1260,14 @@ static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 				     p->res->kept_later[IVM_SAMPLE_TO_IDLE] };
 	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
 	st[n++] = (struct ivm_stat){ "trace_records", p->res->trace_records };
+	if (p->guest->kvm) {
+		st[n++] = (struct ivm_stat){ "kvm_halt_exits",
+					     is->kvm_halt_exits };
+		st[n++] = (struct ivm_stat){ "kvm_halts_slept",
+					     is->kvm_halts_slept };
+		st[n++] = (struct ivm_stat){ "kvm_halts_polled",
+					     is->kvm_halts_polled };
+	}
 	*nr = n;
 }
 
@@ -1646,19 +1681,27 @@ static struct ivm_error *setup_sched_source(struct profiler *p)
 	bool kvm = false;
 	char *filter;
 
-	err = ivm_sched_events_load(NULL, &p->sched_events);
+	/* The event formats are read from tracefs: mount it first. */
+	err = ivm_tracefs_ensure(&p->res->tracefs_mounted);
+	if (!err)
+		err = ivm_sched_events_load(NULL, &p->sched_events);
 	if (err)
 		return err;
 	/* One record per wakeup: sched_waking, or sched_wakeup without it. */
 	events[nr_events++] = ivm_sched_events_has_waking(p->sched_events) ?
 			      "sched:sched_waking" : "sched:sched_wakeup";
-	/* Hardware KVM: the HLT exit reasons too (never fire under TCG). */
-	ivm_error_destroy(ivm_guest_uses_kvm(g, &kvm));
+	/*
+	 * KVM: its halts too (they never fire under TCG).  A HLT exit is a
+	 * halt that the scheduler sees only once halt polling gives up, if
+	 * at all, and kvm_vcpu_wakeup ends every halt, polled or slept.
+	 */
+	kvm = g->kvm;
 	if (kvm) {
 		err = ivm_kvm_events_load(NULL, &p->kvm_events);
 		if (err)
 			return err;
 		events[nr_events++] = "kvm:kvm_exit";
+		events[nr_events++] = "kvm:kvm_vcpu_wakeup";
 	}
 	for (i = 0; i < g->nr_vcpus && n < 256; i++)
 		tids[n++] = g->vcpus[i].tid;
@@ -1690,7 +1733,6 @@ static struct ivm_error *setup_sched_source(struct profiler *p)
 	if (kvm)
 		ivm_error_destroy(ivm_trace_session_filter(
 			p->trace, "kvm:kvm_exit", ivm_kvm_exit_hlt_filter()));
-	p->res->tracefs_mounted = ivm_trace_session_mounted(p->trace);
 	return NULL;
 }
 
@@ -1772,18 +1814,16 @@ static struct ivm_error *setup(struct profiler *p)
 		};
 		pid_t tids[256];
 		size_t n = 0;
-		bool kvm;
 
-		err = ivm_guest_uses_kvm(g, &kvm);
-		if (err)
-			return ivm_error_wrap(err, "asking qemu whether it uses KVM");
-		if (!kvm)
+		if (!g->kvm)
 			return ivm_error_create(IVM_ERROR_INVALID,
 						"the kvm idle source needs a guest on hardware KVM, and %s runs under TCG: use --idle-source thread",
 						g->name);
 		for (i = 0; i < g->nr_vcpus && n < 256; i++)
 			tids[n++] = g->vcpus[i].tid;
-		err = ivm_kvm_events_load(NULL, &p->kvm_events);
+		err = ivm_tracefs_ensure(&p->res->tracefs_mounted);
+		if (!err)
+			err = ivm_kvm_events_load(NULL, &p->kvm_events);
 		if (!err)
 			err = ivm_trace_session_create(events, 3, tids, n,
 						       &p->trace);

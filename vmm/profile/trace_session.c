@@ -43,7 +43,6 @@ struct ivm_trace_session {
 	struct tracefs_instance *instance;
 	char *events[MAX_EVENTS];
 	size_t nr_events;
-	bool mounted;
 	int nr_cpus;
 	int *fds;		/* per CPU trace_pipe_raw, -1 when absent */
 	struct pollfd *pfds;
@@ -57,7 +56,7 @@ struct ivm_trace_session {
 	uint64_t lost;
 };
 
-static struct ivm_error *ensure_tracefs(bool *mounted)
+struct ivm_error *ivm_tracefs_ensure(bool *mounted)
 {
 	struct statfs sfs;
 
@@ -179,6 +178,7 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 	struct ivm_error *err;
 	char name[64], *pids = NULL;
 	size_t i, len = 0;
+	bool mounted;
 
 	if (!nr_events || nr_events > MAX_EVENTS || !nr_tids ||
 	    nr_tids > MAX_TIDS)
@@ -192,7 +192,7 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 		free(pids);
 		return &ivm_enomem;
 	}
-	err = ensure_tracefs(&s->mounted);
+	err = ivm_tracefs_ensure(&mounted);
 	if (err)
 		goto fail;
 	for (i = 0; i < nr_events; i++) {
@@ -318,11 +318,6 @@ struct ivm_error *ivm_trace_session_filter(struct ivm_trace_session *s,
 					"the kernel refuses filter '%s' on %s",
 					filter, event);
 	return NULL;
-}
-
-bool ivm_trace_session_mounted(const struct ivm_trace_session *s)
-{
-	return s->mounted;
 }
 
 uint64_t ivm_trace_session_lost(const struct ivm_trace_session *s)

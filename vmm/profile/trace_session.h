@@ -11,7 +11,7 @@
  * tracers alone, and is removed when the session ends (instances of idlevm
  * runs killed before they could remove theirs go at the next start).
  * tracefs is mounted at
- * /sys/kernel/tracing first if it is not (root); the session says so.
+ * /sys/kernel/tracing first if it is not (root): ivm_tracefs_ensure().
  *
  * Timestamps are CLOCK_MONOTONIC nanoseconds (the instance's trace_clock is
  * set to "mono"), comparable with ivm_mono_ns().  The instance wakes a
@@ -36,6 +36,13 @@
 struct ivm_trace_session;
 
 /*
+ * Mount tracefs at /sys/kernel/tracing unless it is there (root only);
+ * *mounted says whether this call did.  Call it before reading any event
+ * format: on a fresh host nothing has mounted it yet.
+ */
+struct ivm_error *ivm_tracefs_ensure(bool *mounted);
+
+/*
  * Start recording events ("system:event", e.g. "sched:sched_switch") of
  * the threads tids (at most 256).  An event the kernel lacks fails with
  * IVM_ERROR_NOT_FOUND naming it; no tracefs with IVM_ERROR_OS.
@@ -57,9 +64,6 @@ struct ivm_error *ivm_trace_session_filter(struct ivm_trace_session *s,
 
 /* Stop recording and remove the instance.  NULL is fine. */
 void ivm_trace_session_destroy(struct ivm_trace_session *s);
-
-/* Whether create had to mount tracefs (at /sys/kernel/tracing). */
-bool ivm_trace_session_mounted(const struct ivm_trace_session *s);
 
 /*
  * Hand every record recorded since the last read to fn, oldest first

@@ -276,6 +276,19 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 		" wakeups, %" PRIu64 " trace events lost\n",
 		ST("host_sleeps"), ST("host_sleeps_idle"), ST("host_sleeps_busy"),
 		ST("host_wakes"), ST("trace_lost"));
+	/*
+	 * KVM: what its own events said.  Halts that ended while KVM polled
+	 * never reached the host scheduler; no HLT exits at all with halts
+	 * seen means a KVM that emulates HLT (a PVM host, for a guest
+	 * without PVM support), where only the sleeps start a halt.
+	 */
+	if (has_stat(s, "kvm_halt_exits"))
+		fprintf(out,
+			"  kvm events: %" PRIu64 " HLT exits; halts ended: %" PRIu64
+			" after the vCPU thread slept, %" PRIu64
+			" while KVM polled (halt_poll_ns)\n",
+			ST("kvm_halt_exits"), ST("kvm_halts_slept"),
+			ST("kvm_halts_polled"));
 	/* The sched source's: the others have no sleeps to look after. */
 	if (has_stat(s, "halt_looked_late") && ST("host_sleeps_idle")) {
 		struct ivm_idle_stats is = {
