@@ -2,14 +2,14 @@
 # way `idlevm profile` takes them for on-CPU and from-idle samples, agree
 # with what the monitor prints, with the guest paused so both are exact.
 # A wrong location, a wrong layout or a wrong field order shows up as a
-# disagreement (exit 1).  Under hardware KVM there is no such state, and
-# the command must say so.
+# disagreement (exit 1).  Under KVM the monitor is profile's source, and
+# the command says so (t_95_kvm).
 type=$(virsh -c qemu:///system dumpxml "$IVM_DOMAIN" |
 	sed -n "s/^<domain type='\([a-z]*\)'.*/\1/p")
 if [ "$type" = kvm ]; then
-	out=$("$idlevm" regs --domain "$IVM_DOMAIN" 2>&1) &&
-		fail "idlevm regs should refuse a KVM guest: $out"
-	echo "$out" | grep -q "runs on KVM" || fail "unclear refusal: $out"
+	out=$("$idlevm" regs --domain "$IVM_DOMAIN" 2>&1) ||
+		fail "idlevm regs on a KVM guest: $out"
+	echo "$out" | grep -q "^registers: the monitor" || fail "regs on KVM: $out"
 	exit 0
 fi
 
