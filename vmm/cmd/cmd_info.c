@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text_safe.h"
 #include "cmd/commands.h"
 #include "kernel/guest.h"
 
@@ -157,6 +158,7 @@ static void print_current(struct ivm_guest *g, struct ivm_guest_vcpu *v,
 			  uint64_t addr)
 {
 	struct ivm_guest_task task;
+	char comm[IVM_TEXT_SAFE_SIZE(sizeof(task.comm))];
 	struct ivm_error *err;
 
 	if (v->cpu < 0 || !addr) {
@@ -169,7 +171,9 @@ static void print_current(struct ivm_guest *g, struct ivm_guest_vcpu *v,
 		ivm_error_destroy(err);
 		return;
 	}
-	printf("%s pid %d tgid %d%s", task.comm, task.pid, task.tgid,
+	printf("%s pid %d tgid %d%s",
+	       ivm_text_safe_n(comm, sizeof(comm), task.comm, sizeof(task.comm)),
+	       task.pid, task.tgid,
 	       task.is_idle ? " (idle)" : "");
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text_safe.h"
 #include "cmd/commands.h"
 #include "kernel/gfile.h"
 #include "kernel/guest.h"
@@ -129,13 +130,32 @@ static const struct build_id_memo *build_id_of(struct maps_run *r,
 }
 
 /* A path as /proc/PID/maps escapes it: a newline as \012. */
+/*
+ * A path as /proc/PID/maps shows it ("\012" for a newline), and every
+ * other byte a terminal would act on escaped (text_safe.h): the guest
+ * names its files.
+ */
 static void print_path(const char *p)
 {
-	for (; *p; p++) {
-		if (*p == '\n')
+	char safe[IVM_TEXT_SAFE_SIZE(256)];
+	size_t n;
+
+	while (*p) {
+		n = strcspn(p, "\n");
+		while (n) {
+			size_t k = n < 256 ? n : 256;
+
+			/* Whole characters only: cut before a UTF-8 tail. */
+			while (k < n && k > 1 && ((unsigned char)p[k] & 0xc0) == 0x80)
+				k--;
+			fputs(ivm_text_safe_n(safe, sizeof(safe), p, k), stdout);
+			p += k;
+			n -= k;
+		}
+		if (*p == '\n') {
 			fputs("\\012", stdout);
-		else
-			putchar(*p);
+			p++;
+		}
 	}
 }
 
@@ -165,7 +185,7 @@ static void print_vma(struct maps_run *r, const struct ivm_vma *v,
 			       v->path_state == IVM_VMA_PATH_CUT ?
 			       "cut" : "unreadable above here");
 	} else if (v->name) {
-		printf("%s", v->name);
+		print_path(v->name);
 	}
 	if (ivm_vma_is_file(v) && v->pgoff == 0)
 		id = build_id_of(r, v, pm);
@@ -208,8 +228,13 @@ static int print_process(struct maps_run *r, const struct ivm_guest_task *t,
 		return 1;
 	}
 	process_mem_init(r, t, maps, &pm);
-	if (header)
-		printf("# pid %d (%s)\n", t->tgid, t->comm);
+	if (header) {
+		char comm[IVM_TEXT_SAFE_SIZE(sizeof(t->comm))];
+
+		printf("# pid %d (%s)\n", t->tgid,
+		       ivm_text_safe_n(comm, sizeof(comm), t->comm,
+				       sizeof(t->comm)));
+	}
 	for (i = 0; i < ivm_mm_maps_count(maps); i++)
 		print_vma(r, ivm_mm_maps_get(maps, i), &pm);
 	trunc = ivm_mm_maps_truncated(maps);

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "base/text_safe.h"
 #include "cmd/commands.h"
 #include "kernel/guest.h"
 
@@ -78,7 +79,11 @@ int ivm_cmd_modules(int argc, char **argv)
 	for (i = 0; i < mods->nr; i++) {
 		const struct ivm_kmodule *m = &mods->mods[i];
 
-		printf("%-24s 0x%016" PRIx64 " %8" PRIu64 " %s\n", m->name,
+		char name[IVM_TEXT_SAFE_SIZE(sizeof(m->name))];
+
+		printf("%-24s 0x%016" PRIx64 " %8" PRIu64 " %s\n",
+		       ivm_text_safe_n(name, sizeof(name), m->name,
+				       sizeof(m->name)),
 		       m->base, m->size, m->build_id[0] ? m->build_id : "-");
 		for (k = 0; sections && k < m->nr_sections; k++)
 			printf("  %-30s 0x%016" PRIx64 "\n",

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/text_safe.h"
 #include "cmd/commands.h"
 #include "kernel/guest.h"
 #include "kernel/proc_args.h"
@@ -164,8 +165,16 @@ int ivm_cmd_ps(int argc, char **argv)
 	for (i = 0; i < list->nr; i++) {
 		const struct ivm_guest_task *t = &list->tasks[i];
 
-		printf("%7d %7d %-16s %c %4u %s\n", t->tgid, t->pid, t->comm,
-		       state_letter(t), t->cpu, process_args(&args, t));
+		char comm[IVM_TEXT_SAFE_SIZE(sizeof(t->comm))];
+		char shown[IVM_TEXT_SAFE_SIZE(sizeof(args.shown))];
+
+		/* Names and titles are the guest's words (text_safe.h). */
+		printf("%7d %7d %-16s %c %4u %s\n", t->tgid, t->pid,
+		       ivm_text_safe_n(comm, sizeof(comm), t->comm,
+				       sizeof(t->comm)),
+		       state_letter(t), t->cpu,
+		       ivm_text_safe(shown, sizeof(shown),
+				     process_args(&args, t)));
 	}
 	rc = 0;
 	if (list->truncated) {

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "base/text_safe.h"
 #include "profile/capture.h"
 #include "cmd/commands.h"
 #include "kernel/guest.h"
@@ -162,13 +163,14 @@ static void print_frame(const struct ivm_symbolizer *sym, unsigned int n,
 {
 	struct ivm_report_frame f[IVM_REPORT_MAX_INLINE];
 	bool kernel = type == IVM_NODE_KERNEL;
+	char name[IVM_TEXT_SAFE_SIZE(512)];
 	unsigned int got, i;
 
 	got = sym->frames(sym->ctx, type, pc, flags & IVM_PC_EXACT, f,
 			  IVM_REPORT_MAX_INLINE);
 	for (i = 0; i + 1 < got; i++) {
-		printf("        inlined: %s", f[i].function ? f[i].function :
-		       "?");
+		printf("        inlined: %s", f[i].function ?
+		       ivm_text_safe(name, sizeof(name), f[i].function) : "?");
 		if (f[i].file)
 			printf(" %s:%u", f[i].file, f[i].line);
 		printf("\n");
@@ -177,7 +179,8 @@ static void print_frame(const struct ivm_symbolizer *sym, unsigned int n,
 	if (!got || !f[got - 1].function) {
 		printf("?");
 	} else {
-		printf("%s", f[got - 1].function);
+		printf("%s", ivm_text_safe(name, sizeof(name),
+					   f[got - 1].function));
 		if (f[got - 1].has_offset)
 			printf("+0x%" PRIx64, f[got - 1].offset);
 		if (f[got - 1].file)
@@ -197,7 +200,11 @@ static int print_stack(const struct ivm_symbolizer *sym,
 	const char *why;
 	unsigned int i, n = 0;
 
-	printf("tid %d (%s) pid %d, %s", t->pid, t->comm, t->tgid,
+	char comm[IVM_TEXT_SAFE_SIZE(sizeof(t->comm))];
+
+	printf("tid %d (%s) pid %d, %s", t->pid,
+	       ivm_text_safe_n(comm, sizeof(comm), t->comm, sizeof(t->comm)),
+	       t->tgid,
 	       res->vcpu >= 0 ? "running" : "not running");
 	if (res->vcpu >= 0)
 		printf(" on vCPU %d", res->vcpu);

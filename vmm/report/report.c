@@ -3,19 +3,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text_safe.h"
 #include "report/report.h"
 
 const char *ivm_report_task_name(const struct ivm_calltree_node *n, char *buf,
 				 size_t len)
 {
+	char comm[IVM_TEXT_SAFE_SIZE(sizeof(n->comm))];
+
+	/* The guest names its threads: any bytes at all (text_safe.h). */
+	ivm_text_safe_n(comm, sizeof(comm), n->comm, sizeof(n->comm));
 	if (n->type == IVM_NODE_PROCESS) {
-		if (n->comm[0])
-			snprintf(buf, len, "%s [%" PRIu64 "]", n->comm, n->key);
+		if (comm[0])
+			snprintf(buf, len, "%s [%" PRIu64 "]", comm, n->key);
 		else
 			snprintf(buf, len, "pid %" PRIu64, n->key);
 	} else {
-		snprintf(buf, len, "%s/%" PRIu64, n->comm[0] ? n->comm : "?",
-			 n->key);
+		snprintf(buf, len, "%s/%" PRIu64, comm[0] ? comm : "?", n->key);
 	}
 	return buf;
 }
@@ -25,9 +29,15 @@ const char *ivm_report_frame_name(const struct ivm_report_frame *f,
 {
 	const char *k = decorate && f->type == IVM_NODE_KERNEL ? "_[k]" : "";
 
-	if (f->function)
-		snprintf(buf, len, "%s%s", f->function, k);
-	else
+	size_t n;
+
+	/* Symbols of guest binaries (and a guest's own kallsyms) are the
+	 * guest's words. */
+	if (f->function) {
+		ivm_text_safe(buf, len, f->function);
+		n = strlen(buf);
+		snprintf(buf + n, len - n, "%s", k);
+	} else
 		snprintf(buf, len, "0x%" PRIx64 "%s",
 			 f->type == IVM_NODE_USER ? IVM_REPORT_USER_PC(f->pc) :
 						    f->pc, k);
@@ -122,9 +132,8 @@ void ivm_report_context_of(const struct ivm_calltree *tree, uint32_t leaf,
 const char *ivm_report_group_name(const struct ivm_calltree *tree,
 				  uint32_t node, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s", ivm_calltree_string(
+	return ivm_text_safe(buf, len, ivm_calltree_string(
 		tree, (uint32_t)ivm_calltree_node(tree, node)->key));
-	return buf;
 }
 
 size_t ivm_report_nr_labels(const struct ivm_calltree *tree, uint32_t node)
@@ -143,9 +152,14 @@ const char *ivm_report_label_name(const struct ivm_calltree *tree,
 	const struct ivm_label *l = ivm_calltree_labels(
 		tree, ivm_calltree_node(tree, node)->key, &nr);
 
-	if (i < nr)
-		snprintf(buf, len, "%s=%s", l[i].key, l[i].value);
-	else
+	if (i < nr) {
+		/* The key is the user's, the value the guest's. */
+		size_t n;
+
+		snprintf(buf, len, "%s=", l[i].key);
+		n = strlen(buf);
+		ivm_text_safe(buf + n, len - n, l[i].value);
+	} else
 		snprintf(buf, len, "?");
 	return buf;
 }
@@ -209,7 +223,8 @@ static void print_frame(FILE *out, const struct ivm_report_frame *f)
 							 sizeof(buf)),
 		f->inlined ? "  (inlined)" : "");
 	if (f->file)
-		fprintf(out, "  %s:%u", f->file, f->line);
+		fprintf(out, "  %s:%u", ivm_text_safe(buf, sizeof(buf), f->file),
+			f->line);
 	fputc('\n', out);
 }
 

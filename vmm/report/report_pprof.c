@@ -6,6 +6,7 @@
 
 #include "base/hash.h"
 #include "report/mappings.h"
+#include "base/text_safe.h"
 #include "report/report_pprof.h"
 
 /* Field numbers of profile.proto (see vmm/report/report_pprof.proto). */
@@ -201,9 +202,14 @@ static bool string_eq(struct pprof *pp, uint32_t id, const void *arg)
 	return !strcmp(pp->strings[id - 1], arg);
 }
 
-/* Index of s in the string table (index 0 is ""). */
+/*
+ * Index of s in the string table (index 0 is "").  Every string goes in
+ * safe (text_safe.h): names a guest chose are printed by whatever reads
+ * the profile, and profile.proto's strings must be valid UTF-8.
+ */
 static int64_t string_id(struct pprof *pp, const char *s)
 {
+	char safe[IVM_TEXT_SAFE_SIZE(1024)];
 	uint64_t key;
 	uint32_t id;
 	size_t slot;
@@ -211,6 +217,8 @@ static int64_t string_id(struct pprof *pp, const char *s)
 
 	if (!s || !*s)
 		return 0;
+	if (!ivm_text_is_safe(s))
+		s = ivm_text_safe(safe, sizeof(safe), s);
 	key = ivm_hash_string(s);
 	id = intern_find(pp, &pp->string_ix, key, string_eq, s, &slot);
 	if (id)
