@@ -264,6 +264,33 @@ Test(qmp, pid_from_proc, .fini = remove_proc_root)
 	cr_expect_eq(pid, getpid());
 	ivm_error_destroy(err);
 
+	/* KVM's vCPU threads, as libvirt's debug-threads names them. */
+	snprintf(path, sizeof(path), "%s/%d/task/6239/comm", root,
+		 (int)getpid());
+	f = fopen(path, "w");
+	cr_assert(f, "%s", path);
+	fprintf(f, "CPU 0/KVM\n");
+	fclose(f);
+	err = ivm_qemu_pid(qmp, vcpus, root, &pid);
+	cr_expect_null(err, "%s", ivm_error_string(err));
+	ivm_error_destroy(err);
+
+	/*
+	 * Plain QEMU without debug-threads: every thread has the process's
+	 * name (as recorded from qemu-system-x86_64 -accel kvm here), and
+	 * the executable says it is QEMU.
+	 */
+	f = fopen(path, "w");
+	cr_assert(f, "%s", path);
+	fprintf(f, "qemu-system-x86\n");
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/%d/exe", root, (int)getpid());
+	cr_assert_eq(symlink("/usr/bin/qemu-system-x86_64", path), 0, "%s", path);
+	err = ivm_qemu_pid(qmp, vcpus, root, &pid);
+	cr_expect_null(err, "%s", ivm_error_string(err));
+	ivm_error_destroy(err);
+	cr_assert_eq(unlink(path), 0);
+
 	/* Without QEMU's thread names nor a qemu executable: refused. */
 	snprintf(path, sizeof(path), "%s/%d/task/6239/comm", root,
 		 (int)getpid());
