@@ -66,7 +66,7 @@ GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/labelset $(BUILD)/guest/labelset-dyn \
 	$(BUILD)/guest/labelset-pie
 
-.PHONY: all deps check unit fuzz-replay e2e e2e-demo e2e-web01 web01 fuzz fuzz-long bench \
+.PHONY: all deps deps-demo check unit fuzz-replay e2e e2e-demo e2e-web01 web01 fuzz fuzz-long bench \
 	asan demo image clean \
 	guest workloads-check asan-check FORCE
 
@@ -74,8 +74,13 @@ all: $(BUILD)/idlevm guest
 
 guest: $(GUEST_BINS)
 
+# make check installs everything its tests use; make demo only what the
+# demo needs (no Chromium, Go, clang...).
 deps:
-	@scripts/install-deps
+	@scripts/install-deps all
+
+deps-demo:
+	@scripts/install-deps demo
 
 # Rewritten only when VERSION or the git revision changes, so a commit
 # relinks idlevm and the helper but rebuilds nothing else.
@@ -87,7 +92,7 @@ $(BUILD)/gen/ivm_version.h: FORCE
 
 FORCE:
 
-$(BUILD)/obj/vmm/cmd/main.o: $(BUILD)/gen/ivm_version.h
+$(BUILD)/obj/vmm/cmd/main.o $(BUILD)/obj/vmm/cmd/cmd_doctor.o: $(BUILD)/gen/ivm_version.h
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -191,9 +196,10 @@ $(BUILD)/fuzz/%-replay: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/repl
 #   build/fuzz/fuzz_qmp tests/fuzz/corpus/fuzz_qmp
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(VMM_SRCS) $(PROTO_SRCS) $(SYM_SRCS)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(VMM_SRCS) $(PROTO_SRCS) $(SYM_SRCS) \
+		$(BUILD)/gen/ivm_version.h
 	@mkdir -p $(dir $@)
-	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Ivmm -Iguest-helper -Isymbols \
+	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Ivmm -Iguest-helper -Isymbols -I$(BUILD)/gen \
 		$(PKG_CFLAGS) $(FUZZ_FLAGS) -o $@ $< $(VMM_SRCS) $(PROTO_SRCS) \
 		$(SYM_SRCS) $(LIBS)
 
@@ -273,7 +279,7 @@ asan-check:
 # make demo: the lockstorm demo guest; make demo GUEST=web01: the Debian
 # server guest under its load.
 GUEST ?= demo
-demo: deps
+demo: deps-demo
 	@$(MAKE) --no-print-directory all image $(if $(filter web01,$(GUEST)),web01)
 	@BUILD=$(BUILD) GUEST=$(GUEST) images/demo
 

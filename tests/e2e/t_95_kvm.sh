@@ -7,8 +7,9 @@
 # decompressor) but not much further, so the checks are those of attach:
 #  - the firmware's halts traced by the host's kvm: tracepoints, decoded
 #    by idlevm's decoder (tests/tools/kvm-records), on the vCPU threads;
-#  - info and regs before the kernel is there (the machine only, exit 1
-#    for info, with the reason), then info, regs, ps once it is: KVM's
+#  - info, regs and doctor before the kernel is there (the machine only,
+#    exit 1 for info and doctor, with the reason), then info, regs, ps and
+#    doctor once it is: KVM's
 #    memory map ("pc.ram KVM"), the vCPU threads, registers through the
 #    monitor;
 #  - profile with --idle-source kvm and auto: starts, runs, ends with a
@@ -75,6 +76,20 @@ if [ "$exits" -gt 0 ]; then
 	[ "$hlt_exits" -ge 1 ] || fail "exits traced, but none for HLT while the firmware halted"
 fi
 
+# doctor while the kernel boots: the guest opens; a kernel not there yet
+# is its one failure (on a KVM that runs the guest natively it may be).
+out=$("$idlevm" doctor --qmp "$run/qmp.sock" 2>&1)
+rc=$?
+echo "$out" | grep -E "^(FAIL|WARN)" -A1
+echo "$out" | grep -q "^PASS  accelerator: KVM" || fail "doctor: $out"
+if [ "$rc" != 0 ]; then
+	echo "$out" | grep -q "^FAIL  kernel: not found" ||
+		fail "doctor failed, but not for the kernel: $out"
+	assert_eq "$(echo "$out" | grep -c "^FAIL")" 1 "doctor's failures"
+	echo "$out" | grep -q "^      fix: wait for the guest to boot" ||
+		fail "doctor's fix for a booting guest: $out"
+fi
+
 # regs before the kernel: the monitor's registers, one line per vCPU.
 out=$("$idlevm" regs --qmp "$run/qmp.sock" 2>&1) || fail "idlevm regs: $out"
 echo "$out"
@@ -94,6 +109,9 @@ echo "kernel found after $tries tries"
 echo "$out" | grep -q "^kernel: *$IVM_KVER$" || fail "wrong kernel: $out"
 echo "$out" | grep -q "^accelerator: *KVM" || fail "info does not say KVM: $out"
 assert_eq "$(echo "$out" | grep -cE '^[0-9]+ +[0-9]+ +[0-9-]+ +(running|halted) ')" 2 "info vCPU lines"
+
+out=$("$idlevm" doctor --qmp "$run/qmp.sock" 2>&1) || fail "doctor once the kernel is there: $out"
+echo "$out" | grep -q "^PASS  kernel: $IVM_KVER" || fail "doctor: $out"
 
 out=$("$idlevm" ps --qmp "$run/qmp.sock" 2>&1) || fail "idlevm ps: $out"
 echo "$out" | head -n 5

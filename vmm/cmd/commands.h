@@ -12,6 +12,7 @@
 
 #include "report/report.h"
 
+int ivm_cmd_doctor(int argc, char **argv);
 int ivm_cmd_helper(int argc, char **argv);
 int ivm_cmd_report(int argc, char **argv);
 int ivm_cmd_info(int argc, char **argv);

@@ -16,6 +16,7 @@ struct ivm_command {
 };
 
 static const struct ivm_command commands[] = {
+	{ "doctor", ivm_cmd_doctor, "check that profile will work on this host and guest, and say how to fix what will not" },
 	{ "info", ivm_cmd_info, "show the guest kernel, vCPUs and their current tasks" },
 	{ "ps", ivm_cmd_ps, "list the guest's tasks, read from the host" },
 	{ "maps", ivm_cmd_maps, "list a guest process's memory mappings, read from the host" },

@@ -375,8 +375,8 @@ static void map_user_mode_vcpus(struct ivm_guest *g)
  * page in guest RAM.  Either way it must be of the banner's release and
  * name the kallsyms tables.
  */
-static struct ivm_error *guest_vmcoreinfo(struct ivm_guest *g,
-					  struct ivm_vmcoreinfo **ret)
+struct ivm_error *ivm_guest_vmcoreinfo(struct ivm_guest *g,
+				       struct ivm_vmcoreinfo **ret)
 {
 	const char *note = ivm_gmem_is_core(g->gmem) ?
 			   ivm_gmem_core_vmcoreinfo(g->gmem) : NULL;
@@ -443,7 +443,7 @@ static struct ivm_error *kernel_from_memory(struct ivm_guest *g,
 	int64_t phys_base;
 	void *blob;
 
-	err = guest_vmcoreinfo(g, &vi);
+	err = ivm_guest_vmcoreinfo(g, &vi);
 	if (err)
 		return err;
 	err = ivm_vmcoreinfo_kerneloffset(vi, slide);

@@ -139,6 +139,15 @@ void ivm_guest_close(struct ivm_guest *guest);
  * Owned by guest; errors as ivm_kmodules_read, and retried at the next
  * call.
  */
+/*
+ * The guest's VMCOREINFO (the core's note when usable, else the page in
+ * guest RAM), checked against the banner's release (guest->release must
+ * be known) and naming the kallsyms tables.  The caller destroys *ret.
+ */
+struct ivm_vmcoreinfo;
+struct ivm_error *ivm_guest_vmcoreinfo(struct ivm_guest *guest,
+				       struct ivm_vmcoreinfo **ret);
+
 struct ivm_error *ivm_guest_modules(struct ivm_guest *guest,
 				    const struct ivm_kmodules **ret);
 

@@ -40,11 +40,9 @@ struct ivm_pin_capture {
 	char degraded[256];
 };
 
-/* The helper socket of guest: explicit, libvirt channel, or run-guest's
- * helper.sock beside qmp.sock. */
-static struct ivm_error *socket_of(struct ivm_guest *guest,
-				   const char *socket_path,
-				   const char *qmp_path, char **ret)
+struct ivm_error *ivm_pin_helper_socket(struct ivm_guest *guest,
+					const char *socket_path,
+					const char *qmp_path, char **ret)
 {
 	const char *slash;
 	size_t dir;
@@ -82,7 +80,7 @@ struct ivm_error *ivm_pin_capture_create(struct ivm_guest *guest,
 	struct ivm_error *err;
 	char *path;
 
-	err = socket_of(guest, socket_path, qmp_path, &path);
+	err = ivm_pin_helper_socket(guest, socket_path, qmp_path, &path);
 	if (err)
 		return err;
 	err = ivm_helper_connect_path(path, &helper);

@@ -117,6 +117,15 @@ struct ivm_pin_stats {
 struct ivm_pin_capture;
 
 /*
+ * The host path of guest's helper socket: socket_path when not NULL, else
+ * the domain's helper channel (libvirt), else helper.sock beside qmp_path
+ * (images/run-guest).  The caller frees *ret.
+ */
+struct ivm_error *ivm_pin_helper_socket(struct ivm_guest *guest,
+					const char *socket_path,
+					const char *qmp_path, char **ret);
+
+/*
  * Connect to guest's helper (guest borrowed, must outlive the session) and
  * say HELLO, each request bounded by timeout_ms from then on.  The socket
  * is socket_path when not NULL, else the domain's helper channel (libvirt),

@@ -1,0 +1,62 @@
+# idlevm doctor: on the suite's guest every check passes but those this
+# host cannot have, and the exit status says profile will work; each
+# broken case a new user meets gets its FAIL or WARN line, the command that
+# fixes it, and the right exit status: a wrong domain name, a domain
+# defined but not running, no vmlinux for the guest's release, no helper
+# on the channel, tracefs not mounted yet (a private mount namespace).
+tmp=$(mktemp -d)
+stopped=idlevm-e2e-doctor-$$
+cleanup_doctor() {
+	virsh -c qemu:///system undefine "$stopped" >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap cleanup_doctor EXIT
+
+# expect_line OUT VERDICT 'WHAT: text'
+expect_line() {
+	echo "$1" | grep -q "^$2  $3" || fail "no '$2  $3' line in: $1"
+}
+
+out=$("$idlevm" doctor --domain "$IVM_DOMAIN" 2>&1) || fail "doctor on a good guest: $out"
+echo "$out"
+for what in "privileges: root" "tracefs: mounted" "libvirt: qemu:///system answers" \
+		"guest: $IVM_DOMAIN" "accelerator: TCG, registers read from QEMU's memory" \
+		"guest memory:" "kernel: $IVM_KVER, symbols and layout from" \
+		"vmcoreinfo: in guest memory" "helper: idlevm-helper "; do
+	expect_line "$out" PASS "$what"
+done
+echo "$out" | grep -q "^checks: [0-9]* pass, 0 warn, 0 fail: idlevm profile will work$" ||
+	fail "doctor's verdict on a good guest: $out"
+
+out=$("$idlevm" doctor --domain "no-such-$$" 2>&1) && fail "doctor on no domain passed: $out"
+expect_line "$out" FAIL "guest: cannot open it: no domain named"
+echo "$out" | grep -q "^      fix: virsh list --all" || fail "no fix for a wrong name: $out"
+
+# A domain defined but never started: the suite guest's XML, renamed.
+virsh -c qemu:///system dumpxml "$IVM_DOMAIN" |
+	sed -e "s|<name>.*</name>|<name>$stopped</name>|" -e '/<uuid>/d' >"$tmp/stopped.xml"
+virsh -c qemu:///system define "$tmp/stopped.xml" >/dev/null || fail "virsh define"
+out=$("$idlevm" doctor --domain "$stopped" 2>&1) && fail "doctor on a stopped domain passed: $out"
+echo "$out" | grep "^FAIL" -A1
+expect_line "$out" FAIL "guest: cannot open it"
+echo "$out" | grep -q "^      fix: virsh start $stopped$" || fail "no fix for a stopped domain: $out"
+
+# No vmlinux anywhere: the kernel from its own memory, a warning.
+mkdir "$tmp/debug"
+out=$(IDLEVM_DEBUG_DIRS=$tmp/debug "$idlevm" doctor --domain "$IVM_DOMAIN" 2>&1) ||
+	fail "doctor without a vmlinux: $out"
+expect_line "$out" WARN "kernel: $IVM_KVER, no vmlinux on this host"
+echo "$out" | grep -q "^      fix: for file:line .*apt-get install linux-image-$IVM_KVER-dbg" ||
+	fail "no fix for a missing vmlinux: $out"
+
+# No helper on the socket named.
+out=$("$idlevm" doctor --domain "$IVM_DOMAIN" --helper-socket "$tmp/none.sock" 2>&1) ||
+	fail "doctor without a helper: $out"
+expect_line "$out" WARN "helper: none answers"
+echo "$out" | grep -q "^      fix: install idlevm-helper in the guest" || fail "no fix for no helper: $out"
+
+# A fresh host's tracefs: not mounted yet, which profile handles itself.
+out=$(unshare -m --propagation private sh -c '
+	while umount /sys/kernel/tracing 2>/dev/null; do :; done
+	exec "$0" doctor' "$idlevm" 2>&1) || fail "doctor without tracefs: $out"
+expect_line "$out" PASS "tracefs: not mounted at /sys/kernel/tracing; profile mounts it itself"

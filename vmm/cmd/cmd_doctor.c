@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: MIT
+/*
+ * idlevm doctor: will `idlevm profile` work on this host, and on this
+ * guest?  What virt-host-validate is for libvirt and `bpftool feature
+ * probe` for BPF: one line per check, PASS, WARN (works, but less well)
+ * or FAIL (will not work), and for each that is not a PASS the command
+ * that fixes it.  The exit status says whether profile will work.
+ *
+ * It only looks: it mounts nothing, changes no setting, and pauses the
+ * guest only as profile would when it attaches (a few milliseconds under
+ * TCG, to find QEMU's copy of the registers).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "access/helper_client.h"
+#include "access/libvirt_domain.h"
+#include "access/tcg_env.h"
+#include "base/text_safe.h"
+#include "base/version.h"
+#include "cmd/commands.h"
+#include "kernel/guest.h"
+#include "kernel/vmcoreinfo.h"
+#include "profile/capture_pin.h"
+
+#define TRACEFS "/sys/kernel/tracing"
+#define TRACEFS_MAGIC 0x74726163
+
+enum verdict { PASS, WARN, FAIL };
+
+struct doctor {
+	enum verdict worst;
+	unsigned int counts[3];
+};
+
+/* One check's line, and the command that fixes it (NULL: none). */
+static void say(struct doctor *d, enum verdict v, const char *fix,
+		const char *fmt, ...)
+{
+	static const char *const word[] = { "PASS", "WARN", "FAIL" };
+	va_list ap;
+
+	printf("%s  ", word[v]);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (v != PASS && fix)
+		printf("      fix: %s\n", fix);
+	d->counts[v]++;
+	if (v > d->worst)
+		d->worst = v;
+}
+
+static void doctor_usage(FILE *out)
+{
+	fprintf(out,
+"usage: idlevm doctor [--domain NAME [--connect URI] | --qmp PATH | --core FILE]\n"
+"                     [options]\n"
+"\n"
+"Check that idlevm profile will work: on this host (privileges, tracefs and\n"
+"its scheduler events, KVM, libvirt) and, with a guest, on it (monitor,\n"
+"accelerator and registers, guest memory, kernel and where its symbols come\n"
+"from, VMCOREINFO, the in-guest helper; for a core, what info reads).\n"
+"One line per check: PASS, WARN (works, but less well) or FAIL (will not\n"
+"work), each non-PASS with the command that fixes it.\n"
+"Exit status 0 when profile will work, 1 when it will not.\n"
+"\n"
+IVM_GUEST_USAGE
+"      --helper-socket PATH  the helper's socket (default: the domain's\n"
+"                       channel, or helper.sock beside --qmp)\n"
+"  -h, --help           this help\n");
+}
+
+/* ---- the host ------------------------------------------------------------- */
+
+/* Bit cap of /proc/self/status's CapEff. */
+static bool has_cap(unsigned int cap)
+{
+	char line[256];
+	bool yes = false;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "CapEff:", 7)) {
+			yes = (strtoull(line + 7, NULL, 16) >> cap) & 1;
+			break;
+		}
+	}
+	fclose(f);
+	return yes;
+}
+
+static void check_privileges(struct doctor *d)
+{
+	/* CAP_SYS_PTRACE 19 (process_vm_readv), CAP_SYS_ADMIN 21 (tracefs,
+	 * mount), as root has them. */
+	if (geteuid() == 0 && has_cap(19) && has_cap(21))
+		say(d, PASS, NULL, "privileges: root");
+	else if (has_cap(19) && has_cap(21))
+		say(d, PASS, NULL, "privileges: CAP_SYS_PTRACE and CAP_SYS_ADMIN");
+	else
+		say(d, FAIL, "run idlevm as root (sudo idlevm ...)",
+		    "privileges: not root: reading QEMU's memory needs CAP_SYS_PTRACE, tracefs CAP_SYS_ADMIN");
+}
+
+static bool readable(const char *path)
+{
+	return access(path, R_OK) == 0;
+}
+
+static void check_tracefs(struct doctor *d)
+{
+	struct statfs sfs;
+
+	if (statfs(TRACEFS, &sfs) != 0 || (unsigned long)sfs.f_type != TRACEFS_MAGIC) {
+		say(d, geteuid() == 0 ? PASS : WARN,
+		    "mount -t tracefs nodev " TRACEFS,
+		    "tracefs: not mounted at " TRACEFS "%s",
+		    geteuid() == 0 ? "; profile mounts it itself" :
+		    ", and only root can mount it: without it profile polls the vCPU threads");
+		return;
+	}
+	if (!readable(TRACEFS "/events/sched/sched_switch/format") ||
+	    (!readable(TRACEFS "/events/sched/sched_waking/format") &&
+	     !readable(TRACEFS "/events/sched/sched_wakeup/format"))) {
+		say(d, WARN, "a host kernel with CONFIG_TRACEPOINTS and the sched events",
+		    "tracefs: no sched_switch and sched_waking events: profile polls the vCPU threads (--idle-source thread), and sees fewer idle periods");
+		return;
+	}
+	if (access(TRACEFS "/instances", W_OK) != 0) {
+		say(d, WARN, "run idlevm as root",
+		    "tracefs: cannot create a trace instance in " TRACEFS "/instances: profile polls the vCPU threads");
+		return;
+	}
+	say(d, PASS, NULL, "tracefs: mounted, sched_switch and %s events: the sched idle source",
+	    readable(TRACEFS "/events/sched/sched_waking/format") ?
+	    "sched_waking" : "sched_wakeup");
+}
+
+static void check_kvm(struct doctor *d)
+{
+	FILE *f;
+	long poll = -1;
+	bool hw = false;
+	char line[4096];
+
+	if (!readable("/dev/kvm") && access("/dev/kvm", F_OK) != 0) {
+		say(d, PASS, NULL, "kvm: no /dev/kvm on this host: guests run under TCG (idlevm reads them the same way)");
+		return;
+	}
+	f = fopen("/proc/cpuinfo", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "flags", 5)) {
+			hw = strstr(line, " vmx") || strstr(line, " svm");
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	f = fopen("/sys/module/kvm/parameters/halt_poll_ns", "r");
+	if (f) {
+		if (fscanf(f, "%ld", &poll) != 1)
+			poll = -1;
+		fclose(f);
+	}
+	say(d, PASS, NULL, "kvm: /dev/kvm%s; %s", hw ? "" :
+	    " without vmx/svm (a paravirtual KVM such as PVM: a guest without its support runs emulated, slowly)",
+	    readable(TRACEFS "/events/kvm/kvm_exit/format") ?
+	    "kvm_exit and kvm_vcpu_wakeup events: HLT exits and halt ends of KVM guests" :
+	    "no kvm events in tracefs (not mounted, or no tracepoints): KVM guests' halts are seen by the scheduler only");
+	if (poll > 0)
+		say(d, PASS, NULL,
+		    "kvm halt polling: halt_poll_ns %ld: halts shorter than %ld us never reach the host scheduler; profile takes them from kvm_exit and kvm_vcpu_wakeup",
+		    poll, poll / 1000);
+}
+
+static void check_libvirt(struct doctor *d, const char *uri)
+{
+	struct ivm_error *err;
+	char **names = NULL;
+	size_t nr = 0;
+
+	err = ivm_libvirt_running_domains(uri, &names, &nr);
+	if (err) {
+		say(d, WARN, "libvirtd -d (or systemctl start libvirtd); plain QEMU guests work without it (--qmp PATH)",
+		    "libvirt: %s does not answer: %s", uri ? uri : "qemu:///system",
+		    ivm_error_string(err));
+		ivm_error_destroy(err);
+		return;
+	}
+	say(d, PASS, NULL, "libvirt: %s answers, %zu running domain%s",
+	    uri ? uri : "qemu:///system", nr, nr == 1 ? "" : "s");
+	ivm_libvirt_free_names(names, nr);
+}
+
+/* ---- the guest ------------------------------------------------------------ */
+
+static void check_helper(struct doctor *d, struct ivm_guest *g,
+			 const char *socket, const char *qmp_path)
+{
+	struct ivm_helper_hello hello;
+	struct ivm_helper *helper = NULL;
+	struct ivm_error *err;
+	char *path = NULL;
+
+	err = ivm_pin_helper_socket(g, socket, qmp_path, &path);
+	if (!err)
+		err = ivm_helper_connect_path(path, &helper);
+	if (!err) {
+		ivm_helper_set_timeout(helper, IVM_HELPER_TIMEOUT_MS);
+		err = ivm_helper_hello(helper, &hello);
+	}
+	if (err) {
+		say(d, WARN,
+		    "install idlevm-helper in the guest (dpkg -i idlevm-helper_" IVM_VERSION "_amd64.deb) and give the domain the channel of images/helper-channel.xml",
+		    "helper: none answers (%s): no pin capture, no CFI readahead; profile captures optimistic",
+		    ivm_error_string(err));
+	} else {
+		char version[IVM_TEXT_SAFE_SIZE(sizeof(hello.helper_version))];
+
+		ivm_text_safe(version, sizeof(version), hello.helper_version);
+		if (strcmp(hello.helper_version, IVM_VERSION))
+			say(d, WARN, "install the helper of this idlevm in the guest",
+			    "helper: idlevm-helper %s, protocol %u, at %s: another version than idlevm " IVM_VERSION,
+			    version, hello.protocol, path);
+		else
+			say(d, PASS, NULL, "helper: idlevm-helper %s, protocol %u, at %s",
+			    version, hello.protocol, path);
+	}
+	ivm_error_destroy(err);
+	ivm_helper_destroy(helper);
+	free(path);
+}
+
+static void check_kernel(struct doctor *d, struct ivm_guest *g,
+			 const struct ivm_guest_options *opts)
+{
+	struct ivm_vmcoreinfo *vi = NULL;
+	struct ivm_error *err;
+	char fix[256];
+
+	err = ivm_guest_open_kernel(g, opts);
+	if (err) {
+		bool booting = strstr(ivm_error_string(err), "banner") ||
+			       strstr(ivm_error_string(err), "has not booted") ||
+			       strstr(ivm_error_string(err), "page-table root");
+
+		say(d, FAIL, booting ? "wait for the guest to boot, then run doctor again" :
+		    "install the guest kernel's debuginfo (Debian: apt-get install linux-image-RELEASE-dbg) or pass --vmlinux FILE",
+		    "kernel: not found: %s", ivm_error_string(err));
+		ivm_error_destroy(err);
+		return;
+	}
+	if (g->vmlinux)
+		say(d, PASS, NULL, "kernel: %s, symbols and layout from %s", g->release,
+		    g->vmlinux);
+	else {
+		snprintf(fix, sizeof(fix),
+			 "for file:line and inline frames: apt-get install linux-image-%s-dbg (or --vmlinux FILE)",
+			 g->release);
+		say(d, WARN, fix,
+		    "kernel: %s, no vmlinux on this host: symbols from the guest's kallsyms, BTF and ORC in its memory (function names, no file:line)",
+		    g->release);
+	}
+	err = ivm_guest_vmcoreinfo(g, &vi);
+	if (!err)
+		say(d, PASS, NULL, "vmcoreinfo: in guest memory (kernel found without a vmlinux too)");
+	else
+		say(d, g->vmlinux ? PASS : WARN,
+		    "libvirt: <features><vmcoreinfo state='on'/></features>; plain QEMU: -device vmcoreinfo; in the guest: modprobe qemu_fw_cfg",
+		    "vmcoreinfo: %s%s", ivm_error_string(err),
+		    g->vmlinux ? " (not needed: the vmlinux is there)" : "");
+	ivm_error_destroy(err);
+	ivm_vmcoreinfo_destroy(vi);
+}
+
+static void check_guest(struct doctor *d, struct ivm_guest_options *opts,
+			const char *helper_socket)
+{
+	struct ivm_tcg_env *env = NULL;
+	struct ivm_error *err;
+	struct ivm_guest *g;
+	char fix[256];
+
+	opts->machine_only = true;
+	err = ivm_guest_open(opts, &g);
+	if (err) {
+		const char *e = ivm_error_string(err);
+
+		if (opts->domain && err->code == IVM_ERROR_INVALID)
+			snprintf(fix, sizeof(fix), "virsh start %s", opts->domain);
+		else if (opts->domain && err->code == IVM_ERROR_NOT_FOUND)
+			snprintf(fix, sizeof(fix), "virsh list --all (the domain's name), or --connect URI");
+		else if (opts->domain)
+			snprintf(fix, sizeof(fix), "start libvirt: libvirtd -d (or systemctl start libvirtd), or check --connect");
+		else
+			snprintf(fix, sizeof(fix), "start QEMU with -qmp unix:%s,server=on,wait=off",
+				 opts->qmp_path);
+		say(d, FAIL, fix, "guest: cannot open it: %s", e);
+		ivm_error_destroy(err);
+		return;
+	}
+	if (!g->qmp) {
+		/* A core: what info, ps and stack will read from it. */
+		say(d, PASS, NULL, "guest: the core %s, %zu vCPUs", g->name,
+		    g->nr_vcpus);
+		check_kernel(d, g, opts);
+		ivm_guest_close(g);
+		return;
+	}
+	say(d, PASS, NULL, "guest: %s, qemu pid %d, %zu vCPUs (threads found)", g->name,
+	    (int)g->qemu_pid, g->nr_vcpus);
+	if (g->kvm) {
+		say(d, PASS, NULL,
+		    "accelerator: KVM: registers of running vCPUs through the monitor (QEMU's copy is current only after it synchronises it)");
+	} else {
+		err = ivm_tcg_env_locate(g->qemu_pid, g->qmp, &env);
+		if (err)
+			say(d, WARN, "profile --registers monitor (slower for the guest: every read takes QEMU's lock)",
+			    "accelerator: TCG, QEMU's register state not found in its memory (%s): registers through the monitor",
+			    ivm_error_string(err));
+		else
+			say(d, PASS, NULL,
+			    "accelerator: TCG, registers read from QEMU's memory (state found, guest paused %.1f ms)",
+			    (double)ivm_tcg_env_pause_ns(env) / 1e6);
+		ivm_error_destroy(err);
+		ivm_tcg_env_destroy(env);
+	}
+	if (!strcmp(g->gmem_kind, "process_vm_readv"))
+		say(d, PASS, NULL,
+		    "guest memory: read with process_vm_readv (shared memory backing would let idlevm map it: <memoryBacking><source type='memfd'/><access mode='shared'/></memoryBacking>)");
+	else
+		say(d, PASS, NULL, "guest memory: %s", g->gmem_kind);
+	check_kernel(d, g, opts);
+	check_helper(d, g, helper_socket, opts->qmp_path);
+	ivm_guest_close(g);
+}
+
+int ivm_cmd_doctor(int argc, char **argv)
+{
+	enum { OPT_HELPER_SOCKET = 256 };
+	static const struct option longopts[] = {
+		IVM_GUEST_LONGOPTS,
+		{ "helper-socket", required_argument, NULL, OPT_HELPER_SOCKET },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ivm_guest_options opts = { 0 };
+	const char *helper_socket = NULL;
+	struct doctor d = { PASS, { 0 } };
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, IVM_GUEST_SHORTOPTS "h", longopts,
+				NULL)) != -1) {
+		if (ivm_guest_parse_option(&opts, c, optarg))
+			continue;
+		if (c == OPT_HELPER_SOCKET) {
+			helper_socket = optarg;
+			continue;
+		}
+		if (c == 'h') {
+			doctor_usage(stdout);
+			return 0;
+		}
+		doctor_usage(stderr);
+		return 2;
+	}
+	if (optind != argc || !!opts.domain + !!opts.qmp_path +
+	    !!opts.core_path > 1 || (opts.connect_uri && !opts.domain)) {
+		fprintf(stderr, "idlevm doctor: at most one of --domain, --qmp and --core, and --connect goes with --domain\n");
+		return 2;
+	}
+	printf("idlevm %s\n", IVM_VERSION);
+	check_privileges(&d);
+	check_tracefs(&d);
+	check_kvm(&d);
+	if (!opts.qmp_path)
+		check_libvirt(&d, opts.connect_uri);
+	if (opts.domain || opts.qmp_path || opts.core_path)
+		check_guest(&d, &opts, helper_socket);
+	printf("\nchecks: %u pass, %u warn, %u fail: %s\n", d.counts[PASS],
+	       d.counts[WARN], d.counts[FAIL],
+	       d.worst == FAIL ? "idlevm profile will not work" :
+	       d.worst == WARN ? "idlevm profile will work, with less (see the warnings)" :
+	       opts.core_path ? "idlevm info, ps and stack will read this core" :
+	       opts.domain || opts.qmp_path ? "idlevm profile will work" :
+	       "this host is ready (name a guest with --domain or --qmp to check it too)");
+	return d.worst == FAIL ? 1 : 0;
+}
