@@ -102,6 +102,8 @@ tries=0
 until out=$("$idlevm" info --qmp "$run/qmp.sock" 2>&1); do
 	tries=$((tries + 1))
 	kill -0 "$qemu" 2>/dev/null || fail "qemu exited: $(tail -n 5 "$run/console.log")"
+	echo "$out" | grep -q "^state: *internal-error" &&
+		fail "KVM stopped the guest before its kernel could be read: $out"
 	sleep 2
 done
 echo "$out"
@@ -110,8 +112,18 @@ echo "$out" | grep -q "^kernel: *$IVM_KVER$" || fail "wrong kernel: $out"
 echo "$out" | grep -q "^accelerator: *KVM" || fail "info does not say KVM: $out"
 assert_eq "$(echo "$out" | grep -cE '^[0-9]+ +[0-9]+ +[0-9-]+ +(running|halted) ')" 2 "info vCPU lines"
 
-out=$("$idlevm" doctor --qmp "$run/qmp.sock" 2>&1) || fail "doctor once the kernel is there: $out"
+# This host's emulator gives up on the kernel some seconds after it
+# appears (`internal-error`, see images/README.md): doctor says so, as
+# its one failure, when it comes to that.
+out=$("$idlevm" doctor --qmp "$run/qmp.sock" 2>&1)
+rc=$?
+echo "$out" | grep -E "^(FAIL|WARN)" -A1
 echo "$out" | grep -q "^PASS  kernel: $IVM_KVER" || fail "doctor: $out"
+if [ "$rc" != 0 ]; then
+	echo "$out" | grep -q "^FAIL  guest: .*stopped by QEMU after an internal error of KVM" ||
+		fail "doctor failed on a guest with its kernel: $out"
+	assert_eq "$(echo "$out" | grep -c "^FAIL")" 1 "doctor's failures"
+fi
 
 out=$("$idlevm" ps --qmp "$run/qmp.sock" 2>&1) || fail "idlevm ps: $out"
 echo "$out" | head -n 5

@@ -207,6 +207,7 @@ static int print_machine_only(struct ivm_guest *g, struct ivm_error *why)
 int ivm_cmd_info(int argc, char **argv)
 {
 	struct ivm_guest_options opts = { 0 };
+	char state[32];
 	uint64_t *cur;
 	bool *unsettled;
 	struct ivm_guest *g;
@@ -230,6 +231,10 @@ int ivm_cmd_info(int argc, char **argv)
 		printf("accelerator:      %s\n", g->kvm ?
 		       "KVM (registers of running vCPUs through the monitor)" :
 		       "TCG (registers of running vCPUs from qemu's memory)");
+	if (g->qmp && !ivm_guest_status(g, state, sizeof(state)))
+		printf("state:            %s%s\n", state,
+		       !strcmp(state, "internal-error") ?
+		       " (KVM could not run the guest on, and QEMU stopped it: see the host's dmesg)" : "");
 	printf("guest memory:     %s\n", g->gmem_kind);
 	err = ivm_guest_open_kernel(g, &opts);
 	if (err)

@@ -602,6 +602,13 @@ static void run_summary(const struct profile_opts *o,
 		res->dispatch.missed_idle);
 	print_label_stats(r->cfg.labels, r->cfg.nr_labels, res,
 			  o->several ? r->name : NULL);
+	if (res->paused_s) {
+		who(o, r);
+		fprintf(stderr,
+			"the guest was not running for %" PRIu64
+			" s of the run (paused, or stopped by QEMU: `idlevm info` says which): no samples then\n",
+			res->paused_s);
+	}
 	who(o, r);
 	fprintf(stderr,
 		"targets read from their saved frame: %" PRIu64

@@ -100,6 +100,12 @@ struct profiler {
 	uint64_t start_ns;
 	uint32_t nvcsw_off, nivcsw_off;
 	bool gone;
+	/*
+	 * The guest is not running (paused by someone, or stopped by QEMU
+	 * after an internal error of KVM): its vCPUs are on no CPU and
+	 * nothing changes, so no look is taken.  Checked once a second.
+	 */
+	bool guest_paused;
 	bool warned_degraded;
 	struct ivm_kvm_events *kvm_events;	/* idle source kvm, or sched on KVM */
 	struct ivm_sched_events *sched_events;	/* idle source sched */
@@ -1078,6 +1084,8 @@ static void poll_once(struct profiler *p, uint64_t now)
 	uint64_t failed = 0;
 
 	err = poll_halted(p);
+	if (!err && p->guest_paused)
+		return;
 	/* Events read just now may be newer than the caller's clock. */
 	now = ivm_mono_ns();
 	/*
@@ -1258,6 +1266,7 @@ static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 				     p->res->periods_no_start };
 	st[n++] = (struct ivm_stat){ "to_idle_later",
 				     p->res->kept_later[IVM_SAMPLE_TO_IDLE] };
+	st[n++] = (struct ivm_stat){ "guest_paused_s", p->res->paused_s };
 	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
 	st[n++] = (struct ivm_stat){ "trace_records", p->res->trace_records };
 	if (p->guest->kvm) {
@@ -1973,6 +1982,27 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Whether the guest runs, from its lifecycle state, confirmed by the
+ * monitor when that says paused (a RESUME event, our own in stop capture
+ * mode, may not have been read yet) or nothing yet.  Each second found paused counts.
+ */
+static void check_paused(struct profiler *p, enum ivm_qmp_lifecycle state)
+{
+	enum ivm_qmp_lifecycle now = IVM_QMP_UNKNOWN;
+	struct ivm_error *err;
+
+	p->guest_paused = false;
+	/* Unknown: no event since we connected, as for a guest that
+	 * stopped before; the monitor knows. */
+	if (state != IVM_QMP_PAUSED && state != IVM_QMP_UNKNOWN)
+		return;
+	err = ivm_qmp_query_status(p->guest->qmp, &now);
+	ivm_error_destroy(err);
+	p->guest_paused = !err && now == IVM_QMP_PAUSED;
+	p->res->paused_s += p->guest_paused;
+}
+
 struct ivm_error *ivm_profiler_start(struct ivm_guest *guest,
 				     const struct ivm_profiler_config *config,
 				     struct ivm_profile_writer *writer,
@@ -2003,6 +2033,7 @@ struct ivm_error *ivm_profiler_start(struct ivm_guest *guest,
 		return err;
 	}
 	pr->p.start_ns = pr->next = pr->last_flush = ivm_mono_ns();
+	check_paused(&pr->p, ivm_qmp_lifecycle(guest->qmp));
 	if (config->duration_s > 0)
 		pr->end_ns = pr->p.start_ns + (uint64_t)(config->duration_s * 1e9);
 	if (config->window_s > 0 && config->next_window)
@@ -2042,6 +2073,7 @@ static struct ivm_error *flush_due(struct ivm_profiler *pr, uint64_t now)
 		p->gone = true;
 		end_with(p, "the guest shut down");
 	}
+	check_paused(p, state);
 	fill_stats(p, stats, &nr_stats);
 	err = write_new_ksyms(p);
 	if (!err && p->switches)

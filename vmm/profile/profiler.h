@@ -139,6 +139,7 @@ struct ivm_profiler_result {
 	uint64_t blocked_outcomes[IVM_CAPTURE_NR_OUTCOMES];
 	uint64_t filtered;
 	uint64_t polls;
+	uint64_t paused_s;	/* seconds the guest was found not running */
 	uint64_t poll_errors;
 	uint64_t capture_errors;
 	double elapsed_s;

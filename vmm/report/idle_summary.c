@@ -276,6 +276,10 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 		" wakeups, %" PRIu64 " trace events lost\n",
 		ST("host_sleeps"), ST("host_sleeps_idle"), ST("host_sleeps_busy"),
 		ST("host_wakes"), ST("trace_lost"));
+	if (ST("guest_paused_s"))
+		fprintf(out, "  the guest was not running for %" PRIu64
+			" s of the run (paused, or stopped by QEMU): no samples then\n",
+			ST("guest_paused_s"));
 	/*
 	 * KVM: what its own events said.  Halts that ended while KVM polled
 	 * never reached the host scheduler; no HLT exits at all with halts
