@@ -2,8 +2,10 @@
 # host cannot have, and the exit status says profile will work; each
 # broken case a new user meets gets its FAIL or WARN line, the command that
 # fixes it, and the right exit status: a wrong domain name, a domain
-# defined but not running, no vmlinux for the guest's release, no helper
-# on the channel, tracefs not mounted yet (a private mount namespace).
+# defined but not running, libvirtd not running, /dev/kvm only root can
+# open, no vmlinux for the guest's release, no helper on the channel,
+# tracefs not mounted yet (the last two host states in a private mount
+# namespace).  A guest still booting is t_95's.
 tmp=$(mktemp -d)
 stopped=idlevm-e2e-doctor-$$
 cleanup_doctor() {
@@ -54,6 +56,25 @@ out=$("$idlevm" doctor --domain "$IVM_DOMAIN" --helper-socket "$tmp/none.sock" 2
 	fail "doctor without a helper: $out"
 expect_line "$out" WARN "helper: none answers"
 echo "$out" | grep -q "^      fix: install idlevm-helper in the guest" || fail "no fix for no helper: $out"
+
+# libvirtd not running (yet): a connection to a socket nobody serves.
+out=$("$idlevm" doctor --domain "$IVM_DOMAIN" \
+	--connect "qemu:///system?socket=$tmp/no-libvirtd.sock" 2>&1) &&
+	fail "doctor without libvirtd passed: $out"
+echo "$out" | grep -E "^(WARN|FAIL)" -A1
+expect_line "$out" WARN "libvirt: qemu:///system?socket=$tmp/no-libvirtd.sock does not answer"
+expect_line "$out" FAIL "guest: cannot open it"
+echo "$out" | grep -q "^      fix: start libvirt: libvirtd -d" || fail "no fix for no libvirtd: $out"
+
+# /dev/kvm that only root can open (no udev rule ran), in a private mount
+# namespace where a node of the same device, mode 0600, hides the host's.
+mknod -m 0600 "$tmp/kvm" c 10 232 || fail "mknod"
+out=$(unshare -m --propagation private sh -c '
+	mount --bind "$1" /dev/kvm && exec "$0" doctor' "$idlevm" "$tmp/kvm" 2>&1) ||
+	fail "doctor with a root-only /dev/kvm: $out"
+expect_line "$out" WARN "kvm: /dev/kvm is mode 600, owner only"
+echo "$out" | grep -q "^      fix: chgrp kvm /dev/kvm && chmod 0660 /dev/kvm" ||
+	fail "no fix for /dev/kvm's mode: $out"
 
 # A fresh host's tracefs: not mounted yet, which profile handles itself.
 out=$(unshare -m --propagation private sh -c '

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -153,6 +154,7 @@ static void check_kvm(struct doctor *d)
 	long poll = -1;
 	bool hw = false;
 	char line[4096];
+	struct stat st;
 
 	if (!readable("/dev/kvm") && access("/dev/kvm", F_OK) != 0) {
 		say(d, PASS, NULL, "kvm: no /dev/kvm on this host: guests run under TCG (idlevm reads them the same way)");
@@ -178,6 +180,14 @@ static void check_kvm(struct doctor *d)
 	    readable(TRACEFS "/events/kvm/kvm_exit/format") ?
 	    "kvm_exit and kvm_vcpu_wakeup events: HLT exits and halt ends of KVM guests" :
 	    "no kvm events in tracefs (not mounted, or no tracepoints): KVM guests' halts are seen by the scheduler only");
+	/*
+	 * libvirt runs QEMU as its own user (libvirt-qemu, group kvm): a node
+	 * only root can open (no udev rule ran) leaves its guests on TCG.
+	 */
+	if (stat("/dev/kvm", &st) == 0 && !(st.st_mode & 0066))
+		say(d, WARN, "chgrp kvm /dev/kvm && chmod 0660 /dev/kvm (what udev's rule does)",
+		    "kvm: /dev/kvm is mode %03o, owner only: libvirt's QEMU (user libvirt-qemu) cannot open it, and its guests run under TCG",
+		    (unsigned int)(st.st_mode & 0777));
 	if (poll > 0)
 		say(d, PASS, NULL,
 		    "kvm halt polling: halt_poll_ns %ld: halts shorter than %ld us never reach the host scheduler; profile takes them from kvm_exit and kvm_vcpu_wakeup",
@@ -290,7 +300,7 @@ static void check_guest(struct doctor *d, struct ivm_guest_options *opts,
 	struct ivm_tcg_env *env = NULL;
 	struct ivm_error *err;
 	struct ivm_guest *g;
-	char fix[256];
+	char fix[256], state[32];
 
 	opts->machine_only = true;
 	err = ivm_guest_open(opts, &g);
@@ -318,8 +328,15 @@ static void check_guest(struct doctor *d, struct ivm_guest_options *opts,
 		ivm_guest_close(g);
 		return;
 	}
-	say(d, PASS, NULL, "guest: %s, qemu pid %d, %zu vCPUs (threads found)", g->name,
-	    (int)g->qemu_pid, g->nr_vcpus);
+	err = ivm_guest_status(g, state, sizeof(state));
+	if (!err && !strcmp(state, "internal-error"))
+		say(d, FAIL, "dmesg | grep -i kvm (the host's reason); a guest kernel this KVM can run",
+		    "guest: %s, qemu pid %d: stopped by QEMU after an internal error of KVM, nothing runs",
+		    g->name, (int)g->qemu_pid);
+	else
+		say(d, PASS, NULL, "guest: %s, qemu pid %d, %zu vCPUs (threads found), %s",
+		    g->name, (int)g->qemu_pid, g->nr_vcpus, err ? "?" : state);
+	ivm_error_destroy(err);
 	if (g->kvm) {
 		say(d, PASS, NULL,
 		    "accelerator: KVM: registers of running vCPUs through the monitor (QEMU's copy is current only after it synchronises it)");
