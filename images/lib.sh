@@ -32,9 +32,10 @@ ivm_accel() {
 }
 
 # ivm_image_env [FILE]: source the image.env written by images/build-image
-# (default $BUILD/guest/image.env) and check the files it names.
+# (default $IVM_IMAGE_ENV, else $BUILD/guest/image.env: another kernel's is
+# $BUILD/guest-SUITE/image.env) and check the files it names.
 ivm_image_env() {
-	local env=${1:-${BUILD:-build}/guest/image.env}
+	local env=${1:-${IVM_IMAGE_ENV:-${BUILD:-build}/guest/image.env}}
 	[ -f "$env" ] || ivm_die "$env missing: run 'make image' first"
 	# shellcheck disable=SC1090
 	. "$env"

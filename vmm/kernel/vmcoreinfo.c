@@ -287,10 +287,13 @@ static const char osrelease_key[] = "OSRELEASE=";
 
 /*
  * Try a page starting with "OSRELEASE=" (SCAN_PAGE bytes, the kernel's
- * whole vmcoreinfo_data); true with *ret set when it is the one.
+ * whole vmcoreinfo_data); true with *ret set when it is the one, else
+ * why not in why (size WHY_MAX).
  */
+#define WHY_MAX 160
 static bool try_page(const char *page, const char *release,
-		     const char *const *symbols, struct ivm_vmcoreinfo **ret)
+		     const char *const *symbols, struct ivm_vmcoreinfo **ret,
+		     char *why)
 {
 	struct ivm_vmcoreinfo *vi;
 	struct ivm_error *err;
@@ -302,6 +305,7 @@ static bool try_page(const char *page, const char *release,
 			ivm_vmcoreinfo_destroy(vi);
 	}
 	if (err) {
+		snprintf(why, WHY_MAX, "%s", ivm_error_string(err));
 		ivm_error_destroy(err);
 		return false;
 	}
@@ -323,7 +327,7 @@ struct ivm_error *ivm_vmcoreinfo_find(struct ivm_gmem *gmem,
 				      struct ivm_vmcoreinfo **ret)
 {
 	uint64_t gpa, refused = 0;
-	char *buf;
+	char why[WHY_MAX] = "", *buf;
 
 	buf = malloc(SCAN_CHUNK);
 	if (!buf)
@@ -363,7 +367,7 @@ struct ivm_error *ivm_vmcoreinfo_find(struct ivm_gmem *gmem,
 			if (memcmp(page, osrelease_key,
 				   sizeof(osrelease_key) - 1))
 				continue;
-			if (try_page(page, release, symbols, ret)) {
+			if (try_page(page, release, symbols, ret, why)) {
 				free(buf);
 				return NULL;
 			}
@@ -371,7 +375,16 @@ struct ivm_error *ivm_vmcoreinfo_find(struct ivm_gmem *gmem,
 		}
 	}
 	free(buf);
+	if (!refused)
+		return ivm_error_create(IVM_ERROR_NOT_FOUND,
+					"no VMCOREINFO page in guest memory: is it Linux with CONFIG_CRASH_CORE?");
+	/*
+	 * Linux names its kallsyms tables in VMCOREINFO only since 6.0:
+	 * an older kernel's page is there but cannot give its symbols.
+	 */
 	return ivm_error_create(IVM_ERROR_NOT_FOUND,
-				"no VMCOREINFO page in guest memory (%" PRIu64 " candidate(s) refused): is it Linux with CONFIG_CRASH_CORE?",
-				refused);
+				"no usable VMCOREINFO in guest memory (%" PRIu64 " page(s) refused, the last: %s)%s",
+				refused, why,
+				strstr(why, "kallsyms") ?
+				": Linux before 6.0 does not name its kallsyms tables there, so its symbols need its vmlinux or System.map" : "");
 }
