@@ -3,9 +3,10 @@
 # broken case a new user meets gets its FAIL or WARN line, the command that
 # fixes it, and the right exit status: a wrong domain name, a domain
 # defined but not running, libvirtd not running, /dev/kvm only root can
-# open, no vmlinux for the guest's release, no helper on the channel,
-# tracefs not mounted yet (the last two host states in a private mount
-# namespace).  A guest still booting is t_95's.
+# open, no vmlinux for the guest's release, no helper on the channel, an
+# old helper, tracefs not mounted yet (/dev/kvm and tracefs in a private
+# mount namespace).  A guest still booting is t_95's; a kernel whose VMCOREINFO
+# cannot give its symbols, t_52's (on Debian 11's kernel).
 tmp=$(mktemp -d)
 stopped=idlevm-e2e-doctor-$$
 cleanup_doctor() {
@@ -75,6 +76,31 @@ out=$(unshare -m --propagation private sh -c '
 expect_line "$out" WARN "kvm: /dev/kvm is mode 600, owner only"
 echo "$out" | grep -q "^      fix: chgrp kvm /dev/kvm && chmod 0660 /dev/kvm" ||
 	fail "no fix for /dev/kvm's mode: $out"
+
+# An old helper: this tree's helper built as an earlier version, run on
+# the host and reached through socat as doctor would reach a guest's
+# (it connects to a socket as it opens its virtio port).
+mkdir -p "$tmp/gen"
+printf '#define IVM_VERSION "0.0.9"\n#define IVM_GIT_REV "old"\n' >"$tmp/gen/ivm_version.h"
+cc -std=gnu11 -D_GNU_SOURCE -O1 -pthread -Iguest-helper -I"$tmp/gen" \
+	-o "$tmp/old-helper" guest-helper/*.c 2>"$tmp/cc.log" || fail "building an old helper: $(cat "$tmp/cc.log")"
+socat UNIX-LISTEN:"$tmp/guest.sock" UNIX-LISTEN:"$tmp/host.sock" 2>/dev/null &
+relay=$!
+# wait_socket PATH: until something listens there (5 s at most).
+wait_socket() {
+	local i=0
+	while [ ! -S "$1" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+}
+wait_socket "$tmp/guest.sock"
+"$tmp/old-helper" --port "$tmp/guest.sock" --journal "$tmp/journal" 2>"$tmp/old-helper.log" &
+old=$!
+wait_socket "$tmp/host.sock"
+out=$("$idlevm" doctor --domain "$IVM_DOMAIN" --helper-socket "$tmp/host.sock" 2>&1)
+kill "$old" "$relay" 2>/dev/null
+wait "$old" "$relay" 2>/dev/null
+expect_line "$out" WARN "helper: idlevm-helper 0.0.9, protocol [0-9]*, at $tmp/host.sock: another version than idlevm "
+echo "$out" | grep -q "^      fix: install the helper of this idlevm in the guest" ||
+	fail "no fix for an old helper: $out"
 
 # A fresh host's tracefs: not mounted yet, which profile handles itself.
 out=$(unshare -m --propagation private sh -c '

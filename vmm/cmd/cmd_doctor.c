@@ -261,13 +261,18 @@ static void check_kernel(struct doctor *d, struct ivm_guest *g,
 
 	err = ivm_guest_open_kernel(g, opts);
 	if (err) {
-		bool booting = strstr(ivm_error_string(err), "banner") ||
-			       strstr(ivm_error_string(err), "has not booted") ||
-			       strstr(ivm_error_string(err), "page-table root");
+		const char *e = ivm_error_string(err);
 
-		say(d, FAIL, booting ? "wait for the guest to boot, then run doctor again" :
-		    "install the guest kernel's debuginfo (Debian: apt-get install linux-image-RELEASE-dbg) or pass --vmlinux FILE",
-		    "kernel: not found: %s", ivm_error_string(err));
+		if (strstr(e, "banner") || strstr(e, "has not booted") ||
+		    strstr(e, "page-table root"))
+			snprintf(fix, sizeof(fix), "wait for the guest to boot, then run doctor again");
+		else if (strstr(e, "no VMCOREINFO page"))
+			snprintf(fix, sizeof(fix),
+				 "install the guest kernel's debuginfo (Debian: apt-get install linux-image-RELEASE-dbg) or pass --vmlinux FILE; or give the guest VMCOREINFO (libvirt: <features><vmcoreinfo state='on'/></features>; QEMU: -device vmcoreinfo) with qemu_fw_cfg loaded in it");
+		else
+			snprintf(fix, sizeof(fix),
+				 "install the guest kernel's debuginfo (Debian: apt-get install linux-image-RELEASE-dbg) or pass --vmlinux FILE");
+		say(d, FAIL, fix, "kernel: not found: %s", e);
 		ivm_error_destroy(err);
 		return;
 	}
