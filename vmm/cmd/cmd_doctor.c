@@ -21,6 +21,8 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "access/helper_client.h"
 #include "access/libvirt_domain.h"
 #include "access/tcg_env.h"
@@ -299,13 +301,41 @@ static void check_kernel(struct doctor *d, struct ivm_guest *g,
 	ivm_vmcoreinfo_destroy(vi);
 }
 
+/* QEMU's version as query-version gives it ("7.2.22"), or "?". */
+static const char *qemu_version(struct ivm_guest *g, char *buf, size_t len)
+{
+	struct json_object *reply, *q, *v[3];
+	static const char *const part[3] = { "major", "minor", "micro" };
+	struct ivm_error *err;
+	int i;
+
+	snprintf(buf, len, "?");
+	err = ivm_qmp_execute(g->qmp, "query-version", NULL, &reply);
+	if (err) {
+		ivm_error_destroy(err);
+		return buf;
+	}
+	if (json_object_object_get_ex(reply, "qemu", &q)) {
+		for (i = 0; i < 3; i++)
+			if (!json_object_object_get_ex(q, part[i], &v[i]) ||
+			    !json_object_is_type(v[i], json_type_int))
+				break;
+		if (i == 3)
+			snprintf(buf, len, "%d.%d.%d", json_object_get_int(v[0]),
+				 json_object_get_int(v[1]),
+				 json_object_get_int(v[2]));
+	}
+	json_object_put(reply);
+	return buf;
+}
+
 static void check_guest(struct doctor *d, struct ivm_guest_options *opts,
 			const char *helper_socket)
 {
 	struct ivm_tcg_env *env = NULL;
 	struct ivm_error *err;
 	struct ivm_guest *g;
-	char fix[256], state[32];
+	char fix[256], state[32], version[32];
 
 	opts->machine_only = true;
 	err = ivm_guest_open(opts, &g);
@@ -339,8 +369,9 @@ static void check_guest(struct doctor *d, struct ivm_guest_options *opts,
 		    "guest: %s, qemu pid %d: stopped by QEMU after an internal error of KVM, nothing runs",
 		    g->name, (int)g->qemu_pid);
 	else
-		say(d, PASS, NULL, "guest: %s, qemu pid %d, %zu vCPUs (threads found), %s",
-		    g->name, (int)g->qemu_pid, g->nr_vcpus, err ? "?" : state);
+		say(d, PASS, NULL, "guest: %s, QEMU %s, pid %d, %zu vCPUs (threads found), %s",
+		    g->name, qemu_version(g, version, sizeof(version)),
+		    (int)g->qemu_pid, g->nr_vcpus, err ? "?" : state);
 	ivm_error_destroy(err);
 	if (g->kvm) {
 		say(d, PASS, NULL,
