@@ -76,16 +76,25 @@ if [ "$exits" -gt 0 ]; then
 	[ "$hlt_exits" -ge 1 ] || fail "exits traced, but none for HLT while the firmware halted"
 fi
 
+# doctor_one_failure PASSED FAILED: doctor on the guest (its output in
+# $out) shows the PASS line PASSED, and if it failed, its one failure is
+# the FAIL line FAILED.  Returns 1 when it failed.
+doctor_one_failure() {
+	local rc
+
+	out=$("$idlevm" doctor --qmp "$run/qmp.sock" 2>&1)
+	rc=$?
+	echo "$out" | grep -E "^(FAIL|WARN)" -A1
+	echo "$out" | grep -q "^PASS  $1" || fail "doctor: $out"
+	[ "$rc" = 0 ] && return 0
+	echo "$out" | grep -q "^FAIL  $2" || fail "doctor failed, but not for '$2': $out"
+	assert_eq "$(echo "$out" | grep -c "^FAIL")" 1 "doctor's failures"
+	return 1
+}
+
 # doctor while the kernel boots: the guest opens; a kernel not there yet
 # is its one failure (on a KVM that runs the guest natively it may be).
-out=$("$idlevm" doctor --qmp "$run/qmp.sock" 2>&1)
-rc=$?
-echo "$out" | grep -E "^(FAIL|WARN)" -A1
-echo "$out" | grep -q "^PASS  accelerator: KVM" || fail "doctor: $out"
-if [ "$rc" != 0 ]; then
-	echo "$out" | grep -q "^FAIL  kernel: not found" ||
-		fail "doctor failed, but not for the kernel: $out"
-	assert_eq "$(echo "$out" | grep -c "^FAIL")" 1 "doctor's failures"
+if ! doctor_one_failure "accelerator: KVM" "kernel: not found"; then
 	echo "$out" | grep -q "^      fix: wait for the guest to boot" ||
 		fail "doctor's fix for a booting guest: $out"
 fi
@@ -115,15 +124,8 @@ assert_eq "$(echo "$out" | grep -cE '^[0-9]+ +[0-9]+ +[0-9-]+ +(running|halted) 
 # This host's emulator gives up on the kernel some seconds after it
 # appears (`internal-error`, see images/README.md): doctor says so, as
 # its one failure, when it comes to that.
-out=$("$idlevm" doctor --qmp "$run/qmp.sock" 2>&1)
-rc=$?
-echo "$out" | grep -E "^(FAIL|WARN)" -A1
-echo "$out" | grep -q "^PASS  kernel: $IVM_KVER" || fail "doctor: $out"
-if [ "$rc" != 0 ]; then
-	echo "$out" | grep -q "^FAIL  guest: .*stopped by QEMU after an internal error of KVM" ||
-		fail "doctor failed on a guest with its kernel: $out"
-	assert_eq "$(echo "$out" | grep -c "^FAIL")" 1 "doctor's failures"
-fi
+doctor_one_failure "kernel: $IVM_KVER" \
+	"guest: .*stopped by QEMU after an internal error of KVM" || :
 
 out=$("$idlevm" ps --qmp "$run/qmp.sock" 2>&1) || fail "idlevm ps: $out"
 echo "$out" | head -n 5

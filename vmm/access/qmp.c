@@ -1460,21 +1460,15 @@ struct ivm_error *ivm_qmp_cont(struct ivm_qmp *qmp)
 	return set_running(qmp, true);
 }
 
-struct ivm_error *ivm_qmp_query_status(struct ivm_qmp *qmp,
-				       enum ivm_qmp_lifecycle *ret)
+struct ivm_error *ivm_qmp_run_state(struct ivm_qmp *qmp, char *buf,
+				    size_t len)
 {
 	struct json_object *status = NULL, *s;
 	struct ivm_error *err;
 	const char *name;
+	size_t i;
 
-	if (qmp->transport == QMP_LIBVIRT) {
-		err = libvirt_poll_state(qmp);
-		if (err)
-			return err;
-		*ret = ivm_qmp_lifecycle_cached(qmp);
-		return NULL;
-	}
-	err = socket_execute(qmp, "query-status", NULL, &status);
+	err = ivm_qmp_execute(qmp, "query-status", NULL, &status);
 	if (err)
 		return err;
 	s = json_object_is_type(status, json_type_object) ?
@@ -1485,14 +1479,38 @@ struct ivm_error *ivm_qmp_query_status(struct ivm_qmp *qmp,
 					"%s: query-status returned no status",
 					qmp->name);
 	}
+	/* QEMU's word, kept to the characters its run states use. */
 	name = json_object_get_string(s);
+	for (i = 0; name[i] && i + 1 < len; i++)
+		buf[i] = (name[i] >= 'a' && name[i] <= 'z') || name[i] == '-' ?
+			 name[i] : '?';
+	buf[i] = '\0';
+	json_object_put(status);
+	return NULL;
+}
+
+struct ivm_error *ivm_qmp_query_status(struct ivm_qmp *qmp,
+				       enum ivm_qmp_lifecycle *ret)
+{
+	struct ivm_error *err;
+	char name[32];
+
+	if (qmp->transport == QMP_LIBVIRT) {
+		err = libvirt_poll_state(qmp);
+		if (err)
+			return err;
+		*ret = ivm_qmp_lifecycle_cached(qmp);
+		return NULL;
+	}
+	err = ivm_qmp_run_state(qmp, name, sizeof(name));
+	if (err)
+		return err;
 	if (!strcmp(name, "running"))
 		set_lifecycle(qmp->shared, IVM_QMP_RUNNING);
 	else if (!strcmp(name, "shutdown"))
 		set_lifecycle(qmp->shared, IVM_QMP_SHUTDOWN);
 	else
 		set_lifecycle(qmp->shared, IVM_QMP_PAUSED);
-	json_object_put(status);
 	*ret = ivm_qmp_lifecycle_cached(qmp);
 	return NULL;
 }

@@ -168,6 +168,14 @@ struct ivm_error *ivm_qmp_stop(struct ivm_qmp *qmp);
 struct ivm_error *ivm_qmp_cont(struct ivm_qmp *qmp);
 
 /*
+ * QEMU's own word for its run state (query-status's "status": "running",
+ * "paused", "internal-error" when KVM could not go on running the guest,
+ * ...) into buf, through either transport.
+ */
+struct ivm_error *ivm_qmp_run_state(struct ivm_qmp *qmp, char *buf,
+				    size_t len);
+
+/*
  * Ask QEMU for its run state (query-status, or virDomainGetState under
  * libvirt), update the lifecycle state and return it.
  */

@@ -18,10 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
-
-#include <json-c/json.h>
 
 #include "access/helper_client.h"
 #include "access/libvirt_domain.h"
@@ -32,9 +29,7 @@
 #include "kernel/guest.h"
 #include "kernel/vmcoreinfo.h"
 #include "profile/capture_pin.h"
-
-#define TRACEFS "/sys/kernel/tracing"
-#define TRACEFS_MAGIC 0x74726163
+#include "profile/trace_session.h"
 
 enum verdict { PASS, WARN, FAIL };
 
@@ -123,30 +118,28 @@ static bool readable(const char *path)
 
 static void check_tracefs(struct doctor *d)
 {
-	struct statfs sfs;
-
-	if (statfs(TRACEFS, &sfs) != 0 || (unsigned long)sfs.f_type != TRACEFS_MAGIC) {
+	if (!ivm_tracefs_mounted()) {
 		say(d, geteuid() == 0 ? PASS : WARN,
-		    "mount -t tracefs nodev " TRACEFS,
-		    "tracefs: not mounted at " TRACEFS "%s",
+		    "mount -t tracefs nodev " IVM_TRACEFS_DIR,
+		    "tracefs: not mounted at " IVM_TRACEFS_DIR "%s",
 		    geteuid() == 0 ? "; profile mounts it itself" :
 		    ", and only root can mount it: without it profile polls the vCPU threads");
 		return;
 	}
-	if (!readable(TRACEFS "/events/sched/sched_switch/format") ||
-	    (!readable(TRACEFS "/events/sched/sched_waking/format") &&
-	     !readable(TRACEFS "/events/sched/sched_wakeup/format"))) {
+	if (!readable(IVM_TRACEFS_DIR "/events/sched/sched_switch/format") ||
+	    (!readable(IVM_TRACEFS_DIR "/events/sched/sched_waking/format") &&
+	     !readable(IVM_TRACEFS_DIR "/events/sched/sched_wakeup/format"))) {
 		say(d, WARN, "a host kernel with CONFIG_TRACEPOINTS and the sched events",
 		    "tracefs: no sched_switch and sched_waking events: profile polls the vCPU threads (--idle-source thread), and sees fewer idle periods");
 		return;
 	}
-	if (access(TRACEFS "/instances", W_OK) != 0) {
+	if (access(IVM_TRACEFS_DIR "/instances", W_OK) != 0) {
 		say(d, WARN, "run idlevm as root",
-		    "tracefs: cannot create a trace instance in " TRACEFS "/instances: profile polls the vCPU threads");
+		    "tracefs: cannot create a trace instance in " IVM_TRACEFS_DIR "/instances: profile polls the vCPU threads");
 		return;
 	}
 	say(d, PASS, NULL, "tracefs: mounted, sched_switch and %s events: the sched idle source",
-	    readable(TRACEFS "/events/sched/sched_waking/format") ?
+	    readable(IVM_TRACEFS_DIR "/events/sched/sched_waking/format") ?
 	    "sched_waking" : "sched_wakeup");
 }
 
@@ -158,7 +151,7 @@ static void check_kvm(struct doctor *d)
 	char line[4096];
 	struct stat st;
 
-	if (!readable("/dev/kvm") && access("/dev/kvm", F_OK) != 0) {
+	if (access("/dev/kvm", F_OK) != 0) {
 		say(d, PASS, NULL, "kvm: no /dev/kvm on this host: guests run under TCG (idlevm reads them the same way)");
 		return;
 	}
@@ -179,7 +172,7 @@ static void check_kvm(struct doctor *d)
 	}
 	say(d, PASS, NULL, "kvm: /dev/kvm%s; %s", hw ? "" :
 	    " without vmx/svm (a paravirtual KVM such as PVM: a guest without its support runs emulated, slowly)",
-	    readable(TRACEFS "/events/kvm/kvm_exit/format") ?
+	    readable(IVM_TRACEFS_DIR "/events/kvm/kvm_exit/format") ?
 	    "kvm_exit and kvm_vcpu_wakeup events: HLT exits and halt ends of KVM guests" :
 	    "no kvm events in tracefs (not mounted, or no tracepoints): KVM guests' halts are seen by the scheduler only");
 	/*
@@ -228,10 +221,8 @@ static void check_helper(struct doctor *d, struct ivm_guest *g,
 	err = ivm_pin_helper_socket(g, socket, qmp_path, &path);
 	if (!err)
 		err = ivm_helper_connect_path(path, &helper);
-	if (!err) {
-		ivm_helper_set_timeout(helper, IVM_HELPER_TIMEOUT_MS);
+	if (!err)
 		err = ivm_helper_hello(helper, &hello);
-	}
 	if (err) {
 		say(d, WARN,
 		    "install idlevm-helper in the guest (dpkg -i idlevm-helper_" IVM_VERSION "_amd64.deb) and give the domain the channel of images/helper-channel.xml",
@@ -301,41 +292,14 @@ static void check_kernel(struct doctor *d, struct ivm_guest *g,
 	ivm_vmcoreinfo_destroy(vi);
 }
 
-/* QEMU's version as query-version gives it ("7.2.22"), or "?". */
-static const char *qemu_version(struct ivm_guest *g, char *buf, size_t len)
-{
-	struct json_object *reply, *q, *v[3];
-	static const char *const part[3] = { "major", "minor", "micro" };
-	struct ivm_error *err;
-	int i;
-
-	snprintf(buf, len, "?");
-	err = ivm_qmp_execute(g->qmp, "query-version", NULL, &reply);
-	if (err) {
-		ivm_error_destroy(err);
-		return buf;
-	}
-	if (json_object_object_get_ex(reply, "qemu", &q)) {
-		for (i = 0; i < 3; i++)
-			if (!json_object_object_get_ex(q, part[i], &v[i]) ||
-			    !json_object_is_type(v[i], json_type_int))
-				break;
-		if (i == 3)
-			snprintf(buf, len, "%d.%d.%d", json_object_get_int(v[0]),
-				 json_object_get_int(v[1]),
-				 json_object_get_int(v[2]));
-	}
-	json_object_put(reply);
-	return buf;
-}
-
 static void check_guest(struct doctor *d, struct ivm_guest_options *opts,
 			const char *helper_socket)
 {
 	struct ivm_tcg_env *env = NULL;
 	struct ivm_error *err;
 	struct ivm_guest *g;
-	char fix[256], state[32], version[32];
+	char fix[256], state[32];
+	int major, minor, micro;
 
 	opts->machine_only = true;
 	err = ivm_guest_open(opts, &g);
@@ -363,15 +327,16 @@ static void check_guest(struct doctor *d, struct ivm_guest_options *opts,
 		ivm_guest_close(g);
 		return;
 	}
-	err = ivm_guest_status(g, state, sizeof(state));
+	ivm_qmp_qemu_version(g->qmp, &major, &minor, &micro);
+	err = ivm_qmp_run_state(g->qmp, state, sizeof(state));
 	if (!err && !strcmp(state, "internal-error"))
 		say(d, FAIL, "dmesg | grep -i kvm (the host's reason); a guest kernel this KVM can run",
 		    "guest: %s, qemu pid %d: stopped by QEMU after an internal error of KVM, nothing runs",
 		    g->name, (int)g->qemu_pid);
 	else
-		say(d, PASS, NULL, "guest: %s, QEMU %s, pid %d, %zu vCPUs (threads found), %s",
-		    g->name, qemu_version(g, version, sizeof(version)),
-		    (int)g->qemu_pid, g->nr_vcpus, err ? "?" : state);
+		say(d, PASS, NULL, "guest: %s, QEMU %d.%d.%d, pid %d, %zu vCPUs (threads found), %s",
+		    g->name, major, minor, micro, (int)g->qemu_pid,
+		    g->nr_vcpus, err ? "?" : state);
 	ivm_error_destroy(err);
 	if (g->kvm) {
 		say(d, PASS, NULL,

@@ -231,7 +231,7 @@ int ivm_cmd_info(int argc, char **argv)
 		printf("accelerator:      %s\n", g->kvm ?
 		       "KVM (registers of running vCPUs through the monitor)" :
 		       "TCG (registers of running vCPUs from qemu's memory)");
-	if (g->qmp && !ivm_guest_status(g, state, sizeof(state)))
+	if (g->qmp && !ivm_qmp_run_state(g->qmp, state, sizeof(state)))
 		printf("state:            %s%s\n", state,
 		       !strcmp(state, "internal-error") ?
 		       " (KVM could not run the guest on, and QEMU stopped it: see the host's dmesg)" : "");

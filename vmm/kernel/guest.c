@@ -167,29 +167,6 @@ static char *find_vmlinux(const char *release)
 	return path;
 }
 
-struct ivm_error *ivm_guest_status(struct ivm_guest *g, char *buf, size_t len)
-{
-	struct json_object *reply, *status;
-	struct ivm_error *err;
-	const char *s = "?";
-	size_t i;
-
-	if (!g->qmp)
-		return ivm_error_create(IVM_ERROR_INVALID, "a core has no run state");
-	err = ivm_qmp_execute(g->qmp, "query-status", NULL, &reply);
-	if (err)
-		return err;
-	if (json_object_object_get_ex(reply, "status", &status) &&
-	    json_object_is_type(status, json_type_string))
-		s = json_object_get_string(status);
-	/* QEMU's word, kept to the characters its run states use. */
-	for (i = 0; s[i] && i + 1 < len; i++)
-		buf[i] = (s[i] >= 'a' && s[i] <= 'z') || s[i] == '-' ? s[i] : '?';
-	buf[i] = '\0';
-	json_object_put(reply);
-	return NULL;
-}
-
 /* QMP query-kvm: whether QEMU runs the guest on KVM. */
 static struct ivm_error *query_kvm(struct ivm_guest *g)
 {

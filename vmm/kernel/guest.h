@@ -140,14 +140,6 @@ void ivm_guest_close(struct ivm_guest *guest);
  * call.
  */
 /*
- * QEMU's run state of a live guest (QMP query-status: "running",
- * "paused", "internal-error" when KVM could not go on running it, ...),
- * into buf.
- */
-struct ivm_error *ivm_guest_status(struct ivm_guest *guest, char *buf,
-				   size_t len);
-
-/*
  * The guest's VMCOREINFO (the core's note when usable, else the page in
  * guest RAM), checked against the banner's release (guest->release must
  * be known) and naming the kallsyms tables.  The caller destroys *ret.

@@ -18,7 +18,6 @@
 
 #include "profile/trace_session.h"
 
-#define TRACEFS_DIR "/sys/kernel/tracing"
 #define TRACEFS_MAGIC_NR 0x74726163	/* "trac", linux/magic.h */
 #define MAX_TIDS 256
 #define MAX_EVENTS 16
@@ -56,15 +55,20 @@ struct ivm_trace_session {
 	uint64_t lost;
 };
 
-struct ivm_error *ivm_tracefs_ensure(bool *mounted)
+bool ivm_tracefs_mounted(void)
 {
 	struct statfs sfs;
 
+	return statfs(IVM_TRACEFS_DIR, &sfs) == 0 && sfs.f_type == TRACEFS_MAGIC_NR;
+}
+
+struct ivm_error *ivm_tracefs_ensure(bool *mounted)
+{
 	*mounted = false;
-	if (statfs(TRACEFS_DIR, &sfs) == 0 && sfs.f_type == TRACEFS_MAGIC_NR)
+	if (ivm_tracefs_mounted())
 		return NULL;
-	if (mount("nodev", TRACEFS_DIR, "tracefs", 0, NULL) < 0)
-		return ivm_error_os(errno, "mounting tracefs on %s", TRACEFS_DIR);
+	if (mount("nodev", IVM_TRACEFS_DIR, "tracefs", 0, NULL) < 0)
+		return ivm_error_os(errno, "mounting tracefs on %s", IVM_TRACEFS_DIR);
 	*mounted = true;
 	return NULL;
 }
@@ -77,7 +81,7 @@ struct ivm_error *ivm_tracefs_ensure(bool *mounted)
  */
 static void remove_stale_instances(void)
 {
-	DIR *d = opendir(TRACEFS_DIR "/instances");
+	DIR *d = opendir(IVM_TRACEFS_DIR "/instances");
 	struct dirent *e;
 
 	if (!d)

@@ -35,6 +35,11 @@
 
 struct ivm_trace_session;
 
+#define IVM_TRACEFS_DIR "/sys/kernel/tracing"
+
+/* Whether tracefs is mounted at IVM_TRACEFS_DIR. */
+bool ivm_tracefs_mounted(void);
+
 /*
  * Mount tracefs at /sys/kernel/tracing unless it is there (root only);
  * *mounted says whether this call did.  Call it before reading any event
