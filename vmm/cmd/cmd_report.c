@@ -28,6 +28,7 @@
 #include "report/idle_summary.h"
 #include "report/threads.h"
 #include "report/timeline.h"
+#include "report/why_idle.h"
 #include "syms.h"
 
 static void report_usage(FILE *out)
@@ -61,6 +62,12 @@ static void report_usage(FILE *out)
 "                     was, instead of the report; repeatable\n"
 "  -K, --kind KIND    to_idle, from_idle, on_cpu, switch or all (default all)\n"
 "  -n, --top N        stacks per kind in the text report (default 10)\n"
+"  -V, --value V      what stacks weigh: count (samples, the default),\n"
+"                     idle_time (to-idle stacks by how long the idle\n"
+"                     period they began lasted) or wake_delay (from-idle\n"
+"                     stacks by how long the host took to run the vCPU\n"
+"                     after its wakeup); pprof always has both as sample\n"
+"                     types idle_ns and host_wake_ns\n"
 "      --no-threads   group by process only, not by thread\n"
 "  -g, --group-by G   the tree's top level: thread (process, then thread;\n"
 "                     the default), process, comm (all processes of one\n"
@@ -241,6 +248,7 @@ int ivm_cmd_report(int argc, char **argv)
 		{ "no-threads", no_argument, NULL, 'T' },
 		{ "group-by", required_argument, NULL, 'g' },
 		{ "sort", required_argument, NULL, 'S' },
+		{ "value", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -254,7 +262,7 @@ int ivm_cmd_report(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:K:k:m:b:s:M:a:o:n:g:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:K:k:m:b:s:M:a:o:n:g:V:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "text")) {
@@ -363,6 +371,14 @@ int ivm_cmd_report(int argc, char **argv)
 			opts.sort = sort;
 			break;
 		}
+		case 'V':
+			if (!ivm_report_value_parse(optarg, &opts.value)) {
+				fprintf(stderr,
+					"idlevm report: unknown --value '%s' (count, idle_time, wake_delay)\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			report_usage(stdout);
 			return 0;
@@ -374,6 +390,20 @@ int ivm_cmd_report(int argc, char **argv)
 	if (optind != argc - 1) {
 		report_usage(stderr);
 		return 2;
+	}
+	/* A time value is one kind's: the report is of that kind. */
+	if (opts.value != IVM_VALUE_COUNT) {
+		int kind = ivm_report_value_kind(opts.value);
+
+		if (opts.kind >= 0 && opts.kind != kind) {
+			fprintf(stderr,
+				"idlevm report: --value %s weighs %s samples, not %s\n",
+				opts.value == IVM_VALUE_IDLE_TIME ? "idle_time" :
+				"wake_delay", ivm_sample_kind_name(kind),
+				ivm_sample_kind_name(opts.kind));
+			return 2;
+		}
+		opts.kind = kind;
 	}
 
 	return ivm_report_file(argv[optind], false, &opts, grouping);
@@ -705,6 +735,7 @@ int ivm_report_file(const char *path, bool folded,
 				ivm_meta_lines_value(&meta, "switch_every") ?
 				ivm_meta_lines_value(&meta, "switch_every") :
 				"?");
+		ivm_why_idle_print(&idle, tree, opts->out);
 		ivm_idle_summary_print(&idle, opts->out);
 		if (ivm_threads_nr(threads)) {
 			fprintf(opts->out,

@@ -81,6 +81,13 @@ struct ivm_capture_req {
 	uint64_t since;
 	/* The task ran since the transition: mark the stack IVM_STACK_LATER. */
 	bool later;
+	/*
+	 * The sample's time value, known at capture (IVM_COUNTER_IDLE_NS of
+	 * a to-idle, IVM_COUNTER_HOST_WAKE_NS of a from-idle): a rebuilt
+	 * period's length, a wakeup's host delay.
+	 */
+	bool valued;
+	uint64_t value_ns;
 };
 
 struct ivm_dispatch_config {

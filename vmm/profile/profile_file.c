@@ -51,6 +51,10 @@ const char *ivm_counter_name(uint32_t id)
 		return "run_delay_ns";
 	case IVM_COUNTER_CPU_NS:
 		return "cpu_ns";
+	case IVM_COUNTER_IDLE_NS:
+		return "idle_ns";
+	case IVM_COUNTER_HOST_WAKE_NS:
+		return "host_wake_ns";
 	default:
 		return NULL;
 	}

@@ -20,6 +20,7 @@
 #include "profile/sched_events.h"
 #include "profile/ksym_hits.h"
 #include "profile/profiler.h"
+#include "profile/profiler_int.h"
 #include "profile/replay.h"
 #include "profile/vcpu_watch.h"
 #include "profile/trace_session.h"
@@ -50,291 +51,7 @@ const char *ivm_capture_mode_name(enum ivm_capture_mode mode)
 	}
 }
 
-#define NR_FOLLOW 6	/* looks after a wakeup: follow_ns below */
-
-struct vcpu_poll {
-	int stat_fd;		/* /proc/PID/task/TID/stat of its thread */
-	bool halted;
-	uint64_t idle_task;
-	/* Pin mode: the last current seen and whether it is a thread of the
-	 * helper (a holder), so each task is looked up once per switch. */
-	uint64_t last_current;
-	bool last_is_helper;
-	bool was_idle;		/* idle at the previous observation */
-	uint64_t follow_at[NR_FOLLOW];	/* sched: looks due after a wakeup */
-};
-
-/*
- * Sched source: the loop looks at the guest when a vCPU thread's event
- * arrives, and at least every SLOW_POLL_NS (on-CPU ticks, flushes).  It
- * does not poll fast after a wakeup to catch the from-idle task: on two
- * shared host cores that polling took the CPU the woken vCPU needed (the
- * guest ran at a third of its speed); a task it misses is named after the
- * fact from the scheduler's stamps instead (last_ran.h, replay.h).
- */
-#define SLOW_POLL_NS 10000000ull
-/*
- * ... but it looks again a few times after a wakeup, when the guest has likely
- * dispatched the task it woke for (TCG takes a few hundred microseconds),
- * so that task is seen running, not named after the fact.
- */
-static const uint64_t follow_ns[NR_FOLLOW] = {
-	100000ull, 250000ull, 500000ull, 1000000ull, 2000000ull, 4000000ull,
-};
-
-/*
- * Room for every running total fill_stats() writes: the profiler's own
- * (switch sampling's included), and three per --label.
- */
-#define MAX_STATS (96 + 3 * IVM_LABELS_MAX)
-
-struct profiler {
-	struct ivm_guest *guest;
-	const struct ivm_profiler_config *cfg;
-	struct ivm_profile_writer *writer;
-	struct ivm_dispatch *dispatch;
-	struct ivm_capture_engine *engine;
-	struct ivm_capture cap;
-	struct vcpu_poll *vcpus;
-	struct ivm_profiler_result *res;
-	uint64_t start_ns;
-	uint32_t nvcsw_off, nivcsw_off;
-	bool gone;
-	/*
-	 * The guest is not running (paused by someone, or stopped by QEMU
-	 * after an internal error of KVM): its vCPUs are on no CPU and
-	 * nothing changes, so no look is taken.  Checked once a second.
-	 */
-	bool guest_paused;
-	bool warned_degraded;
-	struct ivm_kvm_events *kvm_events;	/* idle source kvm, or sched on KVM */
-	struct ivm_sched_events *sched_events;	/* idle source sched */
-	struct ivm_trace_session *trace;
-	uint64_t trace_lost;			/* already passed on */
-	struct ivm_irq_stat *irq_stat;		/* or NULL: no irq counts */
-	struct ivm_idle_periods *periods;
-	enum ivm_idle_source source;		/* the one running */
-	uint32_t period_every[IVM_SAMPLE_NR_KINDS];	/* --idle-every */
-	bool look_due;			/* a vCPU thread slept */
-	bool helper_held;		/* pin mode: the last capture held a vCPU */
-	uint64_t next_look_ns;
-	/* The last first_since() answer, good for one poll. */
-	bool first_cache_ok;
-	int first_cache_cpu;
-	uint64_t first_cache_since, first_cache_poll, first_cache_task;
-	uint64_t first_cache_arrival;
-	struct ivm_vcpu_watch *watch;
-	struct ivm_vcpu_watch_view *views;
-	/* settle_views(): a second read, and the last look's. */
-	struct ivm_vcpu_watch_view *views2, *last_views;
-	struct ivm_ksym_hits *ksym_hits;	/* no vmlinux: names to keep */
-	/* Who really went to idle, when polling cannot tell; or NULL. */
-	struct ivm_last_ran *last_ran;
-	/* Continuous windows: when the current one ends, its first stats. */
-	uint64_t window_end_ns;
-	struct ivm_stat window_base[MAX_STATS];
-	size_t nr_window_base;
-	struct ivm_proc_table *procs;	/* processes said in the file */
-	struct ivm_switch_sampler *switches;	/* --switch-every, or NULL */
-};
-
-static struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu);
-static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
-			      size_t *nr);
-static struct ivm_error *period_capture(struct profiler *p, uint32_t vcpu,
-					enum ivm_sample_kind kind,
-					uint64_t task, uint64_t time_ns,
-					bool later);
-
-/* Halted per the vCPU thread's state letter (after "comm) "). */
-static struct ivm_error *thread_halted(struct vcpu_poll *vp, bool *ret)
-{
-	char buf[512];
-	ssize_t n = pread(vp->stat_fd, buf, sizeof(buf) - 1, 0);
-	char *paren;
-
-	if (n <= 0)
-		return ivm_error_create(IVM_ERROR_GONE,
-					"the vCPU thread is gone");
-	buf[n] = '\0';
-	paren = strrchr(buf, ')');
-	if (!paren || paren[1] != ' ' || !paren[2])
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"unexpected /proc stat line");
-	/* R running; S/D sleeping in the host: the vCPU is halted. */
-	*ret = paren[2] == 'S' || paren[2] == 'D';
-	return NULL;
-}
-
-/* One kvm tracepoint record: update the halted state of its vCPU. */
-static int on_kvm_record(void *ctx, const void *data, size_t size, int cpu,
-			 uint64_t ts)
-{
-	struct profiler *p = ctx;
-	struct ivm_kvm_event ev;
-	struct ivm_error *err;
-	size_t i;
-
-	(void)cpu;
-	(void)ts;
-	err = ivm_kvm_events_decode(p->kvm_events, data, size, &ev);
-	if (err) {
-		ivm_error_destroy(err);
-		return 0;
-	}
-	for (i = 0; i < p->guest->nr_vcpus; i++) {
-		if (p->guest->vcpus[i].tid != ev.tid)
-			continue;
-		if (ev.kind == IVM_KVM_EXIT)
-			p->vcpus[i].halted = ev.halt;
-		else
-			p->vcpus[i].halted = false;	/* woken or entering */
-		break;
-	}
-	return 0;
-}
-
-static int vcpu_of_tid(const struct profiler *p, int32_t tid)
-{
-	size_t i;
-
-	for (i = 0; i < p->guest->nr_vcpus; i++)
-		if (p->guest->vcpus[i].tid == tid)
-			return (int)i;
-	return -1;
-}
-
-/* A halted vCPU's thread was woken (or KVM ended its halt) at ts. */
-static void vcpu_woke(struct profiler *p, int v, uint64_t ts)
-{
-	size_t k;
-
-	/*
-	 * No look now: the vCPU has not run yet, so the guest still shows
-	 * it idle, and a look at real-time priority would only delay the
-	 * thread that was just woken.  The follow-up looks see what it
-	 * dispatched, when there is a from-idle task to see.
-	 */
-	if (p->vcpus[v].halted &&
-	    ivm_dispatch_awaits_from_idle(p->dispatch, (uint32_t)v)) {
-		for (k = 0; k < NR_FOLLOW; k++)
-			p->vcpus[v].follow_at[k] = ts + follow_ns[k];
-		if (p->vcpus[v].follow_at[0] < p->next_look_ns)
-			p->next_look_ns = p->vcpus[v].follow_at[0];
-	}
-	p->vcpus[v].halted = false;
-}
-
-/*
- * KVM, next to the scheduler's events: a HLT exit starts a halt (look now,
- * as at a sleep: the thread may poll instead of sleeping, or never sleep),
- * kvm_vcpu_wakeup ends one.
- */
-static void on_kvm_halt_record(struct profiler *p,
-			       const struct ivm_kvm_event *kev, uint64_t ts)
-{
-	int v = vcpu_of_tid(p, kev->tid);
-
-	if (v < 0)
-		return;
-	if (kev->kind == IVM_KVM_EXIT && kev->halt) {
-		p->vcpus[v].halted = true;
-		p->look_due = true;
-		ivm_idle_periods_host_halt_exit(p->periods, (uint32_t)v,
-						kev->exit_reason, ts);
-	} else if (kev->kind == IVM_KVM_VCPU_WAKEUP) {
-		vcpu_woke(p, v, ts);
-		ivm_idle_periods_host_halt_end(p->periods, (uint32_t)v,
-					       kev->waited, ts);
-	}
-}
-
-/*
- * One record of the sched source: a vCPU thread slept, woke, or (KVM)
- * exited for HLT or ended a halt.  Only candidates: idle_periods confirms them against
- * the guest at the next look.
- */
-static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
-			   uint64_t ts)
-{
-	struct profiler *p = ctx;
-	struct ivm_sched_event ev;
-	struct ivm_error *err;
-	int v;
-
-	(void)cpu;
-	p->res->trace_records++;
-	err = ivm_sched_events_decode(p->sched_events, data, size, &ev);
-	if (err && err->code == IVM_ERROR_NOT_FOUND && p->kvm_events) {
-		struct ivm_kvm_event kev;
-
-		ivm_error_destroy(err);
-		err = ivm_kvm_events_decode(p->kvm_events, data, size, &kev);
-		if (!err)
-			on_kvm_halt_record(p, &kev, ts);
-	}
-	if (err) {
-		ivm_error_destroy(err);
-		return 0;
-	}
-	if (ev.kind == IVM_SCHED_SWITCH) {
-		v = vcpu_of_tid(p, ev.prev_tid);
-		if (v >= 0 && ivm_sched_state_sleeping(ev.prev_state)) {
-			p->vcpus[v].halted = true;
-			p->look_due = true;
-			ivm_idle_periods_host_sleep(p->periods, (uint32_t)v, ts);
-		}
-		v = vcpu_of_tid(p, ev.next_tid);
-		if (v >= 0)
-			p->vcpus[v].halted = false;
-		return 0;
-	}
-	v = vcpu_of_tid(p, ev.tid);
-	if (v >= 0) {
-		vcpu_woke(p, v, ts);
-		ivm_idle_periods_host_wake(p->periods, (uint32_t)v, ts);
-	}
-	return 0;
-}
-
-static struct ivm_error *poll_halted(struct profiler *p)
-{
-	struct ivm_guest *g = p->guest;
-	struct ivm_error *err;
-	size_t i;
-
-	if (p->source == IVM_IDLE_SOURCE_KVM)
-		/* State carries over between polls: only changes arrive. */
-		return ivm_trace_session_read(p->trace, on_kvm_record, p);
-	if (p->source == IVM_IDLE_SOURCE_SCHED) {
-		uint64_t lost;
-
-		err = ivm_trace_session_read(p->trace, on_sched_record, p);
-		lost = ivm_trace_session_lost(p->trace);
-		ivm_idle_periods_host_lost(p->periods, lost - p->trace_lost);
-		p->trace_lost = lost;
-		return err;
-	}
-
-	if (p->source == IVM_IDLE_SOURCE_QMP) {
-		err = ivm_guest_refresh_vcpus(g);
-		if (err)
-			return err;
-		for (i = 0; i < g->nr_vcpus; i++)
-			p->vcpus[i].halted = g->vcpus[i].halted;
-		return NULL;
-	}
-	/*
-	 * Thread source: read lazily per vCPU in poll_once.  Each /proc stat
-	 * read costs about 10 us, five times the guest read that tells the
-	 * same (the vCPU's current task is its idle task), so it is only
-	 * read where it adds something: at a transition, and when the guest
-	 * read failed.
-	 */
-	return NULL;
-}
-
-static void end_with(struct profiler *p, const char *reason)
+void end_with(struct profiler *p, const char *reason)
 {
 	if (!p->res->end_reason[0])
 		snprintf(p->res->end_reason, sizeof(p->res->end_reason), "%s",
@@ -362,11 +79,83 @@ static bool passes_filters(const struct profiler *p,
 }
 
 /*
+ * A sample into the file, with its time value when it has one.  A to-idle
+ * sample without one whose vCPU's idle period is open waits for the
+ * period's end (sample_hold.h); one it replaces is written as it is.
+ */
+static struct ivm_error *write_sample(struct profiler *p,
+				      const struct ivm_sample *s,
+				      const struct ivm_capture_req *req)
+{
+	struct ivm_counter counters[IVM_SAMPLE_MAX_COUNTERS];
+	struct ivm_sample_hold *h = &p->held[s->vcpu];
+	struct ivm_sample valued;
+	struct ivm_error *err;
+
+	if (req && req->valued) {
+		ivm_sample_with_counter(s, s->kind == IVM_SAMPLE_TO_IDLE ?
+					IVM_COUNTER_IDLE_NS :
+					IVM_COUNTER_HOST_WAKE_NS,
+					req->value_ns, counters, &valued);
+		p->res->valued[s->kind]++;
+		return ivm_profile_write_sample(p->writer, &valued);
+	}
+	if (!req || s->kind != IVM_SAMPLE_TO_IDLE ||
+	    !ivm_idle_periods_opened(p->periods, s->vcpu))
+		return ivm_profile_write_sample(p->writer, s);
+	if (h->held) {
+		err = ivm_profile_write_sample(p->writer, &h->sample);
+		if (err)
+			return err;
+	}
+	return ivm_sample_hold(h, s);
+}
+
+/*
+ * The to-idle sample held for vcpu's period, which ended: written with
+ * how long the period lasted (idle_ns, or none: !known).
+ */
+struct ivm_error *write_held(struct profiler *p, uint32_t vcpu, bool known,
+			     uint64_t idle_ns)
+{
+	struct ivm_counter counters[IVM_SAMPLE_MAX_COUNTERS];
+	struct ivm_sample_hold *h = &p->held[vcpu];
+	struct ivm_sample valued;
+	struct ivm_error *err;
+
+	if (!h->held)
+		return NULL;
+	if (known) {
+		ivm_sample_with_counter(&h->sample, IVM_COUNTER_IDLE_NS,
+					idle_ns, counters, &valued);
+		p->res->valued[IVM_SAMPLE_TO_IDLE]++;
+	} else {
+		valued = h->sample;
+	}
+	err = ivm_profile_write_sample(p->writer, &valued);
+	ivm_sample_release(h);
+	return err;
+}
+
+/* Every held sample, without a value: the file ends before their periods. */
+static struct ivm_error *write_all_held(struct profiler *p)
+{
+	struct ivm_error *err = NULL;
+	size_t i;
+
+	for (i = 0; i < p->guest->nr_vcpus && !err; i++)
+		err = write_held(p, (uint32_t)i, false, 0);
+	return err;
+}
+
+/*
  * A kept capture into the file: its process said first (when it has one),
- * then the sample; counted, and its kernel symbols noted.
+ * then the sample; counted, and its kernel symbols noted.  req is NULL
+ * for a sample of no idle period (a switch sample).
  */
 static struct ivm_error *write_kept(struct profiler *p,
-				    const struct ivm_capture *cap)
+				    const struct ivm_capture *cap,
+				    const struct ivm_capture_req *req)
 {
 	struct ivm_error *err = NULL;
 
@@ -374,7 +163,7 @@ static struct ivm_error *write_kept(struct profiler *p,
 		err = ivm_proc_table_announce(p->procs, p->writer,
 					      cap->sample.pid, &cap->process);
 	if (!err)
-		err = ivm_profile_write_sample(p->writer, &cap->sample);
+		err = write_sample(p, &cap->sample, req);
 	if (!err)
 		p->res->kept[cap->sample.kind]++;
 	if (!err && (cap->sample.stack_flags & IVM_STACK_LATER))
@@ -385,7 +174,7 @@ static struct ivm_error *write_kept(struct profiler *p,
 	return err;
 }
 
-static struct ivm_error *capture(struct profiler *p,
+struct ivm_error *capture(struct profiler *p,
 				 const struct ivm_capture_req *req)
 {
 	struct ivm_guest *g = p->guest;
@@ -471,7 +260,7 @@ static struct ivm_error *capture(struct profiler *p,
 		p->res->filtered++;
 		goto out;
 	}
-	err = write_kept(p, &p->cap);
+	err = write_kept(p, &p->cap, req);
 out:
 	if (stopped) {
 		cerr = ivm_qmp_cont(g->qmp);
@@ -491,7 +280,7 @@ out:
 }
 
 /* Pin mode: whether task (current on the vCPU of vp) is a helper thread. */
-static bool is_helper_task(struct profiler *p, struct vcpu_poll *vp,
+bool is_helper_task(struct profiler *p, struct vcpu_poll *vp,
 			   uint64_t task)
 {
 	struct ivm_guest_task t;
@@ -519,7 +308,7 @@ static bool is_helper_task(struct profiler *p, struct vcpu_poll *vp,
 
 
 /* The helper's process, whose threads are idlevm's own work; or 0. */
-static int32_t helper_tgid(const struct profiler *p)
+int32_t helper_tgid(const struct profiler *p)
 {
 	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin)
 		return (int32_t)ivm_pin_capture_helper_pid(p->cfg->pin);
@@ -530,7 +319,7 @@ static int32_t helper_tgid(const struct profiler *p)
  * Who ran last on v's CPU, now idle (last_ran.h), counted; *ret 0 when
  * nobody is found.  Only a guest that is gone is an error.
  */
-static struct ivm_error *last_ran_task(struct profiler *p,
+struct ivm_error *last_ran_task(struct profiler *p,
 				       const struct ivm_guest_vcpu *v,
 				       uint64_t now, uint64_t *ret)
 {
@@ -584,7 +373,7 @@ static struct ivm_error *resolve_to_idle(struct profiler *p,
  * ended ask for the same one in the same poll: the last answer is kept for
  * that.
  */
-static struct ivm_error *first_since(struct profiler *p,
+struct ivm_error *first_since(struct profiler *p,
 				     const struct ivm_guest_vcpu *v,
 				     uint64_t since, uint64_t *ret,
 				     uint64_t *arrival)
@@ -617,7 +406,7 @@ static struct ivm_error *first_since(struct profiler *p,
 }
 
 /* The guest task at addr as a period record names it; zeros if unknown. */
-static void task_id(struct profiler *p, uint64_t addr,
+void task_id(struct profiler *p, uint64_t addr,
 		    struct ivm_idle_task_id *ret)
 {
 	struct ivm_guest_task t;
@@ -634,313 +423,6 @@ static void task_id(struct profiler *p, uint64_t addr,
 	ret->pid = t.tgid > 0 ? (uint32_t)t.tgid : 0;
 	ret->tid = t.pid > 0 ? (uint32_t)t.pid : 0;
 	memcpy(ret->comm, t.comm, strnlen(t.comm, sizeof(ret->comm) - 1));
-}
-
-/*
- * Our clock minus vcpu's run-queue clock, to place the guest's scheduler
- * stamps in our time (both count nanoseconds), from a look at time_ns that
- * read rq_clock.  The run-queue clock holds its CPU's last update (up to a
- * tick ago on a busy CPU, the idle entry on an idle one), so the look's
- * own difference is too large, by as much.  A look that opened a period
- * stamped by the host sleep knows better: that sleep came just after the
- * idle entry whose clock the CPU still shows, and before the look, so its
- * difference is the smaller one (both are too large, never too small,
- * unless the guest's clock jumped).
- */
-static uint64_t host_minus_guest(const struct profiler *p, uint32_t vcpu,
-				 uint64_t time_ns, uint64_t rq_clock)
-{
-	uint64_t start;
-
-	if (ivm_idle_periods_opened(p->periods, vcpu) &&
-	    ivm_idle_periods_open_start(p->periods, vcpu, &start) &&
-	    start <= time_ns)
-		return start - rq_clock;
-	return time_ns - rq_clock;
-}
-
-/*
- * A period that ended: name its from-idle task (the one seen, or the first
- * switched in since the idle look), write its record, and with the sched
- * source sample that task.
- */
-static struct ivm_error *write_period(struct profiler *p,
-				      const struct ivm_idle_period *ip)
-{
-	struct ivm_idle_record r = {
-		.vcpu = ip->vcpu, .flags = ip->flags, .start_ns = ip->start_ns,
-		.end_ns = ip->end_ns, .halts = ip->halts,
-		.wake_mask = ip->wake_mask, .exit_reason = ip->exit_reason,
-		.before = ip->before, .wake_before = ip->wake_before,
-		.after = ip->after,
-	};
-	struct ivm_error *err;
-	uint64_t from = ip->from_idle_task, arrival = 0, end;
-
-	if (!from && ip->before.rq_clock) {
-		err = first_since(p, &p->guest->vcpus[ip->vcpu],
-				  ip->before.rq_clock, &from, &arrival);
-		if (err)
-			return err;
-		if (from)
-			r.flags |= IVM_IDLE_FROM_IDLE_RESOLVED;
-	}
-	/*
-	 * No wakeup of its own to end it (the look came after more switches
-	 * out of idle, or the event was lost): the first arrival since is
-	 * when the CPU left idle.  Only ever earlier than the look.
-	 */
-	if (!(r.flags & IVM_IDLE_END_FROM_EVENT) && arrival &&
-	    ip->after.rq_clock && arrival <= ip->after.rq_clock) {
-		end = arrival + host_minus_guest(p, ip->vcpu,
-						 ip->after.time_ns,
-						 ip->after.rq_clock);
-		if (end < r.end_ns && end >= r.start_ns &&
-		    end <= ip->after.time_ns) {
-			r.end_ns = end;
-			r.flags |= IVM_IDLE_END_FROM_STAMP;
-		}
-	}
-	task_id(p, ip->to_idle_task, &r.to_idle);
-	task_id(p, from, &r.from_idle);
-	err = ivm_profile_write_idle_period(p->writer, &r);
-	if (err)
-		return err;
-	p->res->periods_written++;
-	if (r.flags & IVM_IDLE_FROM_IDLE_RESOLVED)
-		p->res->from_idle_resolved++;
-	else if (!from)
-		p->res->from_idle_unresolved++;
-	if (from && !(ip->flags & IVM_IDLE_REPLAYED))
-		err = period_capture(p, ip->vcpu, IVM_SAMPLE_FROM_IDLE, from,
-				     ip->end_ns, false);
-	return err;
-}
-
-/*
- * A look opened an idle period: its to-idle task is the one that ran last
- * on the CPU, read while the CPU is idle (last_ran.h), sampled at once.
- */
-static struct ivm_error *to_idle_of_opened(struct profiler *p, uint32_t vcpu,
-					   uint64_t now)
-{
-	const struct ivm_guest_vcpu *v = &p->guest->vcpus[vcpu];
-	struct ivm_error *err;
-	uint64_t task;
-
-	if (!p->last_ran || v->cpu < 0)
-		return NULL;
-	err = last_ran_task(p, v, now, &task);
-	if (err || !task)
-		return err;
-	ivm_idle_periods_set_to_idle(p->periods, vcpu, task);
-	return period_capture(p, vcpu, IVM_SAMPLE_TO_IDLE, task, now, false);
-}
-
-/* Bounds on one replay: a look rarely follows more than a few periods. */
-#define MAX_REPLAY_RUNS 256
-#define MAX_REPLAY_GAPS 32
-
-/*
- * Sched source: the idle-period machine decides the to-idle and from-idle
- * samples, one of each per period (the dispatch monitor keeps the on-CPU
- * ticks).  Every --idle-every'th of each kind is taken.
- */
-static bool periods_sample(const struct profiler *p)
-{
-	return p->source == IVM_IDLE_SOURCE_SCHED && p->cfg->idle_every;
-}
-
-static struct ivm_error *period_capture(struct profiler *p, uint32_t vcpu,
-					enum ivm_sample_kind kind,
-					uint64_t task, uint64_t time_ns,
-					bool later)
-{
-	struct ivm_capture_req req = { .vcpu = vcpu, .kind = kind,
-				       .task = task, .time_ns = time_ns,
-				       .later = later };
-	struct ivm_error *err;
-
-	if (!periods_sample(p) || !task ||
-	    ++p->period_every[kind] < p->cfg->idle_every)
-		return NULL;
-	p->period_every[kind] = 0;
-	err = capture(p, &req);
-	/*
-	 * A from-idle task often runs during its first read and is
-	 * discarded; read a moment later it has usually blocked, and its
-	 * saved frame is consistent.  One retry, so short runners are not
-	 * the ones the profile loses.
-	 */
-	if (!err && p->cap.outcome != IVM_CAPTURE_KEPT &&
-	    p->cap.outcome != IVM_CAPTURE_FAILED) {
-		p->res->retries++;
-		err = capture(p, &req);
-	}
-	if (!err)
-		err = look_after_capture(p, vcpu);
-	return err;
-}
-
-/* One rebuilt idle period: its record, and its two tasks' stacks. */
-static struct ivm_error *replayed_period(struct profiler *p, uint32_t vcpu,
-					 const struct ivm_replay_gap *gap,
-					 uint64_t host_minus_guest)
-{
-	struct ivm_idle_period ip = {
-		.vcpu = vcpu,
-		.flags = IVM_IDLE_REPLAYED | IVM_IDLE_TO_IDLE_KNOWN |
-			 IVM_IDLE_FROM_IDLE_KNOWN |
-			 (gap->start_known ? 0 : IVM_IDLE_START_UNKNOWN),
-		.start_ns = gap->start + host_minus_guest,
-		.end_ns = gap->end + host_minus_guest,
-		.to_idle_task = gap->to_idle,
-		.from_idle_task = gap->from_idle,
-	};
-	struct ivm_error *err = write_period(p, &ip);
-
-	/*
-	 * Without a start, the period is one the to-idle task's later run
-	 * hid: its stack now is where it blocked next.  Kept and marked, so
-	 * the thread counts and the stack says what it is.
-	 */
-	if (!gap->start_known)
-		p->res->periods_no_start++;
-	if (!err)
-		err = period_capture(p, vcpu, IVM_SAMPLE_TO_IDLE, gap->to_idle,
-				     ip.start_ns, !gap->start_known);
-	if (!err)
-		err = period_capture(p, vcpu, IVM_SAMPLE_FROM_IDLE,
-				     gap->from_idle, ip.end_ns, false);
-	return err;
-}
-
-/*
- * The last look found idle periods that came and went unseen: rebuild
- * them from the scheduler's stamps (replay.h), as many as were counted.
- */
-static struct ivm_error *replay_unseen(struct profiler *p, uint32_t vcpu,
-				       const struct ivm_vcpu_obs *obs)
-{
-	static struct ivm_last_ran_run runs[MAX_REPLAY_RUNS];
-	struct ivm_replay_gap gaps[MAX_REPLAY_GAPS];
-	const struct ivm_guest_vcpu *v = &p->guest->vcpus[vcpu];
-	struct ivm_replay_window w = { 0 };
-	struct ivm_idle_obs before;
-	uint64_t unseen, offset, epoch = IVM_LAST_RAN_UNKNOWN;
-	struct ivm_error *err;
-	size_t nr, n, i;
-
-	unseen = ivm_idle_periods_unseen_last(p->periods, vcpu, &before);
-	if (!unseen || !before.rq_clock_ok || !before.rq_clock ||
-	    !p->last_ran || !obs->rq_clock_known || v->cpu < 0)
-		return NULL;
-	w.since = before.rq_clock;
-	w.before = before.current_is_idle ? 0 : before.current;
-	w.counts_ok = before.cpu_switches_ok && obs->cpu_switches_known &&
-		      before.idle_switches_ok && obs->idle_switches_known &&
-		      obs->cpu_switches >= before.cpu_switches &&
-		      obs->idle_switches >= before.idle_switches;
-	w.switches = obs->cpu_switches - before.cpu_switches;
-	w.from_idle = obs->idle_switches - before.idle_switches;
-	w.idle_now = obs->current_is_idle;
-	/* Idle then: the mark of that stretch of idle counts arrivals. */
-	if (before.current_is_idle && before.idle_switches_ok)
-		epoch = before.idle_switches;
-	err = ivm_last_ran_window(p->last_ran, (unsigned int)v->cpu,
-				  helper_tgid(p), w.since, epoch, obs->time_ns,
-				  runs, MAX_REPLAY_RUNS, &nr);
-	if (err && err->code == IVM_ERROR_GONE)
-		return err;
-	if (err) {
-		ivm_error_destroy(err);
-		return NULL;
-	}
-	n = ivm_replay_gaps(runs, nr, &w, gaps, MAX_REPLAY_GAPS);
-	/* Never more than the guest's own count says happened. */
-	if (n > unseen)
-		n = unseen;
-	ivm_idle_periods_recovered(p->periods, n);
-	offset = host_minus_guest(p, vcpu, obs->time_ns, obs->rq_clock);
-	for (i = 0; i < n && !err; i++)
-		err = replayed_period(p, vcpu, &gaps[i], offset);
-	return err;
-}
-
-/* Feed one look to the idle-period machine; write what it finished. */
-static struct ivm_error *observe_periods(struct profiler *p, uint32_t vcpu,
-					 const struct ivm_vcpu_obs *obs,
-					 const struct ivm_vcpu_watch_view *view,
-					 bool after_own_run)
-{
-	struct ivm_idle_obs io = {
-		.time_ns = obs->time_ns,
-		.current_ok = obs->current_known,
-		.current = obs->current,
-		.current_is_idle = obs->current_is_idle,
-		.idle_switches_ok = obs->idle_switches_known,
-		.idle_switches = obs->idle_switches,
-		.cpu_switches_ok = obs->cpu_switches_known,
-		.cpu_switches = obs->cpu_switches,
-		.rq_clock_ok = obs->rq_clock_known,
-		.rq_clock = obs->rq_clock,
-		.irqs = view->irqs,
-	};
-	struct ivm_idle_period done;
-	struct ivm_error *err = NULL;
-	bool ended = after_own_run ?
-		ivm_idle_periods_rebase(p->periods, vcpu, &io, &done) :
-		ivm_idle_periods_observe(p->periods, vcpu, &io, &done);
-
-	if (ended)
-		err = write_period(p, &done);
-	if (!err && !after_own_run && periods_sample(p) &&
-	    ivm_idle_periods_opened(p->periods, vcpu))
-		err = to_idle_of_opened(p, vcpu, obs->time_ns);
-	if (!err && !after_own_run)
-		err = replay_unseen(p, vcpu, obs);
-	return err;
-}
-
-/*
- * Pin mode ran the helper's holder on the vCPU: the idle task's switches
- * since the last look are ours.  Look again, so the idle period goes on.
- * Only then: after a capture that asked nothing of the helper (the rescue
- * policy's unpinned read held) the switches since are the guest's own,
- * and taking them as ours hid real idle periods (t_80 on lockstorm: 81
- * came and went unseen against 26 in the optimistic runs beside it), and
- * the extra read delayed the other vCPU's capture.
- */
-static struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu)
-{
-	struct vcpu_poll *vp = &p->vcpus[vcpu];
-	const struct ivm_vcpu_watch_view *view = &p->views[vcpu];
-	struct ivm_vcpu_obs obs = { .time_ns = ivm_mono_ns() };
-	struct ivm_error *err;
-
-	if (p->cfg->capture_mode != IVM_CAPTURE_MODE_PIN || !p->cfg->pin ||
-	    !p->helper_held)
-		return NULL;
-	p->helper_held = false;
-	err = ivm_vcpu_watch_read(p->watch, obs.time_ns, p->views, NULL);
-	if (err)
-		return err;
-	/* A new look: the stamps held for the one before are older. */
-	if (p->last_ran)
-		ivm_last_ran_hold(p->last_ran);
-	if (!view->current_ok)
-		return NULL;
-	obs.current_known = true;
-	obs.current = view->current;
-	obs.current_is_idle = view->current == vp->idle_task ||
-			      is_helper_task(p, vp, view->current);
-	obs.idle_switches_known = view->idle_switches_ok;
-	obs.idle_switches = view->idle_switches;
-	obs.cpu_switches_known = view->cpu_switches_ok;
-	obs.cpu_switches = view->cpu_switches;
-	obs.rq_clock_known = view->rq_clock_ok;
-	obs.rq_clock = view->rq_clock;
-	return observe_periods(p, vcpu, &obs, view, true);
 }
 
 
@@ -1232,161 +714,12 @@ static struct ivm_error *write_new_ksyms(struct profiler *p)
 	return err;
 }
 
-/*
- * What the idle signal saw, and the guest's idle transitions counted from
- * its own idle-task switch counts: every period whose start was seen, and
- * every one that came and went between two looks.
- */
-static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
-			    size_t *nr)
-{
-	const struct ivm_idle_stats *is = ivm_idle_periods_stats(p->periods);
-	size_t n = *nr;
-
-	st[n++] = (struct ivm_stat){ "idle_periods_seen", is->periods_seen };
-	st[n++] = (struct ivm_stat){ "idle_periods_ended", is->periods_ended };
-	st[n++] = (struct ivm_stat){ "idle_periods_unseen",
-				     is->unseen_periods };
-	st[n++] = (struct ivm_stat){ "idle_periods_written",
-				     p->res->periods_written };
-	st[n++] = (struct ivm_stat){ "from_idle_late", is->from_idle_late };
-	st[n++] = (struct ivm_stat){ "host_sleeps", is->host_sleeps };
-	st[n++] = (struct ivm_stat){ "host_sleeps_idle", is->host_sleeps_idle };
-	st[n++] = (struct ivm_stat){ "host_sleeps_busy", is->host_sleeps_busy };
-	st[n++] = (struct ivm_stat){ "halt_looked_100us",
-				     is->halt_looked_100us };
-	st[n++] = (struct ivm_stat){ "halt_looked_1ms", is->halt_looked_1ms };
-	st[n++] = (struct ivm_stat){ "halt_looked_late", is->halt_looked_late };
-	st[n++] = (struct ivm_stat){ "host_wakes", is->host_wakes };
-	st[n++] = (struct ivm_stat){ "wakes_no_switch", is->wakes_no_switch };
-	st[n++] = (struct ivm_stat){ "own_switches", is->own_switches };
-	st[n++] = (struct ivm_stat){ "idle_periods_replayed",
-				     is->recovered_periods };
-	st[n++] = (struct ivm_stat){ "idle_periods_no_start",
-				     p->res->periods_no_start };
-	st[n++] = (struct ivm_stat){ "to_idle_later",
-				     p->res->kept_later[IVM_SAMPLE_TO_IDLE] };
-	st[n++] = (struct ivm_stat){ "guest_paused_s", p->res->paused_s };
-	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
-	st[n++] = (struct ivm_stat){ "trace_records", p->res->trace_records };
-	if (p->guest->kvm) {
-		st[n++] = (struct ivm_stat){ "kvm_halt_exits",
-					     is->kvm_halt_exits };
-		st[n++] = (struct ivm_stat){ "kvm_halts_slept",
-					     is->kvm_halts_slept };
-		st[n++] = (struct ivm_stat){ "kvm_halts_polled",
-					     is->kvm_halts_polled };
-	}
-	*nr = n;
-}
-
-static void fill_stats(const struct profiler *p, struct ivm_stat *st,
-		       size_t *nr)
-{
-	const struct ivm_profiler_result *r = p->res;
-	const struct ivm_dispatch_stats *d = ivm_dispatch_stats(p->dispatch);
-	size_t n = 0, i;
-
-	st[n++] = (struct ivm_stat){ "elapsed_ms",
-				     (ivm_mono_ns() - p->start_ns) / 1000000 };
-	st[n++] = (struct ivm_stat){ "to_idle", r->kept[IVM_SAMPLE_TO_IDLE] };
-	st[n++] = (struct ivm_stat){ "from_idle", r->kept[IVM_SAMPLE_FROM_IDLE] };
-	st[n++] = (struct ivm_stat){ "on_cpu", r->kept[IVM_SAMPLE_ON_CPU] };
-	st[n++] = (struct ivm_stat){ "discarded_ran",
-				     r->outcomes[IVM_CAPTURE_DISCARDED_RAN] };
-	st[n++] = (struct ivm_stat){ "discarded_runnable",
-				     r->outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE] };
-	st[n++] = (struct ivm_stat){ "capture_failed",
-				     r->outcomes[IVM_CAPTURE_FAILED] };
-	st[n++] = (struct ivm_stat){ "blocked_kept",
-				     r->blocked_outcomes[IVM_CAPTURE_KEPT] };
-	st[n++] = (struct ivm_stat){
-		"blocked_discarded",
-		r->blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
-		r->blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE] };
-	st[n++] = (struct ivm_stat){ "filtered", r->filtered };
-	st[n++] = (struct ivm_stat){ "lost_busy", d->lost_busy };
-	st[n++] = (struct ivm_stat){ "lost_missed", d->lost_missed };
-	st[n++] = (struct ivm_stat){ "lost_no_target", d->lost_no_target };
-	st[n++] = (struct ivm_stat){ "missed_idle", d->missed_idle };
-	st[n++] = (struct ivm_stat){ "idle_transitions", d->idle_transitions };
-	st[n++] = (struct ivm_stat){ "inconsistent", d->inconsistent };
-	st[n++] = (struct ivm_stat){ "unseen_to_idle", d->unseen_to_idle };
-	st[n++] = (struct ivm_stat){ "to_idle_resolved", r->to_idle_resolved };
-	st[n++] = (struct ivm_stat){ "to_idle_retargeted",
-				     r->to_idle_retargeted };
-	st[n++] = (struct ivm_stat){ "to_idle_unresolved",
-				     r->to_idle_unresolved };
-	st[n++] = (struct ivm_stat){ "capture_retries", r->retries };
-	st[n++] = (struct ivm_stat){ "torn_reads", r->torn_reads };
-	st[n++] = (struct ivm_stat){ "from_idle_resolved",
-				     r->from_idle_resolved };
-	st[n++] = (struct ivm_stat){ "from_idle_unresolved",
-				     r->from_idle_unresolved };
-	{
-		struct ivm_uobjects_stats us;
-
-		ivm_uobjects_stats(ivm_capture_engine_objects(p->engine), &us);
-		st[n++] = (struct ivm_stat){ "user_objects", us.objects };
-		st[n++] = (struct ivm_stat){ "cfi_rows", us.row_lookups };
-		st[n++] = (struct ivm_stat){ "cfi_rows_absent",
-					     us.row_faults };
-		st[n++] = (struct ivm_stat){ "cfi_rows_page_cache",
-					     us.row_page_cache +
-					     us.row_other_mapping };
-	}
-	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
-		const struct ivm_pin_stats *ps =
-			ivm_pin_capture_stats(p->cfg->pin);
-
-		st[n++] = (struct ivm_stat){ "pin_ok", ps->ok };
-		st[n++] = (struct ivm_stat){ "pin_hold_only", ps->hold_only };
-		st[n++] = (struct ivm_stat){ "pin_skipped", ps->skipped };
-		st[n++] = (struct ivm_stat){ "pin_unneeded", ps->unneeded };
-		st[n++] = (struct ivm_stat){ "pin_running", ps->running };
-		st[n++] = (struct ivm_stat){ "pin_reread", ps->reread };
-		st[n++] = (struct ivm_stat){ "pin_refused", ps->refused };
-		st[n++] = (struct ivm_stat){ "pin_ran_before",
-					     ps->ran_before_pin };
-		st[n++] = (struct ivm_stat){ "pin_lease_expired",
-					     ps->lease_expired };
-		st[n++] = (struct ivm_stat){ "pin_timed_out", ps->timed_out };
-		st[n++] = (struct ivm_stat){ "pin_failed", ps->failed };
-		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
-		st[n++] = (struct ivm_stat){ "pin_requests", ps->requests };
-		st[n++] = (struct ivm_stat){ "pin_holds", ps->holds };
-		st[n++] = (struct ivm_stat){ "pin_pins", ps->pins };
-		st[n++] = (struct ivm_stat){ "pin_lease_us", ps->lease_us };
-		st[n++] = (struct ivm_stat){ "pin_refused_rt",
-					     ps->refused_rt };
-		st[n++] = (struct ivm_stat){ "readaheads", ps->readaheads };
-		st[n++] = (struct ivm_stat){ "readahead_bytes",
-					     ps->readahead_bytes };
-		st[n++] = (struct ivm_stat){ "readahead_failed",
-					     ps->readahead_failed };
-	}
-	fill_idle_stats(p, st, &n);
-	fill_switch_stats(p, st, &n);
-	st[n++] = (struct ivm_stat){ "polls", r->polls };
-	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
-	if (p->engine && ivm_capture_engine_labels(p->engine))
-		n += ivm_labels_fill_stats(ivm_capture_engine_labels(p->engine),
-					   st + n, MAX_STATS - n);
-	/* What this guest's profiling cost the host (idlevm's thread). */
-	st[n++] = (struct ivm_stat){ "host_cpu_ms", r->cpu_ns / 1000000 };
-	/* Of this window only (next_window() took the counts at its start). */
-	for (i = 0; i < n && i < p->nr_window_base; i++)
-		if (st[i].value >= p->window_base[i].value)
-			st[i].value -= p->window_base[i].value;
-	*nr = n;
-}
-
 /* ---- context-switch sampling (switch_sampler.h) ----------------------- */
 
 /* A switch sample the sampler kept: into the file, like a capture's. */
 static struct ivm_error *switch_emit(void *ctx, const struct ivm_capture *cap)
 {
-	return write_kept(ctx, cap);
+	return write_kept(ctx, cap, NULL);
 }
 
 /* Last in setup: the sampler's first read starts every thread's totals. */
@@ -1434,39 +767,6 @@ static uint64_t switch_due(const struct profiler *p, uint64_t next)
 		return next;
 	due = ivm_switch_sampler_due(p->switches);
 	return due < next ? due : next;
-}
-
-/* Running totals only: a window's stats are differences (next_window). */
-static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
-			      size_t *nr)
-{
-	const struct ivm_switch_sampler_stats *ss = &p->res->switches;
-	size_t n = *nr;
-
-	if (!p->switches)
-		return;
-	ivm_switch_sampler_stats(p->switches, &p->res->switches);
-	st[n++] = (struct ivm_stat){ "switch", p->res->kept[IVM_SAMPLE_SWITCH] };
-	st[n++] = (struct ivm_stat){ "switch_crossings", ss->crossings };
-	st[n++] = (struct ivm_stat){ "switch_coalesced", ss->coalesced };
-	st[n++] = (struct ivm_stat){ "switch_discarded", ss->discarded };
-	st[n++] = (struct ivm_stat){ "switch_capture_failed",
-				     ss->capture_failed };
-	st[n++] = (struct ivm_stat){ "switch_deferred", ss->deferred };
-	st[n++] = (struct ivm_stat){ "switch_waited_on_cpu",
-				     ss->waited_on_cpu };
-	st[n++] = (struct ivm_stat){ "switch_looks", ss->looks };
-	st[n++] = (struct ivm_stat){ "switch_look_ns", ss->look_ns };
-	st[n++] = (struct ivm_stat){ "switch_reads", ss->reads };
-	st[n++] = (struct ivm_stat){ "switch_read_failed", ss->read_failed };
-	st[n++] = (struct ivm_stat){ "switch_threads_met", ss->threads_met };
-	st[n++] = (struct ivm_stat){ "switch_threads_gone", ss->gone };
-	st[n++] = (struct ivm_stat){ "switch_unwatched", ss->unwatched };
-	st[n++] = (struct ivm_stat){ "switch_sweeps", ss->sweeps };
-	st[n++] = (struct ivm_stat){ "switch_sweeps_truncated",
-				     ss->sweeps_truncated };
-	st[n++] = (struct ivm_stat){ "switch_walk_reads", ss->walk_reads };
-	*nr = n;
 }
 
 static void status_line(const struct profiler *p, uint64_t now, bool final)
@@ -1680,71 +980,6 @@ static struct ivm_error *setup_watch(struct profiler *p)
 	return err;
 }
 
-static struct ivm_error *setup_sched_source(struct profiler *p)
-{
-	const char *events[5] = { "sched:sched_switch" };
-	struct ivm_guest *g = p->guest;
-	struct ivm_error *err;
-	size_t i, n = 0, nr_events = 1;
-	pid_t tids[256];
-	bool kvm = false;
-	char *filter;
-
-	/* The event formats are read from tracefs: mount it first. */
-	err = ivm_tracefs_ensure(&p->res->tracefs_mounted);
-	if (!err)
-		err = ivm_sched_events_load(NULL, &p->sched_events);
-	if (err)
-		return err;
-	/* One record per wakeup: sched_waking, or sched_wakeup without it. */
-	events[nr_events++] = ivm_sched_events_has_waking(p->sched_events) ?
-			      "sched:sched_waking" : "sched:sched_wakeup";
-	/*
-	 * KVM: its halts too (they never fire under TCG).  A HLT exit is a
-	 * halt that the scheduler sees only once halt polling gives up, if
-	 * at all, and kvm_vcpu_wakeup ends every halt, polled or slept.
-	 */
-	kvm = g->kvm;
-	if (kvm) {
-		err = ivm_kvm_events_load(NULL, &p->kvm_events);
-		if (err)
-			return err;
-		events[nr_events++] = "kvm:kvm_exit";
-		events[nr_events++] = "kvm:kvm_vcpu_wakeup";
-	}
-	for (i = 0; i < g->nr_vcpus && n < 256; i++)
-		tids[n++] = g->vcpus[i].tid;
-	err = ivm_trace_session_create(events, nr_events, tids, n, &p->trace);
-	if (err)
-		return err;
-	/*
-	 * Every record traced wakes the loop, at real-time priority: only
-	 * the vCPU threads' sleeps (sched_events.h says why the pid list is
-	 * not enough) and their HLT exits.  A kernel that refuses the
-	 * filter gets the coarser one, and just wakes us more.
-	 */
-	filter = ivm_sched_switch_filter(tids, n);
-	if (!filter)
-		return &ivm_enomem;
-	err = ivm_trace_session_filter(p->trace, "sched:sched_switch", filter);
-	free(filter);
-	if (err) {
-		ivm_error_destroy(err);
-		ivm_error_destroy(ivm_trace_session_filter(
-			p->trace, "sched:sched_switch", "prev_state & 131"));
-	}
-	filter = ivm_sched_wake_filter(tids, n);
-	if (!filter)
-		return &ivm_enomem;
-	ivm_error_destroy(ivm_trace_session_filter(p->trace, events[1],
-						   filter));
-	free(filter);
-	if (kvm)
-		ivm_error_destroy(ivm_trace_session_filter(
-			p->trace, "kvm:kvm_exit", ivm_kvm_exit_hlt_filter()));
-	return NULL;
-}
-
 static struct ivm_error *setup(struct profiler *p)
 {
 	struct ivm_guest *g = p->guest;
@@ -1784,7 +1019,8 @@ static struct ivm_error *setup(struct profiler *p)
 	if (err)
 		return err;
 	p->vcpus = calloc(g->nr_vcpus, sizeof(*p->vcpus));
-	if (!p->vcpus)
+	p->held = calloc(g->nr_vcpus ? g->nr_vcpus : 1, sizeof(*p->held));
+	if (!p->vcpus || !p->held)
 		return &ivm_enomem;
 	err = ivm_idle_periods_create((uint32_t)g->nr_vcpus, &p->periods);
 	if (err)
@@ -1879,6 +1115,10 @@ static void teardown(struct profiler *p)
 			if (p->vcpus[i].stat_fd >= 0)
 				close(p->vcpus[i].stat_fd);
 	free(p->vcpus);
+	if (p->held)
+		for (i = 0; i < p->guest->nr_vcpus; i++)
+			ivm_sample_release(&p->held[i]);
+	free(p->held);
 	free(p->views);
 	free(p->views2);
 	free(p->last_views);
@@ -1889,6 +1129,7 @@ static void teardown(struct profiler *p)
 	ivm_trace_session_destroy(p->trace);
 	ivm_kvm_events_destroy(p->kvm_events);
 	ivm_sched_events_destroy(p->sched_events);
+	ivm_host_sched_destroy(p->host);
 	ivm_idle_periods_destroy(p->periods);
 	ivm_irq_stat_destroy(p->irq_stat);
 	ivm_capture_engine_destroy(p->engine);
@@ -1929,6 +1170,8 @@ static struct ivm_error *next_window(struct profiler *p, uint64_t now)
 
 	/* Each thread's totals of this window, into its file. */
 	err = p->switches ? ivm_switch_sampler_end_window(p->switches) : NULL;
+	if (!err)
+		err = write_all_held(p);
 	if (err)
 		return err;
 	fill_stats(p, stats, &nr);
@@ -2202,6 +1445,20 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	/* The switch totals end here: every thread read once more. */
 	if (p->switches && p->writer) {
 		ferr = ivm_switch_sampler_end_window(p->switches);
+		if (ferr && !swerr)
+			swerr = ferr;
+		else
+			ivm_error_destroy(ferr);
+	}
+	/*
+	 * The host's records up to now, so its waits end where the
+	 * kernel's run_delay is read (fill_stats).
+	 */
+	if (p->host && p->trace && !p->gone)
+		ivm_error_destroy(poll_halted(p));
+	/* Periods still open: their to-idle samples go without a time. */
+	if (p->writer && p->held) {
+		ferr = write_all_held(p);
 		if (ferr && !swerr)
 			swerr = ferr;
 		else

@@ -162,6 +162,8 @@ struct ivm_profiler_result {
 	uint64_t periods_no_start;	/* ... rebuilt without a start */
 	/* Of kept, stacks read after the task ran again (IVM_STACK_LATER). */
 	uint64_t kept_later[IVM_SAMPLE_NR_KINDS];
+	/* Samples written with their time value (sample.h IVM_COUNTER_*_NS). */
+	uint64_t valued[IVM_SAMPLE_NR_KINDS];
 	bool tracefs_mounted;		/* sched source: we mounted tracefs */
 	uint64_t trace_records;		/* sched source: host records read */
 	enum ivm_idle_source idle_source;	/* the one that ran */

@@ -43,10 +43,23 @@ enum ivm_counter_id {
 	IVM_COUNTER_NIVCSW = 2,		/* involuntary (preempted) */
 	IVM_COUNTER_RUN_DELAY_NS = 3,	/* runnable, waiting for a CPU */
 	IVM_COUNTER_CPU_NS = 4,		/* on a CPU */
+	/*
+	 * A to-idle sample's weight in time: how long the idle period it
+	 * began lasted (both its ends known).
+	 */
+	IVM_COUNTER_IDLE_NS = 5,
+	/*
+	 * A from-idle sample's: how long the host took to run the vCPU's
+	 * thread after the wakeup that ended the idle period (host_sched.h).
+	 */
+	IVM_COUNTER_HOST_WAKE_NS = 6,
 	IVM_COUNTER_NR_IDS,		/* one past the last id */
 };
 
-/* "nvcsw", "nivcsw", "run_delay_ns", "cpu_ns"; NULL for other ids. */
+/*
+ * "nvcsw", "nivcsw", "run_delay_ns", "cpu_ns", "idle_ns", "host_wake_ns";
+ * NULL for other ids.
+ */
 const char *ivm_counter_name(uint32_t id);
 
 /* Why a stack ended early; a truncated stack is kept and marked. */

@@ -21,6 +21,7 @@ struct ivm_sched_events {
 	struct tep_handle *tep;
 	int switch_id, waking_id, wakeup_id;	/* -1: not parsed */
 	struct ivm_trace_field prev_pid, prev_state, next_pid;
+	struct ivm_trace_field prev_comm, next_comm;
 	struct ivm_trace_field waking_pid, wakeup_pid;
 };
 
@@ -76,6 +77,10 @@ struct ivm_error *ivm_sched_events_parse(const char *switch_format,
 		err = ivm_trace_field_find(sw, "prev_state", 8, &ev->prev_state);
 	if (!err)
 		err = ivm_trace_field_find(sw, "next_pid", 4, &ev->next_pid);
+	if (!err)
+		err = ivm_trace_field_find(sw, "prev_comm", 16, &ev->prev_comm);
+	if (!err)
+		err = ivm_trace_field_find(sw, "next_comm", 16, &ev->next_comm);
 	if (!err)
 		ev->switch_id = sw->id;
 	if (!err)
@@ -139,14 +144,6 @@ static char *pid_filter(const char *prefix, const char *field,
 	return f;
 }
 
-char *ivm_sched_switch_filter(const pid_t *tids, size_t n)
-{
-	char prefix[64];
-
-	snprintf(prefix, sizeof(prefix), "prev_state & %d && ", STATE_SLEEPS);
-	return pid_filter(prefix, "prev_pid", tids, n);
-}
-
 char *ivm_sched_wake_filter(const pid_t *tids, size_t n)
 {
 	return pid_filter("", "pid", tids, n);
@@ -178,7 +175,11 @@ struct ivm_error *ivm_sched_events_decode(const struct ivm_sched_events *ev,
 	if (type == ev->switch_id) {
 		if (!ivm_trace_field_get(data, size, ev->prev_pid, &a) ||
 		    !ivm_trace_field_get(data, size, ev->prev_state, &b) ||
-		    !ivm_trace_field_get(data, size, ev->next_pid, &c))
+		    !ivm_trace_field_get(data, size, ev->next_pid, &c) ||
+		    !ivm_trace_field_str(data, size, ev->prev_comm,
+					 ret->prev_comm, sizeof(ret->prev_comm)) ||
+		    !ivm_trace_field_str(data, size, ev->next_comm,
+					 ret->next_comm, sizeof(ret->next_comm)))
 			goto short_record;
 		ret->kind = IVM_SCHED_SWITCH;
 		ret->prev_tid = (int32_t)(uint32_t)a;

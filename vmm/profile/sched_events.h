@@ -6,7 +6,8 @@
  * A halted vCPU's host thread blocks (TCG: on its halt condition; KVM: in
  * kvm_vcpu_block after halt polling) and is woken when the vCPU has work:
  *  - sched:sched_switch with the vCPU thread as prev in a sleeping state is
- *    a candidate idle entry; with it as next, the thread runs again;
+ *    a candidate idle entry; as prev still runnable, the host preempted
+ *    it (next_comm took its CPU); as next, the thread runs again;
  *  - sched:sched_waking / sched_wakeup of it is a candidate idle exit.
  * Candidates only: the thread also sleeps for QEMU's big lock and for I/O,
  * so the guest's own state confirms each one (vmm/profile/idle_periods.h).
@@ -39,6 +40,8 @@ struct ivm_sched_event {
 	uint64_t prev_state;	/* switch: its state (0: preempted) */
 	int32_t next_tid;	/* switch: the thread switched in */
 	int32_t tid;		/* waking, wakeup: the thread woken */
+	/* switch: both threads' names, NUL-terminated (host data) */
+	char prev_comm[16], next_comm[16];
 };
 
 /*
@@ -75,13 +78,13 @@ struct ivm_error *ivm_sched_events_decode(const struct ivm_sched_events *ev,
 					  struct ivm_sched_event *ret);
 
 /*
- * Kernel filters that keep only what the idle signal needs of the threads
- * tids[0..n), each record traced being a wakeup of the reader:
- *  - sched_switch: their sleeps, "prev_state & 131 && (prev_pid == T1 ||
- *    ...)".  The instance's pid list (set_event_pid) alone lets a switch
- *    through when either side is one of the threads: every switch *into*
- *    a vCPU thread after some other task slept, tens of times the vCPU's
- *    own sleeps on a busy host;
+ * Kernel filters on the records of the threads tids[0..n), each record
+ * traced being a wakeup of the reader:
+ *  - sched_switch: the instance's pid list (set_event_pid) alone lets a
+ *    switch through when either side is one of the threads: their sleeps
+ *    (the idle signal), their preemptions and their switch-ins, which
+ *    with the wakeups give their host run-queue waits (host_sched.h).
+ *    That is what the profiler takes, and all it takes: no filter;
  *  - sched_waking / sched_wakeup: their wakeups, "pid == T1 || ...".  The
  *    pid list alone also lets through every wakeup that one of the
  *    threads does (a vCPU thread waking QEMU's I/O thread, or any task).
@@ -89,7 +92,6 @@ struct ivm_error *ivm_sched_events_decode(const struct ivm_sched_events *ev,
  * Return a malloc'd string (the caller frees it), or NULL when out of
  * memory or n is 0.
  */
-char *ivm_sched_switch_filter(const pid_t *tids, size_t n);
 char *ivm_sched_wake_filter(const pid_t *tids, size_t n);
 
 /*

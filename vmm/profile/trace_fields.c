@@ -61,6 +61,20 @@ bool ivm_trace_field_get(const void *data, size_t size,
 	return true;
 }
 
+bool ivm_trace_field_str(const void *data, size_t size,
+			 struct ivm_trace_field f, char *out, size_t out_size)
+{
+	size_t n;
+
+	if (!out_size || f.offset < 0 || f.size <= 0 ||
+	    (size_t)f.offset + (size_t)f.size > size)
+		return false;
+	n = (size_t)f.size < out_size - 1 ? (size_t)f.size : out_size - 1;
+	memcpy(out, (const uint8_t *)data + f.offset, n);
+	out[n] = '\0';
+	return true;
+}
+
 bool ivm_trace_record_type(const void *data, size_t size, int *ret)
 {
 	const uint8_t *p = data;

@@ -47,6 +47,13 @@ struct ivm_error *ivm_trace_field_find(struct tep_event *event,
 bool ivm_trace_field_get(const void *data, size_t size,
 			 struct ivm_trace_field f, uint64_t *ret);
 
+/*
+ * A fixed-size char array field (a comm) into out[0..out_size), always
+ * NUL-terminated; false past the end of the record.
+ */
+bool ivm_trace_field_str(const void *data, size_t size,
+			 struct ivm_trace_field f, char *out, size_t out_size);
+
 /* The event type (common_type) of a raw record; false when too short. */
 bool ivm_trace_record_type(const void *data, size_t size, int *ret);
 

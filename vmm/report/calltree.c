@@ -29,6 +29,7 @@ struct ivm_calltree {
 	/* Sets of dimension labels: nr_dims labels each, in one array. */
 	struct ivm_label *label_sets;
 	uint32_t nr_label_sets;
+	uint64_t timed[IVM_SAMPLE_NR_KINDS];	/* samples with a time value */
 };
 
 static uint64_t hash_key(uint32_t parent, enum ivm_node_type type,
@@ -450,7 +451,8 @@ struct ivm_error *ivm_calltree_add_ctx(struct ivm_calltree *tree,
 	uint32_t nr = 0, cur = 0, i, id;
 	struct ivm_error *err;
 	char buf[IVM_COMM_LEN + 4];
-	uint64_t set;
+	uint64_t set, ns;
+	bool timed;
 	int k;
 
 	if ((unsigned int)s->kind >= IVM_SAMPLE_NR_KINDS ||
@@ -522,10 +524,38 @@ struct ivm_error *ivm_calltree_add_ctx(struct ivm_calltree *tree,
 			return err;
 		path[nr++] = cur;
 	}
-	for (i = 0; i < nr; i++)
+	timed = ivm_sample_time_value(s, &ns);
+	for (i = 0; i < nr; i++) {
 		tree->nodes[path[i]].total[s->kind]++;
+		tree->nodes[path[i]].total_ns[s->kind] += ns;
+	}
 	tree->nodes[cur].self[s->kind]++;
+	tree->nodes[cur].self_ns[s->kind] += ns;
+	if (timed)
+		tree->timed[s->kind]++;
 	return NULL;
+}
+
+bool ivm_sample_time_value(const struct ivm_sample *s, uint64_t *ns)
+{
+	uint32_t want = s->kind == IVM_SAMPLE_TO_IDLE ? IVM_COUNTER_IDLE_NS :
+			s->kind == IVM_SAMPLE_FROM_IDLE ?
+			IVM_COUNTER_HOST_WAKE_NS : 0;
+	uint16_t i;
+
+	*ns = 0;
+	for (i = 0; want && i < s->nr_counters; i++)
+		if (s->counters[i].id == want) {
+			*ns = s->counters[i].value;
+			return true;
+		}
+	return false;
+}
+
+uint64_t ivm_calltree_timed(const struct ivm_calltree *tree,
+			    enum ivm_sample_kind kind)
+{
+	return tree->timed[kind];
 }
 
 uint32_t ivm_calltree_nr_nodes(const struct ivm_calltree *tree)

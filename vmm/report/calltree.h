@@ -18,6 +18,7 @@
 #ifndef IVM_CALLTREE_H
 #define IVM_CALLTREE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -85,6 +86,12 @@ struct ivm_calltree_node {
 	uint32_t title;		/* process nodes: string id, 0: unknown */
 	uint64_t self[IVM_SAMPLE_NR_KINDS];
 	uint64_t total[IVM_SAMPLE_NR_KINDS];
+	/*
+	 * The same in time, of the samples that carry a time value
+	 * (sample.h): a to-idle's idle_ns, a from-idle's host_wake_ns.
+	 */
+	uint64_t self_ns[IVM_SAMPLE_NR_KINDS];
+	uint64_t total_ns[IVM_SAMPLE_NR_KINDS];
 };
 
 struct ivm_error *ivm_calltree_create(unsigned int grouping,
@@ -147,5 +154,15 @@ ivm_calltree_node(const struct ivm_calltree *tree, uint32_t idx);
 /* Samples of a kind in the whole tree. */
 uint64_t ivm_calltree_total(const struct ivm_calltree *tree,
 			    enum ivm_sample_kind kind);
+
+/* Of them, those that carry a time value (their sum: the root's total_ns). */
+uint64_t ivm_calltree_timed(const struct ivm_calltree *tree,
+			    enum ivm_sample_kind kind);
+
+/*
+ * A sample's time value: IVM_COUNTER_IDLE_NS of a to-idle one,
+ * IVM_COUNTER_HOST_WAKE_NS of a from-idle one; false when it has none.
+ */
+bool ivm_sample_time_value(const struct ivm_sample *s, uint64_t *ns);
 
 #endif /* IVM_CALLTREE_H */

@@ -113,6 +113,45 @@ static void keep_meta(struct ivm_idle_summary *s,
 	clean(s->guest, sizeof(s->guest));
 }
 
+enum ivm_idle_cause ivm_idle_cause_of(uint32_t wake_mask)
+{
+	if (wake_mask & (1u << IVM_IRQ_DEVICE))
+		return IVM_IDLE_CAUSE_DEVICE;
+	if (wake_mask & (1u << IVM_IRQ_RESCHED))
+		return IVM_IDLE_CAUSE_RESCHED;
+	if (wake_mask & (1u << IVM_IRQ_CALL | 1u << IVM_IRQ_TLB))
+		return IVM_IDLE_CAUSE_CALL;
+	if (wake_mask & (1u << IVM_IRQ_TIMER))
+		return IVM_IDLE_CAUSE_TIMER;
+	return IVM_IDLE_CAUSE_UNKNOWN;
+}
+
+const char *ivm_idle_cause_name(enum ivm_idle_cause c)
+{
+	static const char *const names[IVM_IDLE_CAUSE_NR] = {
+		"device", "ipi", "call", "timer", "unknown",
+	};
+
+	return (unsigned int)c < IVM_IDLE_CAUSE_NR ? names[c] : "unknown";
+}
+
+static void add_idle_time(struct ivm_idle_summary *s,
+			  const struct ivm_idle_record *r)
+{
+	enum ivm_idle_cause c = ivm_idle_cause_of(r->wake_mask);
+	uint64_t ns = r->end_ns - r->start_ns;	/* the reader checked */
+
+	if ((r->flags & IVM_IDLE_START_UNKNOWN) ||
+	    r->vcpu >= IVM_IDLE_SUMMARY_MAX_VCPUS) {
+		s->untimed_periods++;
+		return;
+	}
+	s->timed_periods++;
+	s->idle_ns[r->vcpu] += ns;
+	s->cause_ns[c] += ns;
+	s->cause_periods[c]++;
+}
+
 struct ivm_error *ivm_idle_summary_add(struct ivm_idle_summary *s,
 				       const struct ivm_profile_record *rec)
 {
@@ -120,6 +159,7 @@ struct ivm_error *ivm_idle_summary_add(struct ivm_idle_summary *s,
 
 	switch (rec->type) {
 	case IVM_RECORD_IDLE_PERIOD:
+		add_idle_time(s, &rec->idle);
 		if (s->nr_periods >= IVM_IDLE_SUMMARY_MAX_PERIODS ||
 		    rec->idle.vcpu >= IVM_IDLE_SUMMARY_MAX_VCPUS) {
 			s->dropped_periods++;
@@ -183,7 +223,8 @@ uint64_t ivm_idle_summary_stat(const struct ivm_idle_summary *s,
 	return 0;
 }
 
-static bool has_stat(const struct ivm_idle_summary *s, const char *name)
+bool ivm_idle_summary_has_stat(const struct ivm_idle_summary *s,
+			       const char *name)
 {
 	size_t i;
 
@@ -223,7 +264,7 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 	uint64_t to_guest, from_guest, unseen, replayed, to_kept, from_kept;
 
 	fprintf(out, "== run ==\n");
-	if (has_stat(s, "elapsed_ms"))
+	if (ivm_idle_summary_has_stat(s, "elapsed_ms"))
 		fprintf(out, "  duration: %.1f s", (double)ST("elapsed_ms") / 1e3);
 	else
 		fprintf(out, "  duration: not recorded (an older idlevm)");
@@ -232,7 +273,7 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 		s->nr_vcpus);
 	to_kept = ST("to_idle");
 	from_kept = ST("from_idle");
-	if (!has_stat(s, "idle_periods_seen")) {
+	if (!ivm_idle_summary_has_stat(s, "idle_periods_seen")) {
 		fprintf(out,
 			"  transitions: not counted by the idlevm that wrote this profile; captured %" PRIu64
 			" to-idle, %" PRIu64 " from-idle\n", to_kept, from_kept);
@@ -286,7 +327,7 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 	 * seen means a KVM that emulates HLT (a PVM host, for a guest
 	 * without PVM support), where only the sleeps start a halt.
 	 */
-	if (has_stat(s, "kvm_halt_exits"))
+	if (ivm_idle_summary_has_stat(s, "kvm_halt_exits"))
 		fprintf(out,
 			"  kvm events: %" PRIu64 " HLT exits; halts ended: %" PRIu64
 			" after the vCPU thread slept, %" PRIu64
@@ -294,7 +335,7 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 			ST("kvm_halt_exits"), ST("kvm_halts_slept"),
 			ST("kvm_halts_polled"));
 	/* The sched source's: the others have no sleeps to look after. */
-	if (has_stat(s, "halt_looked_late") && ST("host_sleeps_idle")) {
+	if (ivm_idle_summary_has_stat(s, "halt_looked_late") && ST("host_sleeps_idle")) {
 		struct ivm_idle_stats is = {
 			.halt_looked_100us = ST("halt_looked_100us"),
 			.halt_looked_1ms = ST("halt_looked_1ms"),

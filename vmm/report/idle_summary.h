@@ -17,6 +17,7 @@
 #ifndef IVM_IDLE_SUMMARY_H
 #define IVM_IDLE_SUMMARY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -36,6 +37,23 @@ struct ivm_idle_summary_sample {
 	char comm[IVM_COMM_LEN];
 };
 
+/*
+ * What ended an idle period, as its time is told (one per period: the
+ * most telling of the interrupts that woke its vCPU).
+ */
+enum ivm_idle_cause {
+	IVM_IDLE_CAUSE_DEVICE,	/* a device interrupt: I/O completed */
+	IVM_IDLE_CAUSE_RESCHED,	/* a task woken on another vCPU came here */
+	IVM_IDLE_CAUSE_CALL,	/* a function-call IPI (TLB shootdown...) */
+	IVM_IDLE_CAUSE_TIMER,	/* a timer: a sleep or timeout ended */
+	IVM_IDLE_CAUSE_UNKNOWN,
+	IVM_IDLE_CAUSE_NR,
+};
+
+/* The cause of a wake_mask, and its name ("device", "ipi"...). */
+enum ivm_idle_cause ivm_idle_cause_of(uint32_t wake_mask);
+const char *ivm_idle_cause_name(enum ivm_idle_cause c);
+
 struct ivm_idle_summary {
 	struct ivm_idle_record *periods;	/* in file order */
 	size_t nr_periods, cap_periods;
@@ -46,6 +64,14 @@ struct ivm_idle_summary {
 	struct ivm_stat *stats;			/* the last STATS/END seen */
 	char *stat_names;			/* their names, NUL-separated */
 	size_t nr_stats;
+	/*
+	 * Idle time of every period with both ends known (none is capped),
+	 * per vCPU and by cause; periods without a start are counted apart.
+	 */
+	uint64_t idle_ns[IVM_IDLE_SUMMARY_MAX_VCPUS];
+	uint64_t cause_ns[IVM_IDLE_CAUSE_NR];
+	uint64_t cause_periods[IVM_IDLE_CAUSE_NR];
+	uint64_t timed_periods, untimed_periods;
 	char idle_source[32];
 	char guest[64];
 	uint32_t nr_vcpus;			/* highest vCPU + 1 seen */
@@ -57,6 +83,10 @@ void ivm_idle_summary_deinit(struct ivm_idle_summary *s);
 /* Take one record of the file (others than these kinds are ignored). */
 struct ivm_error *ivm_idle_summary_add(struct ivm_idle_summary *s,
 				       const struct ivm_profile_record *rec);
+
+/* Whether the last STATS/END record has the stat. */
+bool ivm_idle_summary_has_stat(const struct ivm_idle_summary *s,
+			       const char *name);
 
 /* A stat of the last STATS/END record, 0 when absent. */
 uint64_t ivm_idle_summary_stat(const struct ivm_idle_summary *s,

@@ -178,9 +178,45 @@ static int leaf_cmp(const void *a, const void *b)
 	return x->node < y->node ? -1 : x->node > y->node;
 }
 
-/* Nodes where samples of kind end, most frequent first; caller frees. */
+bool ivm_report_value_parse(const char *s, enum ivm_report_value *ret)
+{
+	if (!strcmp(s, "count"))
+		*ret = IVM_VALUE_COUNT;
+	else if (!strcmp(s, "idle_time"))
+		*ret = IVM_VALUE_IDLE_TIME;
+	else if (!strcmp(s, "wake_delay"))
+		*ret = IVM_VALUE_WAKE_DELAY;
+	else
+		return false;
+	return true;
+}
+
+int ivm_report_value_kind(enum ivm_report_value v)
+{
+	switch (v) {
+	case IVM_VALUE_IDLE_TIME:
+		return IVM_SAMPLE_TO_IDLE;
+	case IVM_VALUE_WAKE_DELAY:
+		return IVM_SAMPLE_FROM_IDLE;
+	default:
+		return -1;
+	}
+}
+
+/* A weight as the text report prints it: a count, or milliseconds. */
+static const char *weight(enum ivm_report_value v, uint64_t w, char *buf,
+			  size_t size)
+{
+	if (v == IVM_VALUE_COUNT)
+		snprintf(buf, size, "%" PRIu64, w);
+	else
+		snprintf(buf, size, "%.3f ms", (double)w / 1e6);
+	return buf;
+}
+
+/* Nodes where samples of kind end, heaviest first; caller frees. */
 static struct leaf *leaves_of(const struct ivm_calltree *tree, int kind,
-			      size_t *nr)
+			      enum ivm_report_value v, size_t *nr)
 {
 	uint32_t i, n = ivm_calltree_nr_nodes(tree);
 	struct leaf *leaves = calloc(n ? n : 1, sizeof(*leaves));
@@ -191,9 +227,9 @@ static struct leaf *leaves_of(const struct ivm_calltree *tree, int kind,
 	for (i = 0; i < n; i++) {
 		const struct ivm_calltree_node *node = ivm_calltree_node(tree, i);
 
-		if (node->self[kind]) {
+		if (ivm_report_self(node, kind, v)) {
 			leaves[*nr].node = i;
-			leaves[*nr].count = node->self[kind];
+			leaves[*nr].count = ivm_report_self(node, kind, v);
 			(*nr)++;
 		}
 	}
@@ -236,11 +272,12 @@ static void print_groups(const struct ivm_calltree *tree,
 			 const struct ivm_report_options *opts, int kind)
 {
 	const struct ivm_calltree_node *root = ivm_calltree_node(tree, 0);
-	uint64_t total = root->total[kind];
+	enum ivm_report_value v = opts->value;
+	uint64_t total = ivm_report_total(root, kind, v);
 	struct leaf *groups;
 	uint32_t c;
 	size_t nr = 0, i;
-	char buf[512];
+	char buf[512], w[32];
 
 	if (root->first_child == IVM_CALLTREE_NONE ||
 	    ivm_calltree_node(tree, root->first_child)->type != IVM_NODE_GROUP)
@@ -250,16 +287,17 @@ static void print_groups(const struct ivm_calltree *tree,
 		return;
 	for (c = root->first_child; c != IVM_CALLTREE_NONE;
 	     c = ivm_calltree_node(tree, c)->next_sibling)
-		if (ivm_calltree_node(tree, c)->total[kind])
+		if (ivm_report_total(ivm_calltree_node(tree, c), kind, v))
 			groups[nr++] = (struct leaf){
-				c, ivm_calltree_node(tree, c)->total[kind] };
+				c, ivm_report_total(ivm_calltree_node(tree, c),
+						    kind, v) };
 	qsort(groups, nr, sizeof(*groups), leaf_cmp);
 	fprintf(opts->out, "\n== %s samples by %s ==\n\n", kind_title(kind),
 		ivm_calltree_group_name(tree));
 	for (i = 0; i < nr; i++)
-		fprintf(opts->out, "%6.2f%%  %8" PRIu64 "  %s\n",
+		fprintf(opts->out, "%6.2f%%  %8s  %s\n",
 			100.0 * (double)groups[i].count / (double)total,
-			groups[i].count,
+			weight(v, groups[i].count, w, sizeof(w)),
 			ivm_report_group_name(tree, groups[i].node, buf,
 					      sizeof(buf)));
 	free(groups);
@@ -269,8 +307,9 @@ void ivm_report_text(const struct ivm_calltree *tree,
 		     const struct ivm_report_options *opts)
 {
 	FILE *out = opts->out;
+	enum ivm_report_value v = opts->value;
 	struct ivm_report_frame *frames;
-	char buf[512];
+	char buf[512], w[32];
 	int kind;
 
 	frames = calloc(IVM_REPORT_MAX_STACK, sizeof(*frames));
@@ -279,7 +318,8 @@ void ivm_report_text(const struct ivm_calltree *tree,
 		return;
 	}
 	for (kind = 0; kind < IVM_SAMPLE_NR_KINDS; kind++) {
-		uint64_t total = ivm_calltree_total(tree, kind);
+		uint64_t total = ivm_report_total(ivm_calltree_node(tree, 0),
+						  kind, v);
 		struct leaf *leaves;
 		size_t nr, i;
 
@@ -289,9 +329,18 @@ void ivm_report_text(const struct ivm_calltree *tree,
 			continue;
 		if (total)
 			print_groups(tree, opts, kind);
-		fprintf(out, "\n== top %s stacks (%" PRIu64 " samples) ==\n",
-			kind_title(kind), total);
-		leaves = leaves_of(tree, kind, &nr);
+		if (v == IVM_VALUE_COUNT)
+			fprintf(out, "\n== top %s stacks (%" PRIu64
+				" samples) ==\n", kind_title(kind), total);
+		else
+			fprintf(out, "\n== top %s stacks by %s (%.3f s in %"
+				PRIu64 " of %" PRIu64 " samples) ==\n",
+				kind_title(kind), v == IVM_VALUE_IDLE_TIME ?
+				"idle time" : "host wake delay",
+				(double)total / 1e9,
+				ivm_calltree_timed(tree, kind),
+				ivm_calltree_total(tree, kind));
+		leaves = leaves_of(tree, kind, v, &nr);
 		if (!leaves) {
 			fprintf(out, "  (out of memory)\n");
 			continue;
@@ -301,9 +350,10 @@ void ivm_report_text(const struct ivm_calltree *tree,
 			uint32_t process, thread;
 			size_t n, j;
 
-			fprintf(out, "\n%6.2f%%  %" PRIu64 " samples\n",
+			fprintf(out, "\n%6.2f%%  %s%s\n",
 				100.0 * (double)leaves[i].count / (double)total,
-				leaves[i].count);
+				weight(v, leaves[i].count, w, sizeof(w)),
+				v == IVM_VALUE_COUNT ? " samples" : "");
 			/* Leaf first, like perf and /proc/PID/stack. */
 			n = ivm_report_stack(tree, opts, leaves[i].node, frames,
 					     IVM_REPORT_MAX_STACK, &process,
@@ -367,7 +417,7 @@ void ivm_report_folded(const struct ivm_calltree *tree,
 
 		if (opts->kind >= 0 && opts->kind != kind)
 			continue;
-		leaves = leaves_of(tree, kind, &nr);
+		leaves = leaves_of(tree, kind, opts->value, &nr);
 		if (!leaves)
 			continue;
 		for (i = 0; i < nr; i++) {

@@ -77,6 +77,35 @@ enum ivm_report_format {
 	IVM_REPORT_THREADS,	/* report/threads.h: one line a thread */
 };
 
+/*
+ * What the stacks are weighed by (report --value): samples, or the time
+ * value they carry (sample.h), which only one kind has.
+ */
+enum ivm_report_value {
+	IVM_VALUE_COUNT,
+	IVM_VALUE_IDLE_TIME,	/* to-idle: how long the idle period lasted */
+	IVM_VALUE_WAKE_DELAY,	/* from-idle: the host's delay after the wakeup */
+};
+
+/* "count", "idle_time", "wake_delay" into *ret; false for anything else. */
+bool ivm_report_value_parse(const char *s, enum ivm_report_value *ret);
+
+/* The kind a time value belongs to; -1 for counts. */
+int ivm_report_value_kind(enum ivm_report_value v);
+
+/* What a stack of kind weighs at node (self) or under it (total). */
+static inline uint64_t ivm_report_self(const struct ivm_calltree_node *node,
+				       int kind, enum ivm_report_value v)
+{
+	return v == IVM_VALUE_COUNT ? node->self[kind] : node->self_ns[kind];
+}
+
+static inline uint64_t ivm_report_total(const struct ivm_calltree_node *node,
+					int kind, enum ivm_report_value v)
+{
+	return v == IVM_VALUE_COUNT ? node->total[kind] : node->total_ns[kind];
+}
+
 /* What a profile says of its run, for the writers that record it (pprof). */
 struct ivm_report_run {
 	uint64_t start_ns;	/* wall clock at the start, ns since the epoch;
@@ -113,6 +142,7 @@ struct ivm_report_options {
 	enum ivm_group_by group_by;
 	const char *group_label;	/* IVM_GROUP_BY_LABEL's key */
 	unsigned int sort;	/* threads: an enum ivm_threads_sort */
+	enum ivm_report_value value;	/* text, folded, SVG: the weight */
 };
 
 /* Top stacks of each kind with counts and percentages. */

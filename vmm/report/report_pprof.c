@@ -488,6 +488,11 @@ static void write_samples(struct pprof *pp, const struct ivm_calltree *tree,
 		pp->sub.len = 0;
 		for (k = 0; k < IVM_SAMPLE_NR_KINDS; k++)
 			pb_varint(&pp->sub, k == kind ? node->self[kind] : 0);
+		/* The time values (value_types): idle_ns, host_wake_ns. */
+		pb_varint(&pp->sub, kind == IVM_SAMPLE_TO_IDLE ?
+			  node->self_ns[kind] : 0);
+		pb_varint(&pp->sub, kind == IVM_SAMPLE_FROM_IDLE ?
+			  node->self_ns[kind] : 0);
 		pb_message(sample, SAMPLE_VALUE, &pp->sub);
 		label(pp, sample, "kind", ivm_sample_kind_name(kind), 0);
 		context_labels(pp, tree, leaf, process, sample);
@@ -582,6 +587,13 @@ struct ivm_error *ivm_report_pprof(const struct ivm_calltree *tree,
 	for (kind = 0; kind < IVM_SAMPLE_NR_KINDS; kind++)
 		value_type(&pp, PROFILE_SAMPLE_TYPE, ivm_sample_kind_name(kind),
 			   "count");
+	/*
+	 * Time: how long each to-idle's idle period lasted, how long the
+	 * host took to run the vCPU after each from-idle's wakeup, so
+	 * `go tool pprof -sample_index=idle_ns` weighs stacks by idle time.
+	 */
+	value_type(&pp, PROFILE_SAMPLE_TYPE, "idle_ns", "nanoseconds");
+	value_type(&pp, PROFILE_SAMPLE_TYPE, "host_wake_ns", "nanoseconds");
 	for (i = 0; i < nr; i++) {
 		const struct ivm_calltree_node *node = ivm_calltree_node(tree, i);
 
@@ -603,8 +615,11 @@ struct ivm_error *ivm_report_pprof(const struct ivm_calltree *tree,
 	comment(&pp, "guest", opts->run.guest);
 	comment(&pp, "kernel", opts->run.kernel);
 	pb_uint(&pp.out, PROFILE_DEFAULT_SAMPLE_TYPE,
-		(uint64_t)string_id(&pp, ivm_sample_kind_name(
-			opts->kind >= 0 ? opts->kind : IVM_SAMPLE_TO_IDLE)));
+		(uint64_t)string_id(&pp,
+			opts->value == IVM_VALUE_IDLE_TIME ? "idle_ns" :
+			opts->value == IVM_VALUE_WAKE_DELAY ? "host_wake_ns" :
+			ivm_sample_kind_name(opts->kind >= 0 ? opts->kind :
+					     IVM_SAMPLE_TO_IDLE)));
 	/* The string table last: every string is known by now. */
 	pb_bytes(&pp.out, PROFILE_STRING_TABLE, "", 0);
 	for (s = 0; s < pp.nr_strings; s++)

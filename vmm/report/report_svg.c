@@ -31,6 +31,7 @@ struct flames {
 	uint32_t nr, cap;
 	uint32_t max_depth;
 	bool failed;
+	bool time;		/* counts are nanoseconds (report --value) */
 };
 
 #define NONE UINT32_MAX
@@ -212,10 +213,14 @@ static void emit(FILE *out, const struct flames *fl, uint32_t idx,
 			xml_escape(out, f->name);
 			fprintf(out, "\"><title>");
 			xml_escape(out, f->name);
-			fprintf(out, " (%" PRIu64 " samples)</title>"
+			if (fl->time)
+				fprintf(out, " (%.3f ms)", (double)f->count / 1e6);
+			else
+				fprintf(out, " (%" PRIu64 " samples)", f->count);
+			fprintf(out, "</title>"
 				"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>"
 				"<text x=\"%.1f\" y=\"%.1f\"></text></g>\n",
-				f->count, px, y, pw > 0.5 ? pw - 0.5 : pw,
+				px, y, pw > 0.5 ? pw - 0.5 : pw,
 				FRAME_HEIGHT - 1, colour, px + 3,
 				y + FRAME_HEIGHT - 5);
 			if (f->depth < MAX_DEPTH)
@@ -305,6 +310,7 @@ struct ivm_error *ivm_report_svg(const struct ivm_calltree *tree,
 	}
 	fl.cap = 1024;
 	fl.nr = 1;
+	fl.time = opts->value != IVM_VALUE_COUNT;
 	fl.v[0] = (struct flame){ .name = strdup("all"), .kind = -1,
 				  .style = STYLE_ROOT, .first_child = NONE,
 				  .next_sibling = NONE };
@@ -317,9 +323,10 @@ struct ivm_error *ivm_report_svg(const struct ivm_calltree *tree,
 			const struct ivm_calltree_node *node =
 				ivm_calltree_node(tree, i);
 
-			if (node->self[kind])
-				add_stack(&fl, tree, opts, i, kind,
-					  node->self[kind], frames);
+			uint64_t w = ivm_report_self(node, kind, opts->value);
+
+			if (w)
+				add_stack(&fl, tree, opts, i, kind, w, frames);
 		}
 	}
 	free(frames);

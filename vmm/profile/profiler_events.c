@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "kernel/last_ran.h"
+#include "profile/profiler_int.h"
+#include "profile/replay.h"
+
+/* Halted per the vCPU thread's state letter (after "comm) "). */
+struct ivm_error *thread_halted(struct vcpu_poll *vp, bool *ret)
+{
+	char buf[512];
+	ssize_t n = pread(vp->stat_fd, buf, sizeof(buf) - 1, 0);
+	char *paren;
+
+	if (n <= 0)
+		return ivm_error_create(IVM_ERROR_GONE,
+					"the vCPU thread is gone");
+	buf[n] = '\0';
+	paren = strrchr(buf, ')');
+	if (!paren || paren[1] != ' ' || !paren[2])
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"unexpected /proc stat line");
+	/* R running; S/D sleeping in the host: the vCPU is halted. */
+	*ret = paren[2] == 'S' || paren[2] == 'D';
+	return NULL;
+}
+
+/* One kvm tracepoint record: update the halted state of its vCPU. */
+static int on_kvm_record(void *ctx, const void *data, size_t size, int cpu,
+			 uint64_t ts)
+{
+	struct profiler *p = ctx;
+	struct ivm_kvm_event ev;
+	struct ivm_error *err;
+	size_t i;
+
+	(void)cpu;
+	(void)ts;
+	err = ivm_kvm_events_decode(p->kvm_events, data, size, &ev);
+	if (err) {
+		ivm_error_destroy(err);
+		return 0;
+	}
+	for (i = 0; i < p->guest->nr_vcpus; i++) {
+		if (p->guest->vcpus[i].tid != ev.tid)
+			continue;
+		if (ev.kind == IVM_KVM_EXIT)
+			p->vcpus[i].halted = ev.halt;
+		else
+			p->vcpus[i].halted = false;	/* woken or entering */
+		break;
+	}
+	return 0;
+}
+
+static int vcpu_of_tid(const struct profiler *p, int32_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < p->guest->nr_vcpus; i++)
+		if (p->guest->vcpus[i].tid == tid)
+			return (int)i;
+	return -1;
+}
+
+/* A halted vCPU's thread was woken (or KVM ended its halt) at ts. */
+static void vcpu_woke(struct profiler *p, int v, uint64_t ts)
+{
+	size_t k;
+
+	/*
+	 * No look now: the vCPU has not run yet, so the guest still shows
+	 * it idle, and a look at real-time priority would only delay the
+	 * thread that was just woken.  The follow-up looks see what it
+	 * dispatched, when there is a from-idle task to see.
+	 */
+	if (p->vcpus[v].halted &&
+	    ivm_dispatch_awaits_from_idle(p->dispatch, (uint32_t)v)) {
+		for (k = 0; k < NR_FOLLOW; k++)
+			p->vcpus[v].follow_at[k] = ts + follow_ns[k];
+		if (p->vcpus[v].follow_at[0] < p->next_look_ns)
+			p->next_look_ns = p->vcpus[v].follow_at[0];
+	}
+	p->vcpus[v].halted = false;
+}
+
+/*
+ * KVM, next to the scheduler's events: a HLT exit starts a halt (look now,
+ * as at a sleep: the thread may poll instead of sleeping, or never sleep),
+ * kvm_vcpu_wakeup ends one.
+ */
+static void on_kvm_halt_record(struct profiler *p,
+			       const struct ivm_kvm_event *kev, uint64_t ts)
+{
+	int v = vcpu_of_tid(p, kev->tid);
+
+	if (v < 0)
+		return;
+	if (kev->kind == IVM_KVM_EXIT && kev->halt) {
+		p->vcpus[v].halted = true;
+		p->look_due = true;
+		ivm_idle_periods_host_halt_exit(p->periods, (uint32_t)v,
+						kev->exit_reason, ts);
+	} else if (kev->kind == IVM_KVM_VCPU_WAKEUP) {
+		vcpu_woke(p, v, ts);
+		ivm_idle_periods_host_halt_end(p->periods, (uint32_t)v,
+					       kev->waited, ts);
+	}
+}
+
+/*
+ * One record of the sched source: a vCPU thread slept, woke, or (KVM)
+ * exited for HLT or ended a halt.  Only candidates: idle_periods confirms them against
+ * the guest at the next look.
+ */
+static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
+			   uint64_t ts)
+{
+	struct profiler *p = ctx;
+	struct ivm_sched_event ev;
+	struct ivm_error *err;
+	int v;
+
+	(void)cpu;
+	p->res->trace_records++;
+	err = ivm_sched_events_decode(p->sched_events, data, size, &ev);
+	if (err && err->code == IVM_ERROR_NOT_FOUND && p->kvm_events) {
+		struct ivm_kvm_event kev;
+
+		ivm_error_destroy(err);
+		err = ivm_kvm_events_decode(p->kvm_events, data, size, &kev);
+		if (!err)
+			on_kvm_halt_record(p, &kev, ts);
+	}
+	if (err) {
+		ivm_error_destroy(err);
+		return 0;
+	}
+	if (ev.kind == IVM_SCHED_SWITCH) {
+		int next = vcpu_of_tid(p, ev.next_tid);
+
+		v = vcpu_of_tid(p, ev.prev_tid);
+		ivm_host_sched_switch(p->host, v, ev.prev_state, ev.prev_comm,
+				      next, ev.next_comm, ts);
+		if (v >= 0 && ivm_sched_state_sleeping(ev.prev_state)) {
+			p->vcpus[v].halted = true;
+			p->look_due = true;
+			ivm_idle_periods_host_sleep(p->periods, (uint32_t)v, ts);
+		}
+		if (next >= 0)
+			p->vcpus[next].halted = false;
+		return 0;
+	}
+	v = vcpu_of_tid(p, ev.tid);
+	if (v >= 0) {
+		vcpu_woke(p, v, ts);
+		ivm_host_sched_wake(p->host, v, ts);
+		ivm_idle_periods_host_wake(p->periods, (uint32_t)v, ts);
+	}
+	return 0;
+}
+
+struct ivm_error *poll_halted(struct profiler *p)
+{
+	struct ivm_guest *g = p->guest;
+	struct ivm_error *err;
+	size_t i;
+
+	if (p->source == IVM_IDLE_SOURCE_KVM)
+		/* State carries over between polls: only changes arrive. */
+		return ivm_trace_session_read(p->trace, on_kvm_record, p);
+	if (p->source == IVM_IDLE_SOURCE_SCHED) {
+		uint64_t lost;
+
+		err = ivm_trace_session_read(p->trace, on_sched_record, p);
+		lost = ivm_trace_session_lost(p->trace);
+		ivm_idle_periods_host_lost(p->periods, lost - p->trace_lost);
+		if (lost != p->trace_lost)
+			ivm_host_sched_lost(p->host);
+		p->trace_lost = lost;
+		return err;
+	}
+
+	if (p->source == IVM_IDLE_SOURCE_QMP) {
+		err = ivm_guest_refresh_vcpus(g);
+		if (err)
+			return err;
+		for (i = 0; i < g->nr_vcpus; i++)
+			p->vcpus[i].halted = g->vcpus[i].halted;
+		return NULL;
+	}
+	/*
+	 * Thread source: read lazily per vCPU in poll_once.  Each /proc stat
+	 * read costs about 10 us, five times the guest read that tells the
+	 * same (the vCPU's current task is its idle task), so it is only
+	 * read where it adds something: at a transition, and when the guest
+	 * read failed.
+	 */
+	return NULL;
+}
+
+struct ivm_error *setup_sched_source(struct profiler *p)
+{
+	const char *events[5] = { "sched:sched_switch" };
+	struct ivm_guest *g = p->guest;
+	struct ivm_error *err;
+	size_t i, n = 0, nr_events = 1;
+	pid_t tids[256];
+	bool kvm = false;
+	char *filter;
+
+	/* The event formats are read from tracefs: mount it first. */
+	err = ivm_tracefs_ensure(&p->res->tracefs_mounted);
+	if (!err)
+		err = ivm_sched_events_load(NULL, &p->sched_events);
+	if (err)
+		return err;
+	/* One record per wakeup: sched_waking, or sched_wakeup without it. */
+	events[nr_events++] = ivm_sched_events_has_waking(p->sched_events) ?
+			      "sched:sched_waking" : "sched:sched_wakeup";
+	/*
+	 * KVM: its halts too (they never fire under TCG).  A HLT exit is a
+	 * halt that the scheduler sees only once halt polling gives up, if
+	 * at all, and kvm_vcpu_wakeup ends every halt, polled or slept.
+	 */
+	kvm = g->kvm;
+	if (kvm) {
+		err = ivm_kvm_events_load(NULL, &p->kvm_events);
+		if (err)
+			return err;
+		events[nr_events++] = "kvm:kvm_exit";
+		events[nr_events++] = "kvm:kvm_vcpu_wakeup";
+	}
+	for (i = 0; i < g->nr_vcpus && n < 256; i++)
+		tids[n++] = g->vcpus[i].tid;
+	err = ivm_trace_session_create(events, nr_events, tids, n, &p->trace);
+	if (err)
+		return err;
+	/*
+	 * Every record traced wakes the loop, at real-time priority.  Of
+	 * sched_switch, the instance's pid list keeps what is wanted (the
+	 * vCPU threads' switches out and in); of the wakeups, only theirs
+	 * (sched_events.h).
+	 */
+	err = ivm_host_sched_create(g->nr_vcpus, &p->host);
+	if (err)
+		return err;
+	/* The kernel's own sum beside ours; not needed to profile. */
+	for (i = 0; i < g->nr_vcpus; i++)
+		ivm_error_destroy(ivm_host_sched_watch(p->host, i,
+						       g->vcpus[i].tid));
+	filter = ivm_sched_wake_filter(tids, n);
+	if (!filter)
+		return &ivm_enomem;
+	ivm_error_destroy(ivm_trace_session_filter(p->trace, events[1],
+						   filter));
+	free(filter);
+	if (kvm)
+		ivm_error_destroy(ivm_trace_session_filter(
+			p->trace, "kvm:kvm_exit", ivm_kvm_exit_hlt_filter()));
+	return NULL;
+}

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "kernel/last_ran.h"
+#include "profile/profiler_int.h"
+#include "profile/replay.h"
+
+static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
+			      size_t *nr);
+
+/*
+ * What the idle signal saw, and the guest's idle transitions counted from
+ * its own idle-task switch counts: every period whose start was seen, and
+ * every one that came and went between two looks.
+ */
+void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
+			    size_t *nr)
+{
+	const struct ivm_idle_stats *is = ivm_idle_periods_stats(p->periods);
+	size_t n = *nr;
+
+	st[n++] = (struct ivm_stat){ "idle_periods_seen", is->periods_seen };
+	st[n++] = (struct ivm_stat){ "idle_periods_ended", is->periods_ended };
+	st[n++] = (struct ivm_stat){ "idle_periods_unseen",
+				     is->unseen_periods };
+	st[n++] = (struct ivm_stat){ "idle_periods_written",
+				     p->res->periods_written };
+	st[n++] = (struct ivm_stat){ "from_idle_late", is->from_idle_late };
+	st[n++] = (struct ivm_stat){ "host_sleeps", is->host_sleeps };
+	st[n++] = (struct ivm_stat){ "host_sleeps_idle", is->host_sleeps_idle };
+	st[n++] = (struct ivm_stat){ "host_sleeps_busy", is->host_sleeps_busy };
+	st[n++] = (struct ivm_stat){ "halt_looked_100us",
+				     is->halt_looked_100us };
+	st[n++] = (struct ivm_stat){ "halt_looked_1ms", is->halt_looked_1ms };
+	st[n++] = (struct ivm_stat){ "halt_looked_late", is->halt_looked_late };
+	st[n++] = (struct ivm_stat){ "host_wakes", is->host_wakes };
+	st[n++] = (struct ivm_stat){ "wakes_no_switch", is->wakes_no_switch };
+	st[n++] = (struct ivm_stat){ "own_switches", is->own_switches };
+	st[n++] = (struct ivm_stat){ "idle_periods_replayed",
+				     is->recovered_periods };
+	st[n++] = (struct ivm_stat){ "idle_periods_no_start",
+				     p->res->periods_no_start };
+	st[n++] = (struct ivm_stat){ "to_idle_valued",
+				     p->res->valued[IVM_SAMPLE_TO_IDLE] };
+	st[n++] = (struct ivm_stat){ "from_idle_valued",
+				     p->res->valued[IVM_SAMPLE_FROM_IDLE] };
+	st[n++] = (struct ivm_stat){ "to_idle_later",
+				     p->res->kept_later[IVM_SAMPLE_TO_IDLE] };
+	st[n++] = (struct ivm_stat){ "guest_paused_s", p->res->paused_s };
+	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
+	st[n++] = (struct ivm_stat){ "trace_records", p->res->trace_records };
+	if (p->guest->kvm) {
+		st[n++] = (struct ivm_stat){ "kvm_halt_exits",
+					     is->kvm_halt_exits };
+		st[n++] = (struct ivm_stat){ "kvm_halts_slept",
+					     is->kvm_halts_slept };
+		st[n++] = (struct ivm_stat){ "kvm_halts_polled",
+					     is->kvm_halts_polled };
+	}
+	*nr = n;
+}
+
+void fill_stats(const struct profiler *p, struct ivm_stat *st,
+		       size_t *nr)
+{
+	const struct ivm_profiler_result *r = p->res;
+	const struct ivm_dispatch_stats *d = ivm_dispatch_stats(p->dispatch);
+	size_t n = 0, i;
+
+	st[n++] = (struct ivm_stat){ "elapsed_ms",
+				     (ivm_mono_ns() - p->start_ns) / 1000000 };
+	st[n++] = (struct ivm_stat){ "to_idle", r->kept[IVM_SAMPLE_TO_IDLE] };
+	st[n++] = (struct ivm_stat){ "from_idle", r->kept[IVM_SAMPLE_FROM_IDLE] };
+	st[n++] = (struct ivm_stat){ "on_cpu", r->kept[IVM_SAMPLE_ON_CPU] };
+	st[n++] = (struct ivm_stat){ "discarded_ran",
+				     r->outcomes[IVM_CAPTURE_DISCARDED_RAN] };
+	st[n++] = (struct ivm_stat){ "discarded_runnable",
+				     r->outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE] };
+	st[n++] = (struct ivm_stat){ "capture_failed",
+				     r->outcomes[IVM_CAPTURE_FAILED] };
+	st[n++] = (struct ivm_stat){ "blocked_kept",
+				     r->blocked_outcomes[IVM_CAPTURE_KEPT] };
+	st[n++] = (struct ivm_stat){
+		"blocked_discarded",
+		r->blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
+		r->blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE] };
+	st[n++] = (struct ivm_stat){ "filtered", r->filtered };
+	st[n++] = (struct ivm_stat){ "lost_busy", d->lost_busy };
+	st[n++] = (struct ivm_stat){ "lost_missed", d->lost_missed };
+	st[n++] = (struct ivm_stat){ "lost_no_target", d->lost_no_target };
+	st[n++] = (struct ivm_stat){ "missed_idle", d->missed_idle };
+	st[n++] = (struct ivm_stat){ "idle_transitions", d->idle_transitions };
+	st[n++] = (struct ivm_stat){ "inconsistent", d->inconsistent };
+	st[n++] = (struct ivm_stat){ "unseen_to_idle", d->unseen_to_idle };
+	st[n++] = (struct ivm_stat){ "to_idle_resolved", r->to_idle_resolved };
+	st[n++] = (struct ivm_stat){ "to_idle_retargeted",
+				     r->to_idle_retargeted };
+	st[n++] = (struct ivm_stat){ "to_idle_unresolved",
+				     r->to_idle_unresolved };
+	st[n++] = (struct ivm_stat){ "capture_retries", r->retries };
+	st[n++] = (struct ivm_stat){ "torn_reads", r->torn_reads };
+	st[n++] = (struct ivm_stat){ "from_idle_resolved",
+				     r->from_idle_resolved };
+	st[n++] = (struct ivm_stat){ "from_idle_unresolved",
+				     r->from_idle_unresolved };
+	{
+		struct ivm_uobjects_stats us;
+
+		ivm_uobjects_stats(ivm_capture_engine_objects(p->engine), &us);
+		st[n++] = (struct ivm_stat){ "user_objects", us.objects };
+		st[n++] = (struct ivm_stat){ "cfi_rows", us.row_lookups };
+		st[n++] = (struct ivm_stat){ "cfi_rows_absent",
+					     us.row_faults };
+		st[n++] = (struct ivm_stat){ "cfi_rows_page_cache",
+					     us.row_page_cache +
+					     us.row_other_mapping };
+	}
+	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
+		const struct ivm_pin_stats *ps =
+			ivm_pin_capture_stats(p->cfg->pin);
+
+		st[n++] = (struct ivm_stat){ "pin_ok", ps->ok };
+		st[n++] = (struct ivm_stat){ "pin_hold_only", ps->hold_only };
+		st[n++] = (struct ivm_stat){ "pin_skipped", ps->skipped };
+		st[n++] = (struct ivm_stat){ "pin_unneeded", ps->unneeded };
+		st[n++] = (struct ivm_stat){ "pin_running", ps->running };
+		st[n++] = (struct ivm_stat){ "pin_reread", ps->reread };
+		st[n++] = (struct ivm_stat){ "pin_refused", ps->refused };
+		st[n++] = (struct ivm_stat){ "pin_ran_before",
+					     ps->ran_before_pin };
+		st[n++] = (struct ivm_stat){ "pin_lease_expired",
+					     ps->lease_expired };
+		st[n++] = (struct ivm_stat){ "pin_timed_out", ps->timed_out };
+		st[n++] = (struct ivm_stat){ "pin_failed", ps->failed };
+		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
+		st[n++] = (struct ivm_stat){ "pin_requests", ps->requests };
+		st[n++] = (struct ivm_stat){ "pin_holds", ps->holds };
+		st[n++] = (struct ivm_stat){ "pin_pins", ps->pins };
+		st[n++] = (struct ivm_stat){ "pin_lease_us", ps->lease_us };
+		st[n++] = (struct ivm_stat){ "pin_refused_rt",
+					     ps->refused_rt };
+		st[n++] = (struct ivm_stat){ "readaheads", ps->readaheads };
+		st[n++] = (struct ivm_stat){ "readahead_bytes",
+					     ps->readahead_bytes };
+		st[n++] = (struct ivm_stat){ "readahead_failed",
+					     ps->readahead_failed };
+	}
+	fill_idle_stats(p, st, &n);
+	fill_switch_stats(p, st, &n);
+	st[n++] = (struct ivm_stat){ "polls", r->polls };
+	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
+	if (p->engine && ivm_capture_engine_labels(p->engine))
+		n += ivm_labels_fill_stats(ivm_capture_engine_labels(p->engine),
+					   st + n, MAX_STATS - n);
+	/* What this guest's profiling cost the host (idlevm's thread). */
+	st[n++] = (struct ivm_stat){ "host_cpu_ms", r->cpu_ns / 1000000 };
+	/* Last: its table of host tasks grows (host_sched.h). */
+	if (p->host)
+		n += ivm_host_sched_fill_stats(p->host, st + n, MAX_STATS - n);
+	/* Of this window only (next_window() took the counts at its start). */
+	for (i = 0; i < n && i < p->nr_window_base; i++)
+		if (st[i].value >= p->window_base[i].value)
+			st[i].value -= p->window_base[i].value;
+	*nr = n;
+}
+
+/* Running totals only: a window's stats are differences (next_window). */
+static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
+			      size_t *nr)
+{
+	const struct ivm_switch_sampler_stats *ss = &p->res->switches;
+	size_t n = *nr;
+
+	if (!p->switches)
+		return;
+	ivm_switch_sampler_stats(p->switches, &p->res->switches);
+	st[n++] = (struct ivm_stat){ "switch", p->res->kept[IVM_SAMPLE_SWITCH] };
+	st[n++] = (struct ivm_stat){ "switch_crossings", ss->crossings };
+	st[n++] = (struct ivm_stat){ "switch_coalesced", ss->coalesced };
+	st[n++] = (struct ivm_stat){ "switch_discarded", ss->discarded };
+	st[n++] = (struct ivm_stat){ "switch_capture_failed",
+				     ss->capture_failed };
+	st[n++] = (struct ivm_stat){ "switch_deferred", ss->deferred };
+	st[n++] = (struct ivm_stat){ "switch_waited_on_cpu",
+				     ss->waited_on_cpu };
+	st[n++] = (struct ivm_stat){ "switch_looks", ss->looks };
+	st[n++] = (struct ivm_stat){ "switch_look_ns", ss->look_ns };
+	st[n++] = (struct ivm_stat){ "switch_reads", ss->reads };
+	st[n++] = (struct ivm_stat){ "switch_read_failed", ss->read_failed };
+	st[n++] = (struct ivm_stat){ "switch_threads_met", ss->threads_met };
+	st[n++] = (struct ivm_stat){ "switch_threads_gone", ss->gone };
+	st[n++] = (struct ivm_stat){ "switch_unwatched", ss->unwatched };
+	st[n++] = (struct ivm_stat){ "switch_sweeps", ss->sweeps };
+	st[n++] = (struct ivm_stat){ "switch_sweeps_truncated",
+				     ss->sweeps_truncated };
+	st[n++] = (struct ivm_stat){ "switch_walk_reads", ss->walk_reads };
+	*nr = n;
+}
