@@ -286,9 +286,17 @@ Test(sched_events, record_live_sleeps_of_this_thread)
 	ivm_sched_events_destroy(l.ev);
 }
 
-Test(sched_events, wake_filter_text)
+Test(sched_events, switch_filter_text)
 {
-	char *f = ivm_sched_wake_filter((pid_t[]){ 41, 42 }, 2);
+	char *f = ivm_sched_switch_filter((pid_t[]){ 41, 42 }, 2);
+
+	cr_assert_str_eq(f, "prev_state & 131 && (prev_pid == 41 || prev_pid == 42)");
+	free(f);
+	f = ivm_sched_switch_filter((pid_t[]){ 7 }, 1);
+	cr_assert_str_eq(f, "prev_state & 131 && (prev_pid == 7)");
+	free(f);
+	cr_assert_null(ivm_sched_switch_filter(NULL, 0));
+	f = ivm_sched_wake_filter((pid_t[]){ 41, 42 }, 2);
 	cr_assert_str_eq(f, "(pid == 41 || pid == 42)");
 	free(f);
 	cr_assert_null(ivm_sched_wake_filter(NULL, 0));
@@ -297,7 +305,7 @@ Test(sched_events, wake_filter_text)
 struct filtered {
 	struct ivm_sched_events *ev;
 	int32_t tid;
-	unsigned int sleeps, wakes, switches, others;
+	unsigned int sleeps, wakes, others;
 };
 
 static int on_filtered(void *ctx, const void *data, size_t size, int cpu,
@@ -317,9 +325,6 @@ static int on_filtered(void *ctx, const void *data, size_t size, int cpu,
 	if (e.kind == IVM_SCHED_SWITCH && e.prev_tid == f->tid &&
 	    ivm_sched_state_sleeping(e.prev_state))
 		f->sleeps++;
-	else if (e.kind == IVM_SCHED_SWITCH &&
-		 (e.prev_tid == f->tid || e.next_tid == f->tid))
-		f->switches++;
 	else if (e.kind != IVM_SCHED_SWITCH && e.tid == f->tid)
 		f->wakes++;
 	else
@@ -350,13 +355,14 @@ static void *neighbour(void *arg)
 }
 
 /*
- * Live: with the pid list and the wake filter the profiler sets, the
- * session holds this thread's switches (its sleeps among them) and its
- * wakeups and nothing else, although it wakes another thread sharing its
- * CPU hundreds of times (a wakeup done by this thread, which the pid list
- * alone lets through, and each would wake the profiler's loop).
+ * Live: with the filters the profiler sets, the session holds this
+ * thread's sleeps and wakeups and nothing else, although another thread
+ * sharing its CPU sleeps and hands the CPU back to it hundreds of times
+ * (each such switch has this thread as next) and this thread wakes it as
+ * often (a wakeup done by this thread): the pid list alone lets both
+ * through, and every one would wake the profiler's loop.
  */
-Test(sched_events, filters_keep_only_the_threads_switches_and_wakeups)
+Test(sched_events, filters_keep_only_the_threads_sleeps_and_wakeups)
 {
 	const char *events[] = { "sched:sched_switch", "sched:sched_waking" };
 	struct ivm_trace_session *s;
@@ -385,6 +391,10 @@ Test(sched_events, filters_keep_only_the_threads_switches_and_wakeups)
 		return;
 	}
 	cr_assert_null(err, "%s", err ? err->message : "");
+	filter = ivm_sched_switch_filter(&me, 1);
+	err = ivm_trace_session_filter(s, events[0], filter);
+	free(filter);
+	cr_assert_null(err, "%s", err ? err->message : "");
 	filter = ivm_sched_wake_filter(&me, 1);
 	err = ivm_trace_session_filter(s, events[1], filter);
 	free(filter);
@@ -410,7 +420,7 @@ Test(sched_events, filters_keep_only_the_threads_switches_and_wakeups)
 	cr_assert_null(ivm_trace_session_read(s, on_filtered, &f));
 	cr_assert_geq(f.sleeps, 100, "sleeps %u", f.sleeps);
 	cr_assert_geq(f.wakes, 100, "wakes %u", f.wakes);
-	cr_assert_eq(f.others, 0, "records that are not this thread's switches or wakeups: %u",
+	cr_assert_eq(f.others, 0, "records that are not this thread's sleeps or wakeups: %u",
 		     f.others);
 	ivm_trace_session_destroy(s);
 	ivm_sched_events_destroy(f.ev);

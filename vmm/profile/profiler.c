@@ -1036,6 +1036,7 @@ static struct ivm_error *setup(struct profiler *p)
 				ivm_error_string(err));
 			ivm_error_destroy(err);
 			ivm_trace_session_destroy(p->trace);
+	ivm_trace_session_destroy(p->host_trace);
 			p->trace = NULL;
 			p->source = IVM_IDLE_SOURCE_THREAD;
 		} else if (p->res->tracefs_mounted) {

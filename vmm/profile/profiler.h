@@ -166,6 +166,8 @@ struct ivm_profiler_result {
 	uint64_t valued[IVM_SAMPLE_NR_KINDS];
 	bool tracefs_mounted;		/* sched source: we mounted tracefs */
 	uint64_t trace_records;		/* sched source: host records read */
+	/* ... and of the host's side (host_sched.h), and those it lost */
+	uint64_t host_trace_records, host_trace_lost;
 	enum ivm_idle_source idle_source;	/* the one that ran */
 	bool realtime;			/* ran at SCHED_FIFO priority */
 	/* User objects met, and their CFI rows (profile/uobjects.h). */

@@ -145,8 +145,6 @@ static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
 		int next = vcpu_of_tid(p, ev.next_tid);
 
 		v = vcpu_of_tid(p, ev.prev_tid);
-		ivm_host_sched_switch(p->host, v, ev.prev_state, ev.prev_comm,
-				      next, ev.next_comm, ts);
 		if (v >= 0 && ivm_sched_state_sleeping(ev.prev_state)) {
 			p->vcpus[v].halted = true;
 			p->look_due = true;
@@ -159,10 +157,51 @@ static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
 	v = vcpu_of_tid(p, ev.tid);
 	if (v >= 0) {
 		vcpu_woke(p, v, ts);
-		ivm_host_sched_wake(p->host, v, ts);
 		ivm_idle_periods_host_wake(p->periods, (uint32_t)v, ts);
 	}
 	return 0;
+}
+
+/* One record of the host's side: a vCPU thread's switch or wakeup. */
+static int on_host_record(void *ctx, const void *data, size_t size, int cpu,
+			  uint64_t ts)
+{
+	struct profiler *p = ctx;
+	struct ivm_sched_event ev;
+	struct ivm_error *err;
+
+	(void)cpu;
+	p->res->host_trace_records++;
+	err = ivm_sched_events_decode(p->sched_events, data, size, &ev);
+	if (err) {
+		ivm_error_destroy(err);
+		return 0;
+	}
+	if (ev.kind == IVM_SCHED_SWITCH)
+		ivm_host_sched_switch(p->host, vcpu_of_tid(p, ev.prev_tid),
+				      ev.prev_state, ev.prev_comm,
+				      vcpu_of_tid(p, ev.next_tid), ev.next_comm,
+				      ts);
+	else
+		ivm_host_sched_wake(p->host, vcpu_of_tid(p, ev.tid), ts);
+	return 0;
+}
+
+/* The host's side up to now; its losses end every wait under way. */
+static struct ivm_error *read_host_side(struct profiler *p)
+{
+	struct ivm_error *err;
+	uint64_t lost;
+
+	if (!p->host_trace)
+		return NULL;
+	err = ivm_trace_session_read(p->host_trace, on_host_record, p);
+	lost = ivm_trace_session_lost(p->host_trace);
+	if (lost != p->host_trace_lost)
+		ivm_host_sched_lost(p->host);
+	p->res->host_trace_lost += lost - p->host_trace_lost;
+	p->host_trace_lost = lost;
+	return err;
 }
 
 struct ivm_error *poll_halted(struct profiler *p)
@@ -177,11 +216,13 @@ struct ivm_error *poll_halted(struct profiler *p)
 	if (p->source == IVM_IDLE_SOURCE_SCHED) {
 		uint64_t lost;
 
+		/* First: what a period this read ends spans is known. */
+		err = read_host_side(p);
+		if (err)
+			return err;
 		err = ivm_trace_session_read(p->trace, on_sched_record, p);
 		lost = ivm_trace_session_lost(p->trace);
 		ivm_idle_periods_host_lost(p->periods, lost - p->trace_lost);
-		if (lost != p->trace_lost)
-			ivm_host_sched_lost(p->host);
 		p->trace_lost = lost;
 		return err;
 	}
@@ -202,6 +243,42 @@ struct ivm_error *poll_halted(struct profiler *p)
 	 * read failed.
 	 */
 	return NULL;
+}
+
+/*
+ * The host's side: a second session with every switch of the vCPU
+ * threads (the pid list alone) and their wakeups, read at every step and
+ * never polled, so its records wake nobody.  Not needed to profile: a
+ * host that cannot give it profiles without it.
+ */
+static void setup_host_side(struct profiler *p, const char **events,
+			    const pid_t *tids, size_t n)
+{
+	struct ivm_guest *g = p->guest;
+	struct ivm_error *err;
+	char *filter;
+	size_t i;
+
+	err = ivm_host_sched_create(g->nr_vcpus, &p->host);
+	if (!err)
+		err = ivm_trace_session_create(events, 2, tids, n,
+					       &p->host_trace);
+	filter = err ? NULL : ivm_sched_wake_filter(tids, n);
+	if (filter) {
+		ivm_error_destroy(ivm_trace_session_filter(p->host_trace,
+							   events[1], filter));
+		free(filter);
+	}
+	if (err) {
+		ivm_error_destroy(err);
+		ivm_host_sched_destroy(p->host);
+		p->host = NULL;
+		return;
+	}
+	/* The kernel's own sum beside ours. */
+	for (i = 0; i < g->nr_vcpus; i++)
+		ivm_error_destroy(ivm_host_sched_watch(p->host, i,
+						       g->vcpus[i].tid));
 }
 
 struct ivm_error *setup_sched_source(struct profiler *p)
@@ -242,18 +319,22 @@ struct ivm_error *setup_sched_source(struct profiler *p)
 	if (err)
 		return err;
 	/*
-	 * Every record traced wakes the loop, at real-time priority.  Of
-	 * sched_switch, the instance's pid list keeps what is wanted (the
-	 * vCPU threads' switches out and in); of the wakeups, only theirs
-	 * (sched_events.h).
+	 * Every record traced wakes the loop, at real-time priority: only
+	 * the vCPU threads' sleeps (sched_events.h says why the pid list is
+	 * not enough) and their HLT exits.  A kernel that refuses the
+	 * filter gets the coarser one, and just wakes us more.
 	 */
-	err = ivm_host_sched_create(g->nr_vcpus, &p->host);
-	if (err)
-		return err;
-	/* The kernel's own sum beside ours; not needed to profile. */
-	for (i = 0; i < g->nr_vcpus; i++)
-		ivm_error_destroy(ivm_host_sched_watch(p->host, i,
-						       g->vcpus[i].tid));
+	filter = ivm_sched_switch_filter(tids, n);
+	if (!filter)
+		return &ivm_enomem;
+	err = ivm_trace_session_filter(p->trace, "sched:sched_switch", filter);
+	free(filter);
+	if (err) {
+		ivm_error_destroy(err);
+		ivm_error_destroy(ivm_trace_session_filter(
+			p->trace, "sched:sched_switch", "prev_state & 131"));
+	}
+	setup_host_side(p, events, tids, n);
 	filter = ivm_sched_wake_filter(tids, n);
 	if (!filter)
 		return &ivm_enomem;

@@ -79,7 +79,14 @@ struct profiler {
 	bool warned_degraded;
 	struct ivm_kvm_events *kvm_events;	/* idle source kvm, or sched on KVM */
 	struct ivm_sched_events *sched_events;	/* idle source sched */
-	struct ivm_host_sched *host;		/* idle source sched */
+	/*
+	 * Idle source sched: the host's side of the vCPU threads, from a
+	 * session of its own whose records never wake the loop (it is read
+	 * at every step): every switch and wakeup of the threads.
+	 */
+	struct ivm_host_sched *host;
+	struct ivm_trace_session *host_trace;
+	uint64_t host_trace_lost;		/* already passed on */
 	/* Per vCPU: its open period's to-idle sample (sample_hold.h). */
 	struct ivm_sample_hold *held;
 	struct ivm_trace_session *trace;

@@ -54,6 +54,10 @@ void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	st[n++] = (struct ivm_stat){ "guest_paused_s", p->res->paused_s };
 	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
 	st[n++] = (struct ivm_stat){ "trace_records", p->res->trace_records };
+	st[n++] = (struct ivm_stat){ "host_trace_records",
+				     p->res->host_trace_records };
+	st[n++] = (struct ivm_stat){ "host_trace_lost",
+				     p->res->host_trace_lost };
 	if (p->guest->kvm) {
 		st[n++] = (struct ivm_stat){ "kvm_halt_exits",
 					     is->kvm_halt_exits };

@@ -144,6 +144,14 @@ static char *pid_filter(const char *prefix, const char *field,
 	return f;
 }
 
+char *ivm_sched_switch_filter(const pid_t *tids, size_t n)
+{
+	char prefix[64];
+
+	snprintf(prefix, sizeof(prefix), "prev_state & %d && ", STATE_SLEEPS);
+	return pid_filter(prefix, "prev_pid", tids, n);
+}
+
 char *ivm_sched_wake_filter(const pid_t *tids, size_t n)
 {
 	return pid_filter("", "pid", tids, n);

@@ -219,11 +219,11 @@ void ivm_why_idle_print(const struct ivm_idle_summary *s,
 		sec(busy_steal), pct(busy_steal, vcpu_ns));
 	print_delays(s, out);
 	print_instead(s, out);
-	if (ST("trace_lost") || ST("host_switch_ins_missed"))
+	if (ST("host_trace_lost") || ST("host_switch_ins_missed"))
 		fprintf(out, "      not counted: the waits around %" PRIu64
 			" host records lost and %" PRIu64
 			" switch-ins the host did not record\n",
-			ST("trace_lost"), ST("host_switch_ins_missed"));
+			ST("host_trace_lost"), ST("host_switch_ins_missed"));
 	fprintf(out, "  host sleep, not idle %14.3f s %6.1f%%  the vCPU had work; its thread blocked on the host (QEMU's lock, I/O)\n",
 		sec(blocked), pct(blocked, vcpu_ns));
 	rest = vcpu_ns > idle + busy_steal + blocked ?
