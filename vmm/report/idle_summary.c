@@ -117,10 +117,9 @@ enum ivm_idle_cause ivm_idle_cause_of(uint32_t wake_mask)
 {
 	if (wake_mask & (1u << IVM_IRQ_DEVICE))
 		return IVM_IDLE_CAUSE_DEVICE;
-	if (wake_mask & (1u << IVM_IRQ_RESCHED))
-		return IVM_IDLE_CAUSE_RESCHED;
-	if (wake_mask & (1u << IVM_IRQ_CALL | 1u << IVM_IRQ_TLB))
-		return IVM_IDLE_CAUSE_CALL;
+	if (wake_mask & (1u << IVM_IRQ_RESCHED | 1u << IVM_IRQ_CALL |
+			 1u << IVM_IRQ_TLB))
+		return IVM_IDLE_CAUSE_IPI;
 	if (wake_mask & (1u << IVM_IRQ_TIMER))
 		return IVM_IDLE_CAUSE_TIMER;
 	return IVM_IDLE_CAUSE_UNKNOWN;
@@ -129,7 +128,7 @@ enum ivm_idle_cause ivm_idle_cause_of(uint32_t wake_mask)
 const char *ivm_idle_cause_name(enum ivm_idle_cause c)
 {
 	static const char *const names[IVM_IDLE_CAUSE_NR] = {
-		"device", "ipi", "call", "timer", "unknown",
+		"device", "ipi", "timer", "unknown",
 	};
 
 	return (unsigned int)c < IVM_IDLE_CAUSE_NR ? names[c] : "unknown";

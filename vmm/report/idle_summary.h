@@ -43,14 +43,18 @@ struct ivm_idle_summary_sample {
  */
 enum ivm_idle_cause {
 	IVM_IDLE_CAUSE_DEVICE,	/* a device interrupt: I/O completed */
-	IVM_IDLE_CAUSE_RESCHED,	/* a task woken on another vCPU came here */
-	IVM_IDLE_CAUSE_CALL,	/* a function-call IPI (TLB shootdown...) */
+	/*
+	 * An IPI from another vCPU: mostly a task woken there for this one
+	 * (a wakeup of a task on an idle CPU is a rescheduling IPI, or since
+	 * 5.x a function-call IPI through the wake list), or a TLB shootdown.
+	 */
+	IVM_IDLE_CAUSE_IPI,
 	IVM_IDLE_CAUSE_TIMER,	/* a timer: a sleep or timeout ended */
 	IVM_IDLE_CAUSE_UNKNOWN,
 	IVM_IDLE_CAUSE_NR,
 };
 
-/* The cause of a wake_mask, and its name ("device", "ipi"...). */
+/* The cause of a wake_mask, and its name ("device", "ipi", "timer"...). */
 enum ivm_idle_cause ivm_idle_cause_of(uint32_t wake_mask);
 const char *ivm_idle_cause_name(enum ivm_idle_cause c);
 

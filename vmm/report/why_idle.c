@@ -13,8 +13,7 @@
 
 static const char *const cause_why[IVM_IDLE_CAUSE_NR] = {
 	"I/O completed (disk, network)",
-	"a task woken on another vCPU: lock or futex hand-off, pipe, queue",
-	"a cross-vCPU call (TLB shootdown)",
+	"another vCPU woke a task here: lock or futex hand-off, pipe, queue",
 	"a sleep or timeout ended",
 	"no interrupt count moved (or none was read)",
 };
