@@ -427,6 +427,33 @@ static void who(const struct profile_opts *o, const struct guest_run *r)
 		fprintf(stderr, "idlevm: ");
 }
 
+/*
+ * Where the loop's time went (stage_clock.h), and per recorded sample:
+ * what a user weighs against the profile's worth.
+ */
+static void print_stages(const struct profile_opts *o, const struct guest_run *r)
+{
+	const struct ivm_profiler_result *res = &r->res;
+	uint64_t all = 0, kept = 0;
+	int i;
+
+	for (i = 0; i < IVM_STAGE_NR; i++)
+		all += res->stage_ns[i];
+	for (i = 0; i < IVM_SAMPLE_NR_KINDS; i++)
+		kept += res->kept[i];
+	if (!all)
+		return;
+	who(o, r);
+	fprintf(stderr, "time by stage:");
+	for (i = 0; i < IVM_STAGE_NR; i++)
+		fprintf(stderr, " %s %.0f%%", ivm_stage_name(i),
+			100.0 * (double)res->stage_ns[i] / (double)all);
+	if (kept)
+		fprintf(stderr, "; %.1f us of host CPU per sample recorded",
+			(double)res->cpu_ns / 1e3 / (double)kept);
+	fputc('\n', stderr);
+}
+
 /* Free what run_start made (not the profiler, which finish frees). */
 static void run_release(struct guest_run *r)
 {
@@ -738,6 +765,7 @@ static void run_summary(const struct profile_opts *o,
 		res->elapsed_s > 0 ?
 		100.0 * (double)res->cpu_ns / 1e9 / res->elapsed_s : 0,
 		(double)r->attach_ns / 1e9);
+	print_stages(o, r);
 	if (o->wcfg.dir) {
 		who(o, r);
 		fprintf(stderr, "%u windows in %s (%u pprof made, %u failed); %zu old windows removed by --keep\n",

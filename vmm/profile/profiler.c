@@ -174,8 +174,8 @@ static struct ivm_error *write_kept(struct profiler *p,
 	return err;
 }
 
-struct ivm_error *capture(struct profiler *p,
-				 const struct ivm_capture_req *req)
+static struct ivm_error *capture_in(struct profiler *p,
+				     const struct ivm_capture_req *req)
 {
 	struct ivm_guest *g = p->guest;
 	struct ivm_guest_vcpu *v = &g->vcpus[req->vcpu];
@@ -260,7 +260,7 @@ struct ivm_error *capture(struct profiler *p,
 		p->res->filtered++;
 		goto out;
 	}
-	err = write_kept(p, &p->cap, req);
+	err = IN_STAGE(p, IVM_STAGE_WRITE, write_kept(p, &p->cap, req));
 out:
 	if (stopped) {
 		cerr = ivm_qmp_cont(g->qmp);
@@ -315,6 +315,12 @@ int32_t helper_tgid(const struct profiler *p)
 	return 0;
 }
 
+struct ivm_error *capture(struct profiler *p,
+			  const struct ivm_capture_req *req)
+{
+	return IN_STAGE(p, IVM_STAGE_CAPTURE, capture_in(p, req));
+}
+
 /*
  * Who ran last on v's CPU, now idle (last_ran.h), counted; *ret 0 when
  * nobody is found.  Only a guest that is gone is an error.
@@ -328,10 +334,11 @@ struct ivm_error *last_ran_task(struct profiler *p,
 	struct ivm_error *err;
 
 	*ret = 0;
-	err = ivm_last_ran_find_at(p->last_ran, (unsigned int)v->cpu,
-				   helper_tgid(p),
-				   view->rq_clock_ok ? view->rq_clock : 0,
-				   now, ret);
+	err = IN_STAGE(p, IVM_STAGE_STAMPS,
+		       ivm_last_ran_find_at(p->last_ran, (unsigned int)v->cpu,
+					    helper_tgid(p),
+					    view->rq_clock_ok ?
+					    view->rq_clock : 0, now, ret));
 	if (err && err->code == IVM_ERROR_GONE)
 		return err;
 	if (err) {
@@ -390,9 +397,11 @@ struct ivm_error *first_since(struct profiler *p,
 		*arrival = p->first_cache_arrival;
 		return NULL;
 	}
-	err = ivm_last_ran_first_since(p->last_ran, (unsigned int)v->cpu,
-				       helper_tgid(p), since, ivm_mono_ns(),
-				       ret, arrival);
+	err = IN_STAGE(p, IVM_STAGE_STAMPS,
+		       ivm_last_ran_first_since(p->last_ran,
+						(unsigned int)v->cpu,
+						helper_tgid(p), since,
+						ivm_mono_ns(), ret, arrival));
 	if (err && err->code == IVM_ERROR_GONE)
 		return err;
 	ivm_error_destroy(err);
@@ -544,7 +553,9 @@ static struct ivm_error *settle_views(struct profiler *p, uint64_t now)
 		moved |= !same_view(&p->views[i], &p->last_views[i]);
 	if (moved) {
 		memcpy(p->views2, p->views, g->nr_vcpus * sizeof(*p->views));
-		err = ivm_vcpu_watch_read(p->watch, now, p->views, NULL);
+		err = IN_STAGE(p, IVM_STAGE_LOOKS,
+			       ivm_vcpu_watch_read(p->watch, now, p->views,
+						   NULL));
 		if (err)
 			return err;
 		for (i = 0; i < g->nr_vcpus; i++)
@@ -565,7 +576,7 @@ static void poll_once(struct profiler *p, uint64_t now)
 
 	uint64_t failed = 0;
 
-	err = poll_halted(p);
+	err = IN_STAGE(p, IVM_STAGE_EVENTS, poll_halted(p));
 	if (!err && p->guest_paused)
 		return;
 	/* Events read just now may be newer than the caller's clock. */
@@ -581,7 +592,9 @@ static void poll_once(struct profiler *p, uint64_t now)
 	p->next_look_ns = next_look(p, now);
 	p->res->polls++;
 	if (!err)
-		err = ivm_vcpu_watch_read(p->watch, now, p->views, &failed);
+		err = IN_STAGE(p, IVM_STAGE_LOOKS,
+			       ivm_vcpu_watch_read(p->watch, now, p->views,
+						   &failed));
 	if (!err)
 		err = settle_views(p, now);
 	if (err) {
@@ -1342,6 +1355,7 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 	bool running = false;
 
 	*err = NULL;
+	ivm_stage_enter(&p->stages, IVM_STAGE_OTHER);
 	if (p->gone)
 		goto out;
 	if (stop) {
@@ -1369,15 +1383,18 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 				pr->next = now + pr->interval;	/* overrun: no burst */
 		}
 	}
+	ivm_stage_enter(&p->stages, IVM_STAGE_CAPTURE);
 	switch_look(p, ivm_mono_ns());
+	ivm_stage_enter(&p->stages, IVM_STAGE_OTHER);
 	now = ivm_mono_ns();
 	if (now - pr->last_flush >= 1000000000ull) {
-		*err = flush_due(pr, now);
+		*err = IN_STAGE(p, IVM_STAGE_WRITE, flush_due(pr, now));
 		if (*err)
 			goto out;
 	}
 	running = !p->gone;
 out:
+	ivm_stage_stop(&p->stages);
 	pr->cpu_ns += thread_cpu_ns() - cpu0;
 	pr->cpu_ns -= pr->cpu_lent < pr->cpu_ns ? pr->cpu_lent : pr->cpu_ns;
 	pr->cpu_lent = 0;
@@ -1467,6 +1484,7 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	}
 	pr->cpu_ns += thread_cpu_ns() - cpu0;
 	result->cpu_ns = pr->cpu_ns;
+	memcpy(result->stage_ns, p->stages.ns, sizeof(result->stage_ns));
 	fill_stats(p, stats, &nr_stats);
 	if (p->engine && ivm_capture_engine_labels(p->engine)) {
 		struct ivm_labels *l = ivm_capture_engine_labels(p->engine);

@@ -44,6 +44,7 @@
 #include "profile/idle_periods.h"
 #include "kernel/guest.h"
 #include "profile/profile_file.h"
+#include "profile/stage_clock.h"
 #include "profile/switch_sampler.h"
 #include "access/tcg_env.h"
 
@@ -166,6 +167,8 @@ struct ivm_profiler_result {
 	uint64_t valued[IVM_SAMPLE_NR_KINDS];
 	bool tracefs_mounted;		/* sched source: we mounted tracefs */
 	uint64_t trace_records;		/* sched source: host records read */
+	/* The loop's time by stage (stage_clock.h), at the end. */
+	uint64_t stage_ns[IVM_STAGE_NR];
 	/* ... and of the host's side (host_sched.h), and those it lost */
 	uint64_t host_trace_records, host_trace_lost;
 	enum ivm_idle_source idle_source;	/* the one that ran */

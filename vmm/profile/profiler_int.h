@@ -17,6 +17,7 @@
 #include "profile/profiler.h"
 #include "profile/sample_hold.h"
 #include "profile/sched_events.h"
+#include "profile/stage_clock.h"
 #include "profile/trace_session.h"
 #include "profile/vcpu_watch.h"
 
@@ -54,9 +55,10 @@ static const uint64_t follow_ns[NR_FOLLOW] = {
 
 /*
  * Room for every running total fill_stats() writes: the profiler's own
- * (switch sampling's included), three per --label, and the host's side.
+ * (switch sampling's included), three per --label, the stages and the
+ * host's side.
  */
-#define MAX_STATS (96 + 3 * IVM_LABELS_MAX + IVM_HOST_MAX_STATS)
+#define MAX_STATS (96 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + IVM_HOST_MAX_STATS)
 
 struct profiler {
 	struct ivm_guest *guest;
@@ -87,6 +89,7 @@ struct profiler {
 	struct ivm_host_sched *host;
 	struct ivm_trace_session *host_trace;
 	uint64_t host_trace_lost;		/* already passed on */
+	struct ivm_stage_clock stages;		/* where the steps' time goes */
 	/* Per vCPU: its open period's to-idle sample (sample_hold.h). */
 	struct ivm_sample_hold *held;
 	struct ivm_trace_session *trace;
@@ -117,6 +120,17 @@ struct profiler {
 	struct ivm_proc_table *procs;	/* processes said in the file */
 	struct ivm_switch_sampler *switches;	/* --switch-every, or NULL */
 };
+
+/*
+ * The value of expr (a call returning a struct ivm_error *), its time
+ * charged to stage s (stage_clock.h), then back to the stage before.
+ */
+#define IN_STAGE(p, s, expr) ({						\
+	enum ivm_stage was_ = ivm_stage_enter(&(p)->stages, (s));	\
+	struct ivm_error *err_ = (expr);				\
+	ivm_stage_enter(&(p)->stages, was_);				\
+	err_;								\
+})
 
 /* profiler.c */
 void end_with(struct profiler *p, const char *reason);

@@ -97,7 +97,8 @@ struct ivm_error *write_period(struct profiler *p,
 	}
 	task_id(p, ip->to_idle_task, &r.to_idle);
 	task_id(p, from, &r.from_idle);
-	err = ivm_profile_write_idle_period(p->writer, &r);
+	err = IN_STAGE(p, IVM_STAGE_WRITE,
+		       ivm_profile_write_idle_period(p->writer, &r));
 	/*
 	 * A period seen to open has its to-idle sample held (a rebuilt one
 	 * gets its own after this; the held one is of the period now open).
@@ -259,9 +260,11 @@ static struct ivm_error *replay_unseen(struct profiler *p, uint32_t vcpu,
 	/* Idle then: the mark of that stretch of idle counts arrivals. */
 	if (before.current_is_idle && before.idle_switches_ok)
 		epoch = before.idle_switches;
-	err = ivm_last_ran_window(p->last_ran, (unsigned int)v->cpu,
-				  helper_tgid(p), w.since, epoch, obs->time_ns,
-				  runs, MAX_REPLAY_RUNS, &nr);
+	err = IN_STAGE(p, IVM_STAGE_STAMPS,
+		       ivm_last_ran_window(p->last_ran, (unsigned int)v->cpu,
+					   helper_tgid(p), w.since, epoch,
+					   obs->time_ns, runs, MAX_REPLAY_RUNS,
+					   &nr));
 	if (err && err->code == IVM_ERROR_GONE)
 		return err;
 	if (err) {
@@ -334,7 +337,9 @@ struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu)
 	    !p->helper_held)
 		return NULL;
 	p->helper_held = false;
-	err = ivm_vcpu_watch_read(p->watch, obs.time_ns, p->views, NULL);
+	err = IN_STAGE(p, IVM_STAGE_LOOKS,
+		       ivm_vcpu_watch_read(p->watch, obs.time_ns, p->views,
+					   NULL));
 	if (err)
 		return err;
 	/* A new look: the stamps held for the one before are older. */

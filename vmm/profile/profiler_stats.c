@@ -13,6 +13,11 @@
 static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
 			      size_t *nr);
 
+static const char *const stage_stat[IVM_STAGE_NR] = {
+	"stage_other_us", "stage_events_us", "stage_looks_us",
+	"stage_stamps_us", "stage_capture_us", "stage_write_us",
+};
+
 /*
  * What the idle signal saw, and the guest's idle transitions counted from
  * its own idle-task switch counts: every period whose start was seen, and
@@ -163,6 +168,10 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 					   st + n, MAX_STATS - n);
 	/* What this guest's profiling cost the host (idlevm's thread). */
 	st[n++] = (struct ivm_stat){ "host_cpu_ms", r->cpu_ns / 1000000 };
+	/* ... and the loop's time by stage (stage_clock.h), in us. */
+	for (i = 0; i < IVM_STAGE_NR; i++)
+		st[n++] = (struct ivm_stat){ stage_stat[i],
+					     p->stages.ns[i] / 1000 };
 	/* Last: its table of host tasks grows (host_sched.h). */
 	if (p->host)
 		n += ivm_host_sched_fill_stats(p->host, st + n, MAX_STATS - n);
