@@ -120,6 +120,72 @@ Test(report_writers, folded_expands_inline_frames)
 	ivm_calltree_destroy(tree);
 }
 
+/*
+ * Time values: to-idle samples weighed by their idle_ns (one without it
+ * counts but weighs nothing), from-idle ones by host_wake_ns.
+ */
+Test(report_writers, stacks_weighed_by_time_values)
+{
+	struct ivm_counter idle = { IVM_COUNTER_IDLE_NS, 2000000 };
+	struct ivm_counter wake = { IVM_COUNTER_HOST_WAKE_NS, 30000 };
+	struct ivm_sample s = {
+		.pid = 7, .tid = 8, .comm = "worker", .nr_kernel = 2,
+		.nr_user = 2, .kernel_pcs = kpcs, .user_pcs = upcs,
+		.kind = IVM_SAMPLE_TO_IDLE, .nr_counters = 1,
+		.counters = &idle,
+	};
+	struct ivm_report_options opts = {
+		.kind = IVM_SAMPLE_TO_IDLE, .top = 10,
+		.sym = { .frames = fake_frames }, .value = IVM_VALUE_IDLE_TIME,
+	};
+	struct ivm_calltree *tree;
+	char *buf = NULL;
+	size_t len = 0;
+	uint64_t ns;
+
+	cr_assert_null(ivm_calltree_create(IVM_CALLTREE_BY_PROCESS |
+					   IVM_CALLTREE_BY_THREAD, &tree));
+	cr_assert_null(ivm_calltree_add(tree, &s));
+	cr_assert_null(ivm_calltree_add(tree, &s));
+	s.nr_counters = 0;			/* a period without an end */
+	cr_assert_not(ivm_sample_time_value(&s, &ns));
+	cr_assert_null(ivm_calltree_add(tree, &s));
+	s.kind = IVM_SAMPLE_FROM_IDLE;
+	s.nr_counters = 1;
+	s.counters = &wake;
+	cr_assert(ivm_sample_time_value(&s, &ns));
+	cr_assert_eq(ns, 30000);
+	cr_assert_null(ivm_calltree_add(tree, &s));
+	/* A counter of the other kind's value is not this kind's. */
+	s.kind = IVM_SAMPLE_TO_IDLE;
+	cr_assert_not(ivm_sample_time_value(&s, &ns));
+	cr_assert_eq(ivm_calltree_total(tree, IVM_SAMPLE_TO_IDLE), 3);
+	cr_assert_eq(ivm_calltree_timed(tree, IVM_SAMPLE_TO_IDLE), 2);
+	cr_assert_eq(ivm_calltree_node(tree, 0)->total_ns[IVM_SAMPLE_TO_IDLE],
+		     4000000);
+	cr_assert_eq(ivm_calltree_node(tree, 0)->total_ns[IVM_SAMPLE_FROM_IDLE],
+		     30000);
+	opts.out = open_memstream(&buf, &len);
+	ivm_report_folded(tree, &opts);
+	fclose(opts.out);
+	cr_assert(strstr(buf, "pid_7;worker/8;main;outer;inner_[i];"
+			      "0xffffffff81999999_[k];schedule_[k] 4000000\n"),
+		  "%s", buf);
+	free(buf);
+	buf = NULL;
+	opts.out = open_memstream(&buf, &len);
+	ivm_report_text(tree, &opts);
+	fclose(opts.out);
+	cr_assert(strstr(buf, "by idle time (0.004 s in 2 of 3 samples)"),
+		  "%s", buf);
+	cr_assert(strstr(buf, "100.00%  4.000 ms"), "%s", buf);
+	free(buf);
+	cr_assert_eq(ivm_report_value_kind(IVM_VALUE_WAKE_DELAY),
+		     IVM_SAMPLE_FROM_IDLE);
+	cr_assert_not(ivm_report_value_parse("idle", &opts.value));
+	ivm_calltree_destroy(tree);
+}
+
 Test(report_writers, text_shows_file_line_and_inline)
 {
 	struct ivm_calltree *tree = make_tree();
