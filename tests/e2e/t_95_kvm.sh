@@ -157,3 +157,11 @@ echo "$out" | grep -q "idle source sched with kvm HLT exits and wakeups" ||
 	fail "auto on KVM: $out"
 echo "$rep" | grep -q "^  kvm events: [0-9]* HLT exits" ||
 	fail "the report of the auto profile says nothing of the kvm events: $rep"
+# The host's side on KVM: the why-idle block with each vCPU's steal from
+# the host's records and the kernel's own run_delay of its "CPU N/KVM"
+# thread beside it.
+why=$(echo "$rep" | sed -n '/^== why idle/,/^$/p')
+echo "$why"
+echo "$why" | grep -q "^  host steal " || fail "no host steal on KVM: $why"
+[ "$(echo "$why" | grep -cE '^    vcpu[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ ')" = 2 ] ||
+	fail "not two vCPUs with steal and run_delay on KVM: $why"

@@ -53,3 +53,28 @@ raw=$(kernel_raw_frames "$folded")
 echo "$folded" | grep -E '^(php-fpm8.2|nginx|redis-server)_' |
 	grep -qE 'ep_poll|unix_accept|do_sys_poll|futex_wait|__skb_wait_for_more_packets|sk_wait_data' ||
 	fail "no server stack blocked in a socket wait or epoll"
+
+# The report opens with why the vCPUs were idle, both layers: the guest's
+# idle time by what woke it, adding up with the host's steal and sleep and
+# the rest to the vCPU time, and the server threads whose to-idle stacks
+# began idle time, with time values on nearly every to-idle sample.
+why=$(echo "$report" | sed -n '/^== why idle/,/^$/p')
+[ -n "$why" ] || fail "no why-idle block in the report"
+[ "$(echo "$report" | grep -m1 '^==')" = "$(echo "$why" | head -n 1)" ] ||
+	fail "the why-idle block is not the report's first"
+echo "$why" | awk '
+	/^== why idle:/ { for (i = 1; i <= NF; i++) if ($i == "=") total = $(i + 1) }
+	/^  guest idle/ { idle = $4 } /^  host steal/ { steal = $3 }
+	/^  host sleep, not idle/ { sleep = $5 } /^  the rest/ { rest = $3 }
+	/^      woken by (ipi|timer|device)/ { causes++ }
+	/^  idle time the threads began/ { split($0, a, "with a time, "); split(a[2], b, " "); timed = b[1]; all = b[3] + 0 }
+	END {
+		sum = idle + steal + sleep + rest
+		printf "why idle: idle %.3f + steal %.3f + sleep %.3f + rest %.3f = %.3f of %.3f s; %d causes; %d of %d to-idle samples timed\n",
+			idle, steal, sleep, rest, sum, total, causes, timed, all
+		if (total <= 0 || sum < total * 0.99 || sum > total * 1.01) { print "FAIL: the parts do not add up"; exit 1 }
+		if (causes < 2) { print "FAIL: under two wake causes"; exit 1 }
+		if (all == 0 || timed * 100 < all * 95) { print "FAIL: under 95% of to-idle samples timed"; exit 1 }
+	}' || fail "why-idle block: $why"
+echo "$why" | grep -E '^ +[0-9.]+ s  (php-fpm8.2|nginx|redis-server)/' ||
+	fail "no server thread among those that began the most idle time"
