@@ -1,0 +1,75 @@
+#!/bin/bash
+# Benchmark: what idlevm's profile costs the host, and where it goes.
+#
+#   BUILD=build tests/bench/profile_cost.sh [SECONDS] [RUNS]
+#
+# Boots one demo guest running lockstorm (2 vCPUs, 512 MiB) as a transient
+# libvirt domain, profiles it RUNS times (default 5) for SECONDS (default
+# 20) at the defaults, and prints per run and as the median of the runs:
+# samples recorded per second, idlevm's host CPU as a share of a core and
+# per recorded sample, and the loop's time by stage (stage_clock.h: host
+# events, looks at the guest, the scheduler's stamps, captures, writing,
+# the rest) from the closing lines.  The guest is destroyed at the end,
+# also when it fails.  Under TCG the guest's speed, hence its idle
+# transitions, moves with the host's load: read samples/s beside the CPU.
+set -eu
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD:-build}
+SECS=${1:-20}
+RUNS=${2:-5}
+IDLEVM=$(cd "$BUILD" && pwd)/idlevm
+IVM_PROG=bench-cost
+. images/lib.sh
+. tests/bench/lib_guests.sh
+ivm_image_env
+ivm_libvirt_ensure
+
+PREFIX=idlevm-bench-cost-$$
+OUT=$(mktemp -d /tmp/idlevm-bench-cost.XXXXXX)
+trap 'bench_guests_destroy; rm -rf "$OUT"' EXIT
+bench_guests_boot "$PREFIX" 2 512 1
+echo "guest ready (2 vCPUs, lockstorm); $SECS s per run, $RUNS runs; host $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-4s %10s %8s %9s  %s\n' run samples/s "% core" "us/sample" "time by stage (%)"
+for i in $(seq 1 "$RUNS"); do
+	log=$OUT/run-$i.log
+	"$IDLEVM" profile --domain "$PREFIX-1" -D "$SECS" -o "$OUT/p.prof" \
+		--no-report >"$log" 2>&1 || ivm_die "idlevm failed: $(tail -n 5 "$log")"
+	awk -v run="$i" '
+	/stopped after/ {
+		for (k = 1; k <= NF; k++) {
+			if ($k == "after") secs = $(k + 1)
+			if ($(k + 1) ~ /^(to_idle|from_idle|on_cpu),?$/) n += $k
+		}
+	}
+	/^idlevm: host CPU/ { sub(/.*\(/, ""); core = $1 + 0 }
+	/^idlevm: time by stage:/ {
+		line = $0; sub(/.*time by stage: /, "", line); split(line, a, "; ")
+		stages = a[1]; us = a[2] + 0
+	}
+	END { printf "%-4s %10.0f %8.1f %9.1f  %s\n", run, n / secs, core, us, stages }' "$log" |
+		tee -a "$OUT/rows"
+done
+# Medians, column by column, and of each stage.
+awk '
+function median(v, n,   i, j, t) {
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
+		t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}
+{
+	r++; s[r] = $2; c[r] = $3; u[r] = $4
+	for (k = 5; k < NF; k += 2) { name[k] = $k; v = $(k + 1); sub(/%/, "", v); st[k, r] = v }
+	last = NF
+}
+END {
+	printf "median: %.0f samples/s, %.1f%% of a core, %.1f us of host CPU per sample; by stage:",
+		median(s, r), median(c, r), median(u, r)
+	for (k = 5; k < last; k += 2) {
+		for (i = 1; i <= r; i++) x[i] = st[k, i]
+		printf " %s %.0f%%", name[k], median(x, r)
+	}
+	printf "\n"
+}' "$OUT/rows"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "command: BUILD=$BUILD tests/bench/profile_cost.sh $SECS $RUNS"
