@@ -1049,8 +1049,8 @@ static struct ivm_error *setup(struct profiler *p)
 				ivm_error_string(err));
 			ivm_error_destroy(err);
 			ivm_trace_session_destroy(p->trace);
-	ivm_trace_session_destroy(p->host_trace);
-			p->trace = NULL;
+			ivm_trace_session_destroy(p->host_trace);
+			p->trace = p->host_trace = NULL;
 			p->source = IVM_IDLE_SOURCE_THREAD;
 		} else if (p->res->tracefs_mounted) {
 			fprintf(stderr,
@@ -1141,6 +1141,7 @@ static void teardown(struct profiler *p)
 	ivm_last_ran_destroy(p->last_ran);
 	ivm_ksym_hits_destroy(p->ksym_hits);
 	ivm_trace_session_destroy(p->trace);
+	ivm_trace_session_destroy(p->host_trace);
 	ivm_kvm_events_destroy(p->kvm_events);
 	ivm_sched_events_destroy(p->sched_events);
 	ivm_host_sched_destroy(p->host);
