@@ -94,3 +94,11 @@ echo "$with" | grep -q "ran instead:.* ivm-hog [0-9]" ||
 echo "$base" | grep -q "ivm-hog" && fail "a hog named without one"
 share() { echo "$1" | sed -n 's/^  host steal *[0-9.]* s *\([0-9.]*\)%.*/\1/p'; }
 echo "steal share of vCPU time: without the hog $(share "$base")%, with it $(share "$with")%"
+
+# Both tracefs sessions of each run are gone with it (a live idlevm's
+# instances may be there: another run on this host).
+for d in /sys/kernel/tracing/instances/idlevm-*; do
+	[ -d "$d" ] || continue
+	p=${d##*/idlevm-}
+	kill -0 "${p%%-*}" 2>/dev/null || fail "a tracefs instance outlived its run: $d"
+done
