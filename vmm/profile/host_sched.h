@@ -38,8 +38,11 @@
 
 #include "base/error.h"
 
-/* Host tasks named as having run instead; the rest are one "other". */
-#define IVM_HOST_INSTEAD_MAX	8
+/*
+ * Host tasks named as having run instead, the first met (a slot never
+ * moves: window stats diff by position); the rest are one "".
+ */
+#define IVM_HOST_INSTEAD_MAX	32
 /* Wake delays: under 10 us, 100 us, 1 ms, 10 ms, 100 ms, and longer. */
 #define IVM_HOST_DELAY_BUCKETS	6
 
