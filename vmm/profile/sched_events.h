@@ -84,9 +84,10 @@ struct ivm_error *ivm_sched_events_decode(const struct ivm_sched_events *ev,
  *    ...)".  The instance's pid list (set_event_pid) alone lets a switch
  *    through when either side is one of the threads: their preemptions
  *    and switch-ins too, which the host's side wants (host_sched.h) but
- *    which must not wake the loop: it runs at real-time priority, so its
- *    own wakeup preempts a vCPU thread, whose switch out and back in
- *    would wake it again (measured: 64,000 records a second on TCG);
+ *    which must not wake the loop: its own wakeup preempts a vCPU thread
+ *    (the scheduler favours a thread just woken), whose switch out and
+ *    back in would wake it again (measured: 64,000 records a second on
+ *    TCG);
  *  - sched_waking / sched_wakeup: their wakeups, "pid == T1 || ...".  The
  *    pid list alone also lets through every wakeup that one of the
  *    threads does (a vCPU thread waking QEMU's I/O thread, or any task).

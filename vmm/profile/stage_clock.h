@@ -5,11 +5,12 @@
  * read (vDSO, ~20 ns) at each change of stage, and every nanosecond of a
  * step is charged to exactly one stage (the one current when it passed).
  *
- * Wall time while the loop works, not CPU time: the loop runs at
- * real-time priority and does not block but on the monitor (stop mode)
- * and the helper (pin mode), whose waits are charged to the capture that
- * made them.  The run's CPU time (CLOCK_THREAD_CPUTIME_ID, a syscall) is
- * read once a step, apart.
+ * Wall time while the loop works, not CPU time: the loop does not block
+ * but on the monitor (stop mode) and the helper (pin mode), whose waits
+ * are charged to the capture that made them, and a preemption of the
+ * loop (without --realtime) is charged to the stage it interrupted.  The
+ * run's CPU time (CLOCK_THREAD_CPUTIME_ID, a syscall) is read once a
+ * step, apart.
  */
 #ifndef IVM_STAGE_CLOCK_H
 #define IVM_STAGE_CLOCK_H
