@@ -166,3 +166,15 @@ Test(uobjects, forget_announces_again_for_a_new_file)
 	cr_assert_eq(ivm_uobjects_get(t, b, sizeof(b), true, NULL), ob);
 	ivm_uobjects_destroy(t);
 }
+
+/* A run that met no user object (kernel threads only) has none to take. */
+Test(uobjects, nothing_to_take)
+{
+	struct emitted e = { .fail_at = -1 };
+	struct ivm_uobjects *t;
+
+	cr_assert_null(ivm_uobjects_create(&t));
+	cr_assert_null(ivm_uobjects_take_meta(t, emit, &e));
+	cr_assert_eq(e.nr, 0);
+	ivm_uobjects_destroy(t);
+}

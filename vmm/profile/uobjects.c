@@ -231,9 +231,12 @@ struct ivm_error *ivm_uobjects_take_meta(struct ivm_uobjects *t,
 			break;
 		free(t->pending[i].value);
 	}
-	memmove(t->pending, t->pending + i,
-		(t->nr_pending - i) * sizeof(*t->pending));
-	t->nr_pending -= i;
+	/* Nothing ever pending (a kernel thread's stack): pending is NULL. */
+	if (i) {
+		memmove(t->pending, t->pending + i,
+			(t->nr_pending - i) * sizeof(*t->pending));
+		t->nr_pending -= i;
+	}
 	return err;
 }
 
