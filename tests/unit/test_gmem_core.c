@@ -3,6 +3,7 @@
  * The ELF core backend over cores this test writes: QEMU's layouts without
  * and with paging, its notes, and corrupt files.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -369,6 +370,96 @@ Test(gmem_core, from_file, .init = fill, .fini = unlink_core)
 	cr_assert_not_null(err);
 	cr_assert_eq(err->code, IVM_ERROR_OS);
 	ivm_error_destroy(err);
+	free(core);
+}
+
+/* The mutation harness's hooks (IVM_CORE_TRACE, IVM_CORE_PATCH). */
+static char hook_dir[] = "/tmp/ivm-d-hooks-XXXXXX";
+
+static void remove_hook_dir(void)
+{
+	IVM_TMP_REMOVE_TREE(hook_dir);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert(f);
+	fputs(text, f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+static struct ivm_error *open_patched(const char *path, const char *patch,
+				      const char *text, struct ivm_gmem **ret)
+{
+	write_text(patch, text);
+	setenv("IVM_CORE_PATCH", patch, 1);
+	return ivm_gmem_core_create(path, ret);
+}
+
+Test(gmem_core, trace_and_patch_hooks, .init = fill, .fini = remove_hook_dir)
+{
+	char path[64], trace[64], patch[64], text[128], space;
+	unsigned long long addr, off, n;
+	size_t len;
+	uint8_t *core = make_plain_core(&len), buf[16], disk[4];
+	struct ivm_gmem *gmem;
+	struct ivm_error *err;
+	FILE *f;
+	int fd;
+
+	cr_assert(mkdtemp(hook_dir));
+	snprintf(path, sizeof(path), "%s/core", hook_dir);
+	snprintf(trace, sizeof(trace), "%s/trace", hook_dir);
+	snprintf(patch, sizeof(patch), "%s/patch", hook_dir);
+	fd = open(path, O_RDWR | O_CREAT, 0600);
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, core, len), (ssize_t)len);
+
+	/* A read is logged with its guest address and file offset. */
+	setenv("IVM_CORE_TRACE", trace, 1);
+	err = ivm_gmem_core_create(path, &gmem);
+	cr_assert_null(err, "%s", ivm_error_string(err));
+	cr_assert_null(ivm_gmem_read_phys(gmem, 0x100, buf, 16));
+	ivm_gmem_destroy(gmem);
+	unsetenv("IVM_CORE_TRACE");
+	f = fopen(trace, "r");
+	cr_assert(f);
+	cr_assert_eq(fscanf(f, "%c %llx %llx %llx", &space, &addr, &off, &n), 4);
+	fclose(f);
+	cr_assert_eq(space, 'p');
+	cr_assert_eq(addr, 0x100);
+	cr_assert_eq(n, 16);
+	cr_assert_eq(memcmp(core + off, low + 0x100, 16), 0);
+
+	/* That offset patched: in memory only, the file is untouched. */
+	snprintf(text, sizeof(text), "# a comment\n\n%llx deadBEEF\n", off);
+	err = open_patched(path, patch, text, &gmem);
+	cr_assert_null(err, "%s", ivm_error_string(err));
+	cr_assert_null(ivm_gmem_read_phys(gmem, 0x100, buf, 16));
+	cr_assert_eq(memcmp(buf, "\xde\xad\xbe\xef", 4), 0);
+	cr_assert_eq(memcmp(buf + 4, low + 0x104, 12), 0);
+	ivm_gmem_destroy(gmem);
+	cr_assert_eq(pread(fd, disk, 4, off), 4);
+	cr_assert_eq(memcmp(disk, low + 0x100, 4), 0);
+
+	/* Odd digits, no bytes' separator, past the end: refused. */
+	snprintf(text, sizeof(text), "%llx dea\n", off);
+	err = open_patched(path, patch, text, &gmem);
+	cr_assert_not_null(err);
+	cr_assert_eq(err->code, IVM_ERROR_INVALID, "%s", ivm_error_string(err));
+	ivm_error_destroy(err);
+	err = open_patched(path, patch, "100:ff\n", &gmem);
+	cr_assert_not_null(err);
+	ivm_error_destroy(err);
+	snprintf(text, sizeof(text), "%zx 00ff\n", len - 1);
+	err = open_patched(path, patch, text, &gmem);
+	cr_assert_not_null(err);
+	cr_assert_eq(err->code, IVM_ERROR_INVALID, "%s", ivm_error_string(err));
+	ivm_error_destroy(err);
+	unsetenv("IVM_CORE_PATCH");
+	close(fd);
 	free(core);
 }
 

@@ -104,7 +104,9 @@ struct ivm_error *ivm_gmem_mmap_create(pid_t pid,
  * failures are IVM_ERROR_ELF.  The file is mapped, not read: it must not be
  * truncated while the gmem lives.  A core dumped with paging only holds the
  * physical pages some page table mapped (for Linux, all of RAM through the
- * direct map).
+ * direct map).  For the mutation harness only, IVM_CORE_TRACE and
+ * IVM_CORE_PATCH in the environment log its reads and patch it in memory
+ * (gmem_core.c says how and why).
  */
 struct ivm_error *ivm_gmem_core_create(const char *path, struct ivm_gmem **ret);
 

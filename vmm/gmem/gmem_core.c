@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/bytes.h"
+#include "base/hexnum.h"
 #include "gmem/gmem_internal.h"
 
 /* x86-64 struct elf_prstatus: offset of pr_reg (27 longs). */
@@ -75,6 +77,8 @@ struct core_gmem {
 	struct cpu_note *prstatus, *qemu;
 	size_t nr_prstatus, nr_qemu;
 	char *vmcoreinfo;
+
+	FILE *trace;		/* IVM_CORE_TRACE: see the test hooks below */
 };
 
 static const struct ivm_gmem_ops core_ops;
@@ -125,6 +129,19 @@ static size_t seg_index_build(struct core_seg *segs, size_t nr)
 	return out;
 }
 
+/*
+ * One line of the read trace: what was read ('p'hysical, 'v'irtual, a vCPU
+ * 'n'ote), at which guest address, from which file offset, how many bytes
+ * (hex).  Only bytes the file holds: zero-filled tails cannot be patched.
+ */
+static void trace_read(const struct core_gmem *core, char space,
+		       uint64_t addr, uint64_t offset, uint64_t len)
+{
+	if (core->trace && len)
+		fprintf(core->trace, "%c %" PRIx64 " %" PRIx64 " %" PRIx64 "\n",
+			space, addr, offset, len);
+}
+
 static const struct core_seg *seg_find(const struct core_seg *segs, size_t nr,
 				       uint64_t addr)
 {
@@ -167,6 +184,8 @@ static struct ivm_error *seg_read(const struct core_gmem *core,
 
 			if (from_file > n)
 				from_file = n;
+			trace_read(core, segs == core->virt ? 'v' : 'p',
+				   addr, s->offset + off, from_file);
 			memcpy(out, core->data + s->offset + off, from_file);
 			memset(out + from_file, 0, n - from_file);
 		} else {
@@ -394,6 +413,8 @@ static void core_free(struct core_gmem *core)
 	free(core->prstatus);
 	free(core->qemu);
 	free(core->vmcoreinfo);
+	if (core->trace)
+		fclose(core->trace);
 	free(core);
 }
 
@@ -433,8 +454,69 @@ struct ivm_error *ivm_gmem_core_create_from_memory(const void *data,
 	return core_finish(core, ret);
 }
 
+/*
+ * Test hooks for tests/tools/core-mutate, which runs the commands over a
+ * real guest's core with words of it changed, to find what hostile guest
+ * memory does to the whole tool rather than to one parser (tests/fuzz/
+ * covers those one by one).  It needs to know which bytes a command reads,
+ * and to change some without copying a core of hundreds of MiB per run:
+ *
+ *   IVM_CORE_TRACE=FILE  append one line per read of guest memory to FILE
+ *                        (trace_read() says the format);
+ *   IVM_CORE_PATCH=FILE  before the core is parsed, write the patches of
+ *                        FILE into its private (copy-on-write) mapping:
+ *                        lines "OFFSET HEXBYTES" (OFFSET in the file, in
+ *                        hex, then one space); '#' starts a comment.
+ *
+ * Only the environment of the one who runs idlevm sets them, never the
+ * guest; only a core file is read this way (the file on disk is never
+ * written, a live guest never patched); secure_getenv() ignores them in a
+ * process that changed identity.
+ */
+static struct ivm_error *core_patch(uint8_t *map, size_t size,
+				    const char *path)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	unsigned int lineno = 0;
+	bool bad = false;
+	FILE *f;
+
+	f = fopen(path, "re");
+	if (!f)
+		return ivm_error_os(errno, "opening IVM_CORE_PATCH %s", path);
+	while (!bad && (len = getline(&line, &cap, f)) >= 0) {
+		size_t pos = 0;
+		uint64_t off;
+
+		lineno++;
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		bad = !ivm_hex_span(line, len, &pos, &off) || line[pos] != ' ';
+		for (pos++; !bad && pos < (size_t)len && line[pos] != '\n';
+		     pos += 2, off++) {
+			int hi = ivm_hex_digit(line[pos]);
+			int lo = hi < 0 ? -1 : ivm_hex_digit(line[pos + 1]);
+
+			bad = off >= size || lo < 0;
+			if (!bad)
+				map[off] = hi << 4 | lo;
+		}
+	}
+	free(line);
+	fclose(f);
+	if (bad)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"IVM_CORE_PATCH %s line %u: not \"OFFSET HEXBYTES\" inside the core",
+					path, lineno);
+	return NULL;
+}
+
 struct ivm_error *ivm_gmem_core_create(const char *path, struct ivm_gmem **ret)
 {
+	const char *patch = secure_getenv("IVM_CORE_PATCH");
+	const char *trace = secure_getenv("IVM_CORE_TRACE");
 	struct core_gmem *core;
 	struct ivm_error *err;
 	struct stat st;
@@ -455,20 +537,35 @@ struct ivm_error *ivm_gmem_core_create(const char *path, struct ivm_gmem **ret)
 					"core %s is empty or not a regular file",
 					path);
 	}
-	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	map = mmap(NULL, st.st_size, PROT_READ | (patch ? PROT_WRITE : 0),
+		   MAP_PRIVATE, fd, 0);
 	err = map == MAP_FAILED ? ivm_error_os(errno, "mapping core %s", path)
 				: NULL;
 	close(fd);
 	if (err)
 		return err;
-	core = calloc(1, sizeof(*core));
+	if (patch) {
+		err = core_patch(map, st.st_size, patch);
+		if (!err && mprotect(map, st.st_size, PROT_READ) < 0)
+			err = ivm_error_os(errno, "mprotect of core %s", path);
+	}
+	core = err ? NULL : calloc(1, sizeof(*core));
 	if (!core) {
 		munmap(map, st.st_size);
-		return &ivm_enomem;
+		return err ? err : &ivm_enomem;
 	}
 	core->data = map;
 	core->size = st.st_size;
 	core->mapped = true;
+	if (trace) {
+		core->trace = fopen(trace, "ae");
+		if (!core->trace) {
+			err = ivm_error_os(errno, "opening IVM_CORE_TRACE %s",
+					   trace);
+			core_free(core);
+			return err;
+		}
+	}
 	err = core_finish(core, ret);
 	return ivm_error_wrap(err, "%s", path);
 }
@@ -620,6 +717,13 @@ static void regs_from_qemu(const struct cpu_note *n, struct ivm_x86_regs *r)
 	}
 }
 
+/* The guest's registers are as hostile as its memory: trace them too. */
+static void trace_note(const struct core_gmem *core, size_t cpu,
+		       const struct cpu_note *n)
+{
+	trace_read(core, 'n', cpu, n->desc - core->data, n->descsz);
+}
+
 struct ivm_error *ivm_gmem_core_cpu_state(struct ivm_gmem *gmem, size_t cpu,
 					  struct ivm_x86_regs *ret)
 {
@@ -634,10 +738,14 @@ struct ivm_error *ivm_gmem_core_cpu_state(struct ivm_gmem *gmem, size_t cpu,
 					"core has no registers for vcpu %zu (%zu vcpus)",
 					cpu, ivm_gmem_core_nr_cpus(gmem));
 	/* The QEMU note is the richer one; it wins where both are present. */
-	if (cpu < core->nr_prstatus)
+	if (cpu < core->nr_prstatus) {
 		regs_from_prstatus(&core->prstatus[cpu], &regs);
-	if (cpu < core->nr_qemu)
+		trace_note(core, cpu, &core->prstatus[cpu]);
+	}
+	if (cpu < core->nr_qemu) {
 		regs_from_qemu(&core->qemu[cpu], &regs);
+		trace_note(core, cpu, &core->qemu[cpu]);
+	}
 	if (!regs.valid)
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"core notes for vcpu %zu are too short or of an unknown version",
