@@ -66,7 +66,8 @@ GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/labelset $(BUILD)/guest/labelset-dyn \
 	$(BUILD)/guest/labelset-pie
 
-.PHONY: all deps deps-demo check unit fuzz-replay e2e e2e-demo e2e-kernels e2e-web01 web01 fuzz fuzz-long bench \
+.PHONY: all deps deps-demo check unit fuzz-replay e2e e2e-demo e2e-kernels e2e-web01 web01 fuzz fuzz-long \
+	mutate-long bench \
 	asan demo image clean \
 	guest workloads-check asan-check FORCE
 
@@ -180,6 +181,12 @@ $(BUILD)/tests/kvm-records: $(BUILD)/obj/tests/tools/kvm-records.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_CFLAGS) -o $@ $^ $(LIBS)
 
+# The mutation harness over a real guest's core (tests/tools/core-mutate.c):
+# it runs idlevm, it links nothing of it.
+$(BUILD)/tests/core-mutate: $(BUILD)/obj/tests/tools/core-mutate.o
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_CFLAGS) -o $@ $^
+
 $(BUILD)/obj/tests/tools/%.o: tests/tools/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(IVM_CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
@@ -213,7 +220,19 @@ FUZZ_TIME ?=
 FUZZ_TARGETS ?= $(FUZZ_NAMES)
 fuzz-long: $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
 	@BUILD=$(BUILD) FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_TIME=$(FUZZ_TIME) \
-		tests/fuzz/fuzz-long $(FUZZ_TARGETS)
+		tests/fuzz/fuzz-long $(FUZZ_TARGETS); fuzz=$$?; \
+	$(MAKE) --no-print-directory mutate-long; mutate=$$?; \
+	[ $$fuzz = 0 ] && [ $$mutate = 0 ]
+
+# The whole tool over a core of the demo guest with MUTATE_COUNT of the
+# words it reads changed (tests/e2e/t_41_core_mutate.sh, at length; about
+# 0.3-0.45 s a mutation here), under the ASan + UBSan build.
+MUTATE_COUNT ?= 3000
+mutate-long: all image $(BUILD)/tests/core-mutate
+	@$(MAKE) --no-print-directory -j2 asan
+	@BUILD=$(BUILD) IVM_MUTATE_COUNT=$(MUTATE_COUNT) \
+		IVM_TEST_TIMEOUT=$$(($(MUTATE_COUNT) + 300)) \
+		tests/e2e/run t_41_core_mutate
 
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libivm.a $(SYM_LIB)
 	@mkdir -p $(dir $@)
@@ -247,13 +266,13 @@ web01: image deb-helper
 # Both test guests, then the demo guest on the other kernels, one after
 # the other (two TCG guests at once would share the two cores); fails if
 # any suite failed.
-e2e: all image web01
+e2e: all image web01 $(BUILD)/tests/core-mutate
 	@BUILD=$(BUILD) tests/e2e/run; demo=$$?; \
 	BUILD=$(BUILD) IVM_E2E_GUEST=web01 tests/e2e/run; web01=$$?; \
 	$(MAKE) --no-print-directory e2e-kernels; kernels=$$?; \
 	[ $$demo = 0 ] && [ $$web01 = 0 ] && [ $$kernels = 0 ]
 
-e2e-demo: all image
+e2e-demo: all image $(BUILD)/tests/core-mutate
 	@BUILD=$(BUILD) tests/e2e/run
 
 # The demo guest on the other guest kernels people run: Debian 11's 5.10
@@ -275,6 +294,7 @@ e2e-web01: all web01
 check: deps
 	@scripts/check-layers
 	@$(MAKE) --no-print-directory -j2 all $(BUILD)/tests/unit-tests $(BUILD)/tests/kvm-records \
+		$(BUILD)/tests/core-mutate \
 		$(addsuffix -replay,$(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES)))
 	@# The image first: it fetches the guest kernel's vmlinux, which the
 	@# unit tests of the ORC, BTF and DWARF readers use for real data.
