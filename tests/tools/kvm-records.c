@@ -105,7 +105,7 @@ int main(int argc, char **argv)
 	if (!err)
 		err = ivm_kvm_events_load(NULL, &r.ev);
 	if (!err)
-		err = ivm_trace_session_create(events, 3, tids, nr, &s);
+		err = ivm_trace_session_create(events, 3, tids, nr, 0, &s);
 	while (!err && ivm_mono_ns() < end) {
 		bool ready;
 

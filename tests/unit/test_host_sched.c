@@ -313,7 +313,7 @@ Test(host_sched, live_waits_match_the_kernels_run_delay, .timeout = 30)
 		events[1] = "sched:sched_wakeup";
 	if (!err)
 		err = ivm_trace_session_create(events, 2, &(pid_t){ l.tid }, 1,
-					       &s);
+					       0, &s);
 	if (err && err->code == IVM_ERROR_OS) {
 		cr_skip_test("no tracefs here: %s", err->message);
 		return;

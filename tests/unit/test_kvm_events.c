@@ -16,26 +16,13 @@
 #include "profile/trace_session.h"
 #include "trace_records.h"
 
-static char *read_text(const char *name)
-{
-	char path[128];
-	FILE *f;
-	char *buf = calloc(1, 65536);
-	size_t n;
-
-	snprintf(path, sizeof(path), "tests/unit/data/kvm/%s.format", name);
-	f = fopen(path, "r");
-	cr_assert_not_null(f, "%s", path);
-	n = fread(buf, 1, 65535, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
+#define DATA "tests/unit/data/kvm/"
 
 static struct ivm_kvm_events *load(void)
 {
-	char *x = read_text("kvm_exit"), *e = read_text("kvm_entry"),
-	     *w = read_text("kvm_vcpu_wakeup");
+	char *x = read_format(DATA, "kvm_exit");
+	char *e = read_format(DATA, "kvm_entry");
+	char *w = read_format(DATA, "kvm_vcpu_wakeup");
 	struct ivm_kvm_events *ev;
 
 	cr_assert_null(ivm_kvm_events_parse(x, e, w, &ev));
@@ -145,9 +132,10 @@ Test(kvm_events, short_or_foreign_records)
 
 Test(kvm_events, format_without_needed_field)
 {
-	char *x = read_text("kvm_exit"), *w = read_text("kvm_vcpu_wakeup");
+	char *x = read_format(DATA, "kvm_exit");
+	char *w = read_format(DATA, "kvm_vcpu_wakeup");
 	/* sched_switch's format where kvm_entry's should be. */
-	char *bad = read_text("../sched/sched_switch");
+	char *bad = read_format(DATA, "../sched/sched_switch");
 	struct ivm_kvm_events *ev;
 	struct ivm_error *err;
 
@@ -191,7 +179,7 @@ Test(trace_session, records_this_threads_sched_switches)
 
 	if (geteuid() != 0)
 		cr_skip_test("tracefs needs root");
-	err = ivm_trace_session_create(events, 1, &tid, 1, &s);
+	err = ivm_trace_session_create(events, 1, &tid, 1, 0, &s);
 	if (err && err->code == IVM_ERROR_OS) {
 		cr_skip_test("no tracefs here: %s", err->message);
 		ivm_error_destroy(err);

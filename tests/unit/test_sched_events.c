@@ -25,26 +25,11 @@
 
 #define DATA "tests/unit/data/sched/"
 
-static char *read_text(const char *name)
-{
-	char path[128];
-	FILE *f;
-	char *buf = calloc(1, 65536);
-	size_t n;
-
-	snprintf(path, sizeof(path), DATA "%s.format", name);
-	f = fopen(path, "r");
-	cr_assert_not_null(f, "%s", path);
-	n = fread(buf, 1, 65535, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 static struct ivm_sched_events *load(void)
 {
-	char *s = read_text("sched_switch"), *g = read_text("sched_waking"),
-	     *u = read_text("sched_wakeup");
+	char *s = read_format(DATA, "sched_switch");
+	char *g = read_format(DATA, "sched_waking");
+	char *u = read_format(DATA, "sched_wakeup");
 	struct ivm_sched_events *ev;
 	struct ivm_error *err = ivm_sched_events_parse(s, g, u, &ev);
 
@@ -147,7 +132,7 @@ Test(sched_events, short_foreign_and_missing)
 	struct ivm_sched_event e;
 	struct ivm_error *err;
 	uint8_t rec[64] = { 0 };
-	char *s = read_text("sched_switch"), *w;
+	char *s = read_format(DATA, "sched_switch"), *w;
 
 	put(rec, 0, 372, 2);
 	err = ivm_sched_events_decode(ev, rec, 40, &e);	/* next_pid cut */
@@ -165,7 +150,7 @@ Test(sched_events, short_foreign_and_missing)
 	ivm_error_destroy(err);
 	ivm_sched_events_destroy(ev);
 	/* A wakeup format where sched_switch's should be: no prev_state. */
-	w = read_text("sched_wakeup");
+	w = read_format(DATA, "sched_wakeup");
 	err = ivm_sched_events_parse(w, NULL, s, &ev);
 	cr_assert_not_null(err);
 	cr_assert_eq(err->code, IVM_ERROR_INVALID, "%s", err->message);
@@ -243,7 +228,7 @@ Test(sched_events, record_live_sleeps_of_this_thread)
 	err = ivm_sched_events_load(NULL, &l.ev);
 	if (!err)
 		err = ivm_trace_session_create(events, 3, (pid_t[]){
-			(pid_t)syscall(SYS_gettid) }, 1, &s);
+			(pid_t)syscall(SYS_gettid) }, 1, 0, &s);
 	if (err && err->code == IVM_ERROR_OS) {
 		cr_skip_test("no tracefs here: %s", err->message);
 		return;
@@ -385,7 +370,7 @@ Test(sched_events, filters_keep_only_the_threads_sleeps_and_wakeups)
 	if (!err && !ivm_sched_events_has_waking(f.ev))
 		events[1] = "sched:sched_wakeup";
 	if (!err)
-		err = ivm_trace_session_create(events, 2, &me, 1, &s);
+		err = ivm_trace_session_create(events, 2, &me, 1, 0, &s);
 	if (err && err->code == IVM_ERROR_OS) {
 		cr_skip_test("no tracefs here: %s", err->message);
 		return;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Raw tracepoint records recorded on a real host, kept as unit-test
- * fixtures: one per line, "TS HEXBYTES" (CLOCK_MONOTONIC ns, then the
+ * fixtures (and the event format files they go with): one per line, "TS HEXBYTES" (CLOCK_MONOTONIC ns, then the
  * record from common_type), as the recorders write them
  * (tests/unit/test_sched_events.c, tests/tools/kvm-records.c).
  */
@@ -48,6 +48,24 @@ static inline size_t read_records(const char *path, struct recorded *out,
 	}
 	fclose(f);
 	return n;
+}
+
+/* The format file dir/NAME.format of a fixture, malloc'd, NUL-terminated. */
+static inline char *read_format(const char *dir, const char *name)
+{
+	char path[128];
+	FILE *f;
+	char *buf = calloc(1, 65536);
+	size_t n;
+
+	cr_assert_not_null(buf);
+	snprintf(path, sizeof(path), "%s%s.format", dir, name);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "%s", path);
+	n = fread(buf, 1, 65535, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
 }
 
 #endif /* IVM_TEST_TRACE_RECORDS_H */

@@ -1050,7 +1050,8 @@ static struct ivm_error *setup(struct profiler *p)
 			ivm_error_destroy(err);
 			ivm_trace_session_destroy(p->trace);
 			ivm_trace_session_destroy(p->host_trace);
-			p->trace = p->host_trace = NULL;
+			ivm_trace_session_destroy(p->disk_trace);
+			p->trace = p->host_trace = p->disk_trace = NULL;
 			p->source = IVM_IDLE_SOURCE_THREAD;
 		} else if (p->res->tracefs_mounted) {
 			fprintf(stderr,
@@ -1084,7 +1085,7 @@ static struct ivm_error *setup(struct profiler *p)
 		if (!err)
 			err = ivm_kvm_events_load(NULL, &p->kvm_events);
 		if (!err)
-			err = ivm_trace_session_create(events, 3, tids, n,
+			err = ivm_trace_session_create(events, 3, tids, n, 0,
 						       &p->trace);
 		if (err)
 			return err;
@@ -1142,9 +1143,12 @@ static void teardown(struct profiler *p)
 	ivm_ksym_hits_destroy(p->ksym_hits);
 	ivm_trace_session_destroy(p->trace);
 	ivm_trace_session_destroy(p->host_trace);
+	ivm_trace_session_destroy(p->disk_trace);
 	ivm_kvm_events_destroy(p->kvm_events);
 	ivm_sched_events_destroy(p->sched_events);
 	ivm_host_sched_destroy(p->host);
+	ivm_disk_syscalls_destroy(p->disk_syscalls);
+	ivm_disk_service_destroy(p->disk);
 	ivm_idle_periods_destroy(p->periods);
 	ivm_irq_stat_destroy(p->irq_stat);
 	ivm_capture_engine_destroy(p->engine);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,47 @@ static struct ivm_error *read_host_side(struct profiler *p)
 	return err;
 }
 
+/* One record of the disk's side: a QEMU thread entered or left an I/O call. */
+static int on_disk_record(void *ctx, const void *data, size_t size, int cpu,
+			  uint64_t ts)
+{
+	struct profiler *p = ctx;
+	struct ivm_disk_syscall sc;
+	enum ivm_disk_kind kind;
+	struct ivm_error *err;
+
+	(void)cpu;
+	p->disk_trace_records++;
+	err = ivm_disk_syscalls_decode(p->disk_syscalls, data, size, &sc);
+	if (err) {
+		ivm_error_destroy(err);
+		return 0;
+	}
+	if (!ivm_disk_syscall_kind(sc.nr, &kind))
+		return 0;
+	if (sc.exit)
+		ivm_disk_service_exit(p->disk, sc.tid, kind, sc.ret, ts);
+	else
+		ivm_disk_service_enter(p->disk, sc.tid, kind, ts);
+	return 0;
+}
+
+/* The disk's side up to now; its losses end every call in flight. */
+static struct ivm_error *read_disk_side(struct profiler *p)
+{
+	struct ivm_error *err;
+	uint64_t lost;
+
+	if (!p->disk_trace)
+		return NULL;
+	err = ivm_trace_session_read(p->disk_trace, on_disk_record, p);
+	lost = ivm_trace_session_lost(p->disk_trace);
+	if (lost != p->disk_trace_lost)
+		ivm_disk_service_lost(p->disk);
+	p->disk_trace_lost = lost;
+	return err;
+}
+
 struct ivm_error *poll_halted(struct profiler *p)
 {
 	struct ivm_guest *g = p->guest;
@@ -218,6 +260,8 @@ struct ivm_error *poll_halted(struct profiler *p)
 
 		/* First: what a period this read ends spans is known. */
 		err = read_host_side(p);
+		if (!err)
+			err = read_disk_side(p);
 		if (err)
 			return err;
 		err = ivm_trace_session_read(p->trace, on_sched_record, p);
@@ -261,7 +305,7 @@ static void setup_host_side(struct profiler *p, const char **events,
 
 	err = ivm_host_sched_create(g->nr_vcpus, &p->host);
 	if (!err)
-		err = ivm_trace_session_create(events, 2, tids, n,
+		err = ivm_trace_session_create(events, 2, tids, n, 0,
 					       &p->host_trace);
 	filter = err ? NULL : ivm_sched_wake_filter(tids, n);
 	if (filter) {
@@ -279,6 +323,77 @@ static void setup_host_side(struct profiler *p, const char **events,
 	for (i = 0; i < g->nr_vcpus; i++)
 		ivm_error_destroy(ivm_host_sched_watch(p->host, i,
 						       g->vcpus[i].tid));
+}
+
+/* The threads of process pid (at most max), from /proc/PID/task. */
+static size_t process_threads(pid_t pid, pid_t *tids, size_t max)
+{
+	char path[64];
+	struct dirent *e;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (n < max && (e = readdir(d))) {
+		char *end;
+		long tid = strtol(e->d_name, &end, 10);
+
+		if (!*end && tid > 0 && tid <= INT32_MAX)
+			tids[n++] = (pid_t)tid;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * The disk's side: QEMU's I/O syscalls (disk_syscalls.h), on every thread
+ * of its process and the threads they start (the thread pool's workers
+ * come and go), in a session of its own that wakes nobody, like the
+ * host's side.  Not needed to profile either: a host that refuses it
+ * profiles without it, and the report says the disk was not followed.
+ */
+static void setup_disk_side(struct profiler *p)
+{
+	static const char *const events[] = {
+		"raw_syscalls:sys_enter", "raw_syscalls:sys_exit",
+	};
+	struct ivm_error *err;
+	pid_t tids[256];
+	size_t n;
+
+	if (p->guest->qemu_pid <= 0)
+		return;
+	n = process_threads(p->guest->qemu_pid, tids, 256);
+	if (!n)
+		return;
+	err = ivm_disk_syscalls_load(NULL, &p->disk_syscalls);
+	if (!err)
+		err = ivm_disk_service_create(&p->disk);
+	if (!err)
+		err = ivm_trace_session_create(events, 2, tids, n,
+					       IVM_TRACE_FOLLOW_FORKS,
+					       &p->disk_trace);
+	/* Only the I/O calls are written to the ring buffer. */
+	if (!err)
+		err = ivm_trace_session_filter(p->disk_trace, events[0],
+					       ivm_disk_syscall_filter());
+	if (!err)
+		err = ivm_trace_session_filter(p->disk_trace, events[1],
+					       ivm_disk_syscall_filter());
+	if (err) {
+		fprintf(stderr, "idlevm: warning: the disk's host side is not followed: %s\n",
+			ivm_error_string(err));
+		ivm_error_destroy(err);
+		ivm_trace_session_destroy(p->disk_trace);
+		ivm_disk_service_destroy(p->disk);
+		ivm_disk_syscalls_destroy(p->disk_syscalls);
+		p->disk_trace = NULL;
+		p->disk = NULL;
+		p->disk_syscalls = NULL;
+	}
 }
 
 struct ivm_error *setup_sched_source(struct profiler *p)
@@ -315,7 +430,8 @@ struct ivm_error *setup_sched_source(struct profiler *p)
 	}
 	for (i = 0; i < g->nr_vcpus && n < 256; i++)
 		tids[n++] = g->vcpus[i].tid;
-	err = ivm_trace_session_create(events, nr_events, tids, n, &p->trace);
+	err = ivm_trace_session_create(events, nr_events, tids, n, 0,
+				       &p->trace);
 	if (err)
 		return err;
 	/*
@@ -335,6 +451,7 @@ struct ivm_error *setup_sched_source(struct profiler *p)
 			p->trace, "sched:sched_switch", "prev_state & 131"));
 	}
 	setup_host_side(p, events, tids, n);
+	setup_disk_side(p);
 	filter = ivm_sched_wake_filter(tids, n);
 	if (!filter)
 		return &ivm_enomem;

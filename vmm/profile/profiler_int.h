@@ -4,13 +4,16 @@
  * vmm/profile/profiler*.c):
  *   profiler.c          the run: setup, the loop's step, captures, windows
  *   profiler_events.c   the host's events of the vCPU threads (the sched
- *                       and kvm idle sources) and what the host did to them
+ *                       and kvm idle sources) and what the host did to
+ *                       them; QEMU's I/O calls for the guest's disks
  *   profiler_periods.c  idle periods: their records, their samples, replay
  *   profiler_stats.c    the running totals of STATS and END records
  */
 #ifndef IVM_PROFILER_INT_H
 #define IVM_PROFILER_INT_H
 
+#include "profile/disk_service.h"
+#include "profile/disk_syscalls.h"
 #include "profile/host_sched.h"
 #include "profile/idle_periods.h"
 #include "profile/kvm_events.h"
@@ -55,10 +58,11 @@ static const uint64_t follow_ns[NR_FOLLOW] = {
 
 /*
  * Room for every running total fill_stats() writes: the profiler's own
- * (switch sampling's included), three per --label, the stages and the
- * host's side.
+ * (switch sampling's included), three per --label, the stages, the
+ * disk's and the host's side.
  */
-#define MAX_STATS (96 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + IVM_HOST_MAX_STATS)
+#define MAX_STATS (96 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + 2 + \
+		   IVM_DISK_MAX_STATS + IVM_HOST_MAX_STATS)
 
 struct profiler {
 	struct ivm_guest *guest;
@@ -90,6 +94,15 @@ struct profiler {
 	struct ivm_trace_session *host_trace;
 	uint64_t host_trace_lost;		/* already passed on */
 	struct ivm_stage_clock stages;		/* where the steps' time goes */
+	/*
+	 * Idle source sched: the host's service of the guest's disk, from
+	 * QEMU's I/O syscalls (disk_service.h), a third session like the
+	 * host's side: read at every step, never polled.  Or NULL.
+	 */
+	struct ivm_disk_syscalls *disk_syscalls;
+	struct ivm_disk_service *disk;
+	struct ivm_trace_session *disk_trace;
+	uint64_t disk_trace_records, disk_trace_lost;
 	/* Per vCPU: its open period's to-idle sample (sample_hold.h). */
 	struct ivm_sample_hold *held;
 	struct ivm_trace_session *trace;

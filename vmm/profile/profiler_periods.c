@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "kernel/irq_stat.h"
 #include "kernel/last_ran.h"
 #include "profile/profiler_int.h"
 #include "profile/replay.h"
@@ -107,6 +108,10 @@ struct ivm_error *write_period(struct profiler *p,
 	if (p->host && !(r.flags & IVM_IDLE_START_UNKNOWN))
 		ivm_host_sched_idle_period(p->host, r.vcpu, r.start_ns,
 					   r.end_ns);
+	/* A device woke it: what the host's storage did meanwhile. */
+	if (p->disk && !(r.flags & IVM_IDLE_START_UNKNOWN) &&
+	    (r.wake_mask & (1u << IVM_IRQ_DEVICE)))
+		ivm_disk_service_device_period(p->disk, r.start_ns, r.end_ns);
 	if (!err && !(ip->flags & IVM_IDLE_REPLAYED))
 		err = write_held(p, ip->vcpu,
 				 !(r.flags & IVM_IDLE_START_UNKNOWN),

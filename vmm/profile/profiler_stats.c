@@ -172,6 +172,14 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	for (i = 0; i < IVM_STAGE_NR; i++)
 		st[n++] = (struct ivm_stat){ stage_stat[i],
 					     p->stages.ns[i] / 1000 };
+	if (p->disk) {
+		st[n++] = (struct ivm_stat){ "disk_trace_records",
+					     p->disk_trace_records };
+		st[n++] = (struct ivm_stat){ "disk_trace_lost",
+					     p->disk_trace_lost };
+		n += ivm_disk_service_fill_stats(p->disk, st + n,
+						 MAX_STATS - n);
+	}
 	/* Last: its table of host tasks grows (host_sched.h). */
 	if (p->host)
 		n += ivm_host_sched_fill_stats(p->host, st + n, MAX_STATS - n);

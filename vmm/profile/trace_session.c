@@ -175,7 +175,7 @@ static struct ivm_error *open_cpus(struct ivm_trace_session *s)
 
 struct ivm_error *ivm_trace_session_create(const char *const *events,
 					   size_t nr_events, const pid_t *tids,
-					   size_t nr_tids,
+					   size_t nr_tids, unsigned int flags,
 					   struct ivm_trace_session **ret)
 {
 	struct ivm_trace_session *s;
@@ -239,6 +239,13 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 	}
 	tracefs_instance_file_write(s->instance, "buffer_percent", "0");
 	tracefs_instance_file_write(s->instance, "buffer_size_kb", BUFFER_KB);
+	/* Before the pid list: a child of a thread listed is listed. */
+	if ((flags & IVM_TRACE_FOLLOW_FORKS) &&
+	    tracefs_option_enable(s->instance, TRACEFS_OPTION_EVENT_FORK) < 0) {
+		err = ivm_error_create(IVM_ERROR_NOT_FOUND,
+				       "no event-fork option: cannot trace new threads");
+		goto fail;
+	}
 	/* Trace only the chosen threads, before any event is on. */
 	for (i = 0; i < nr_tids; i++)
 		len += (size_t)sprintf(pids + len, "%s%d", i ? " " : "",

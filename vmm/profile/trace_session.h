@@ -48,13 +48,23 @@ bool ivm_tracefs_mounted(void);
 struct ivm_error *ivm_tracefs_ensure(bool *mounted);
 
 /*
+ * Follow the threads' children too: a thread or process that one of them
+ * creates is traced from its start and dropped when it exits (the
+ * instance's event-fork option), for threads that come and go such as
+ * QEMU's thread-pool workers.
+ */
+#define IVM_TRACE_FOLLOW_FORKS	0x1
+
+/*
  * Start recording events ("system:event", e.g. "sched:sched_switch") of
- * the threads tids (at most 256).  An event the kernel lacks fails with
- * IVM_ERROR_NOT_FOUND naming it; no tracefs with IVM_ERROR_OS.
+ * the threads tids (at most 256), with IVM_TRACE_* flags.  An event the
+ * kernel lacks fails with IVM_ERROR_NOT_FOUND naming it; no tracefs with
+ * IVM_ERROR_OS; a kernel without event-fork, when asked for it, with
+ * IVM_ERROR_NOT_FOUND.
  */
 struct ivm_error *ivm_trace_session_create(const char *const *events,
 					   size_t nr_events, const pid_t *tids,
-					   size_t nr_tids,
+					   size_t nr_tids, unsigned int flags,
 					   struct ivm_trace_session **ret);
 
 /*

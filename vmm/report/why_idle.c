@@ -116,6 +116,158 @@ static void print_delays(const struct ivm_idle_summary *s, FILE *out)
 	fputc('\n', out);
 }
 
+#define TOP_BEGAN 4
+#define MAX_COMMS 64
+
+struct comm_time {
+	char comm[IVM_COMM_LEN];
+	uint64_t ns;
+};
+
+static int by_comm_ns(const void *a, const void *b)
+{
+	const struct comm_time *x = a, *y = b;
+
+	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
+/*
+ * The guest tasks (by name) that went idle before the periods of cause c,
+ * most idle time first: whose wait it was (the records' to-idle task).
+ */
+static void print_began(const struct ivm_idle_summary *s,
+			enum ivm_idle_cause c, FILE *out)
+{
+	struct comm_time t[MAX_COMMS + 1] = { { "", 0 } };
+	size_t nr = 0, i, k;
+	uint64_t rest = 0;
+	char buf[64];
+
+	for (i = 0; i < s->nr_periods; i++) {
+		const struct ivm_idle_record *r = &s->periods[i];
+		const char *comm = r->to_idle.tid ? r->to_idle.comm : "?";
+
+		if ((r->flags & IVM_IDLE_START_UNKNOWN) ||
+		    ivm_idle_cause_of(r->wake_mask) != c)
+			continue;
+		for (k = 0; k < nr && strcmp(t[k].comm, comm); k++)
+			;
+		if (k == nr && nr < MAX_COMMS)
+			snprintf(t[nr++].comm, IVM_COMM_LEN, "%s", comm);
+		if (k < nr)
+			t[k].ns += r->end_ns - r->start_ns;
+		else
+			rest += r->end_ns - r->start_ns;
+	}
+	if (!nr)
+		return;
+	qsort(t, nr, sizeof(t[0]), by_comm_ns);
+	fprintf(out, "        went idle after:");
+	for (k = 0; k < nr; k++) {
+		if (k >= TOP_BEGAN) {
+			rest += t[k].ns;
+			continue;
+		}
+		fprintf(out, "%s %s %.3f s", k ? "," : "",
+			ivm_text_safe(buf, sizeof(buf), t[k].comm), sec(t[k].ns));
+	}
+	if (rest)
+		fprintf(out, ", the rest %.3f s", sec(rest));
+	fputc('\n', out);
+}
+
+static const char *const disk_kinds[] = { "read", "write", "flush", "other" };
+
+/*
+ * Under "woken by device": what the host's storage (QEMU's I/O calls) did
+ * during those periods.  The host cannot tell a disk's interrupt from a
+ * network card's, so this is the time the disk was busy while the guest
+ * waited for a device, not proof that it waited for the disk.
+ */
+static void print_disk_device(const struct ivm_idle_summary *s, FILE *out)
+{
+	uint64_t busy = ST("disk_device_busy_ns");
+	char name[64];
+	bool first = true;
+	size_t k;
+
+	if (!ivm_idle_summary_has_stat(s, "disk_device_busy_ns")) {
+		fprintf(out, "        host storage: not followed\n");
+		return;
+	}
+	fprintf(out, "        host storage busy %11.3f s %6.1f%%  of it, in %" PRIu64
+		" of %" PRIu64 " periods (QEMU's I/O calls on the host",
+		sec(busy), pct(busy, s->cause_ns[IVM_IDLE_CAUSE_DEVICE]),
+		ST("disk_device_periods_served"), ST("disk_device_periods"));
+	for (k = 0; k < sizeof(disk_kinds) / sizeof(disk_kinds[0]); k++) {
+		snprintf(name, sizeof(name), "disk_device_ns_%s", disk_kinds[k]);
+		if (!ST(name))
+			continue;
+		fprintf(out, "%s%s %.3f s", first ? ": " : ", ", disk_kinds[k],
+			sec(ST(name)));
+		first = false;
+	}
+	fprintf(out, ")\n");
+}
+
+/* The host's service of the guest's disk over the whole run. */
+static void print_disk(const struct ivm_idle_summary *s, FILE *out)
+{
+	static const char *const buckets[][2] = {
+		{ "disk_service_lt_100us", "under 100 us" },
+		{ "disk_service_lt_1ms", "under 1 ms" },
+		{ "disk_service_lt_10ms", "under 10 ms" },
+		{ "disk_service_lt_100ms", "under 100 ms" },
+		{ "disk_service_ge_100ms", "100 ms or more" },
+	};
+	uint64_t calls = 0, ns = 0;
+	char name[64];
+	bool first = true;
+	size_t k;
+
+	if (!ivm_idle_summary_has_stat(s, "disk_calls_read"))
+		return;
+	for (k = 0; k < sizeof(disk_kinds) / sizeof(disk_kinds[0]); k++) {
+		snprintf(name, sizeof(name), "disk_calls_%s", disk_kinds[k]);
+		calls += ST(name);
+		snprintf(name, sizeof(name), "disk_ns_%s", disk_kinds[k]);
+		ns += ST(name);
+	}
+	fprintf(out, "  host storage %22.3f s          QEMU's I/O calls for the guest's disks, %" PRIu64
+		" calls by %" PRIu64 " threads", sec(ns), calls, ST("disk_threads"));
+	for (k = 0; k < sizeof(disk_kinds) / sizeof(disk_kinds[0]); k++) {
+		uint64_t n, t;
+
+		snprintf(name, sizeof(name), "disk_calls_%s", disk_kinds[k]);
+		n = ST(name);
+		snprintf(name, sizeof(name), "disk_ns_%s", disk_kinds[k]);
+		t = ST(name);
+		if (!n)
+			continue;
+		fprintf(out, "%s%s %" PRIu64 " %.3f s", first ? ": " : ", ",
+			disk_kinds[k], n, sec(t));
+		first = false;
+	}
+	fputc('\n', out);
+	first = true;
+	fprintf(out, "      each call took");
+	for (k = 0; k < sizeof(buckets) / sizeof(buckets[0]); k++) {
+		if (!ST(buckets[k][0]))
+			continue;
+		fprintf(out, "%s%s %" PRIu64, first ? " " : ", ",
+			buckets[k][1], ST(buckets[k][0]));
+		first = false;
+	}
+	fprintf(out, "%s\n", first ? " (none)" : "");
+	if (ST("disk_calls_async"))
+		fprintf(out, "      not timed: %" PRIu64 " asynchronous submissions (aio=io_uring or native: the host kernel serves them with no call of QEMU's to time)\n",
+			ST("disk_calls_async"));
+	if (ST("disk_trace_lost") || ST("disk_unmatched"))
+		fprintf(out, "      not counted: the calls around %" PRIu64
+			" host records lost and %" PRIu64 " calls whose start or end was not seen\n",
+			ST("disk_trace_lost"), ST("disk_unmatched"));
+}
+
 struct thread_time {
 	uint32_t node;
 	uint64_t ns;
@@ -195,11 +347,16 @@ void ivm_why_idle_print(const struct ivm_idle_summary *s,
 		fprintf(out, " (and %" PRIu64 " without a start, not timed)",
 			s->untimed_periods);
 	fputc('\n', out);
-	for (c = 0; c < IVM_IDLE_CAUSE_NR; c++)
-		if (s->cause_ns[c])
-			fprintf(out, "      woken by %-7s %14.3f s %6.1f%%  %s\n",
-				ivm_idle_cause_name(c), sec(s->cause_ns[c]),
-				pct(s->cause_ns[c], idle), cause_why[c]);
+	for (c = 0; c < IVM_IDLE_CAUSE_NR; c++) {
+		if (!s->cause_ns[c])
+			continue;
+		fprintf(out, "      woken by %-7s %14.3f s %6.1f%%  %s\n",
+			ivm_idle_cause_name(c), sec(s->cause_ns[c]),
+			pct(s->cause_ns[c], idle), cause_why[c]);
+		print_began(s, c, out);
+		if (c == IVM_IDLE_CAUSE_DEVICE && host)
+			print_disk_device(s, out);
+	}
 	if (!host) {
 		fprintf(out, "  host side: not recorded (idle source %s)\n",
 			s->idle_source[0] ? s->idle_source : "unknown");
@@ -229,6 +386,7 @@ void ivm_why_idle_print(const struct ivm_idle_summary *s,
 	       vcpu_ns - idle - busy_steal - blocked : 0;
 	fprintf(out, "  the rest %26.3f s %6.1f%%  running guest code\n",
 		sec(rest), pct(rest, vcpu_ns));
+	print_disk(s, out);
 	fprintf(out, "  (in the idle periods the host also kept the threads waiting %.3f s and asleep %.3f s)\n",
 		sec(steal_idle), sec(sleep_idle));
 	fprintf(out, "  per vCPU        idle s     steal s  run_delay s     sleep s   (host: all of the run)\n");

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "profile/disk_service.h"
+#include "profile/profile_file.h"
+
+/* A call in flight, or (in the history) one that ended. */
+struct span {
+	uint64_t start, end;
+	int32_t tid;
+	enum ivm_disk_kind kind;
+	bool used;
+};
+
+struct ivm_disk_service {
+	struct span flight[IVM_DISK_MAX_THREADS];
+	struct span *history;		/* ring of IVM_DISK_HISTORY */
+	size_t next;
+	int32_t seen[IVM_DISK_MAX_THREADS];	/* threads counted */
+	struct ivm_disk_totals t;
+};
+
+static const uint64_t bounds[IVM_DISK_BUCKETS] = {
+	100000ull, 1000000ull, 10000000ull, 100000000ull, UINT64_MAX,
+};
+
+struct ivm_error *ivm_disk_service_create(struct ivm_disk_service **ret)
+{
+	struct ivm_disk_service *ds = calloc(1, sizeof(*ds));
+
+	if (!ds)
+		return &ivm_enomem;
+	ds->history = calloc(IVM_DISK_HISTORY, sizeof(*ds->history));
+	if (!ds->history) {
+		free(ds);
+		return &ivm_enomem;
+	}
+	*ret = ds;
+	return NULL;
+}
+
+void ivm_disk_service_destroy(struct ivm_disk_service *ds)
+{
+	if (!ds)
+		return;
+	free(ds->history);
+	free(ds);
+}
+
+static struct span *in_flight(struct ivm_disk_service *ds, int32_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < IVM_DISK_MAX_THREADS; i++)
+		if (ds->flight[i].used && ds->flight[i].tid == tid)
+			return &ds->flight[i];
+	return NULL;
+}
+
+static void count_thread(struct ivm_disk_service *ds, int32_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < ds->t.threads && i < IVM_DISK_MAX_THREADS; i++)
+		if (ds->seen[i] == tid)
+			return;
+	if (ds->t.threads < IVM_DISK_MAX_THREADS)
+		ds->seen[ds->t.threads++] = tid;
+}
+
+void ivm_disk_service_enter(struct ivm_disk_service *ds, int32_t tid,
+			    enum ivm_disk_kind kind, uint64_t ts)
+{
+	struct span *sp = in_flight(ds, tid);
+	size_t i;
+
+	if ((unsigned int)kind >= IVM_DISK_NR_KINDS)
+		return;
+	count_thread(ds, tid);
+	if (kind == IVM_DISK_ASYNC) {
+		ds->t.calls[kind]++;
+		return;
+	}
+	/* An enter while one is in flight: that one's exit was lost. */
+	if (sp)
+		ds->t.unmatched++;
+	for (i = 0; !sp && i < IVM_DISK_MAX_THREADS; i++)
+		if (!ds->flight[i].used)
+			sp = &ds->flight[i];
+	if (!sp) {
+		ds->t.unmatched++;
+		return;
+	}
+	*sp = (struct span){ .start = ts, .tid = tid, .kind = kind,
+			     .used = true };
+}
+
+void ivm_disk_service_exit(struct ivm_disk_service *ds, int32_t tid,
+			   enum ivm_disk_kind kind, int64_t ret, uint64_t ts)
+{
+	struct span *sp;
+	uint64_t ns;
+	size_t b;
+
+	if (kind == IVM_DISK_ASYNC || (unsigned int)kind >= IVM_DISK_NR_KINDS)
+		return;
+	sp = in_flight(ds, tid);
+	if (!sp || sp->kind != kind || ts < sp->start) {
+		ds->t.unmatched++;
+		if (sp)
+			sp->used = false;
+		return;
+	}
+	sp->used = false;
+	ns = ts - sp->start;
+	ds->t.calls[kind]++;
+	ds->t.ns[kind] += ns;
+	if (ret < 0)
+		ds->t.errors++;
+	for (b = 0; ns >= bounds[b]; b++)
+		;
+	ds->t.buckets[b]++;
+	sp->end = ts;
+	ds->history[ds->next++ % IVM_DISK_HISTORY] = *sp;
+}
+
+void ivm_disk_service_lost(struct ivm_disk_service *ds)
+{
+	size_t i;
+
+	for (i = 0; i < IVM_DISK_MAX_THREADS; i++) {
+		if (ds->flight[i].used)
+			ds->t.unmatched++;
+		ds->flight[i].used = false;
+	}
+}
+
+/* [start, end) of the calls that overlapped a period, for their union. */
+struct piece {
+	uint64_t start, end;
+};
+
+static int by_start(const void *a, const void *b)
+{
+	const struct piece *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+#define MAX_PIECES 512
+
+static void charge(struct ivm_disk_service *ds, const struct span *sp,
+		   uint64_t sp_end, uint64_t start_ns, uint64_t end_ns,
+		   struct piece *pieces, size_t *nr)
+{
+	uint64_t a = sp->start > start_ns ? sp->start : start_ns;
+	uint64_t b = sp_end < end_ns ? sp_end : end_ns;
+
+	if (a >= b)
+		return;
+	ds->t.device_ns[sp->kind] += b - a;
+	if (*nr < MAX_PIECES)
+		pieces[(*nr)++] = (struct piece){ a, b };
+}
+
+void ivm_disk_service_device_period(struct ivm_disk_service *ds,
+				    uint64_t start_ns, uint64_t end_ns)
+{
+	struct piece pieces[MAX_PIECES];
+	size_t i, n, nr = 0;
+	uint64_t busy = 0, cur_start = 0, cur_end = 0;
+
+	if (end_ns <= start_ns)
+		return;
+	ds->t.device_periods++;
+	/*
+	 * Newest first: calls end in the records' time order, so the first
+	 * that ended before the period began ends the search.
+	 */
+	n = ds->next < IVM_DISK_HISTORY ? ds->next : IVM_DISK_HISTORY;
+	for (i = 0; i < n; i++) {
+		const struct span *sp =
+			&ds->history[(ds->next - 1 - i) % IVM_DISK_HISTORY];
+
+		if (sp->end <= start_ns)
+			break;
+		charge(ds, sp, sp->end, start_ns, end_ns, pieces, &nr);
+	}
+	/* Still in flight: at least until the period's end. */
+	for (i = 0; i < IVM_DISK_MAX_THREADS; i++)
+		if (ds->flight[i].used)
+			charge(ds, &ds->flight[i], end_ns, start_ns, end_ns,
+			       pieces, &nr);
+	if (!nr)
+		return;
+	ds->t.device_periods_served++;
+	qsort(pieces, nr, sizeof(pieces[0]), by_start);
+	for (i = 0; i < nr; i++) {
+		if (i && pieces[i].start <= cur_end) {
+			if (pieces[i].end > cur_end)
+				cur_end = pieces[i].end;
+			continue;
+		}
+		busy += cur_end - cur_start;
+		cur_start = pieces[i].start;
+		cur_end = pieces[i].end;
+	}
+	busy += cur_end - cur_start;
+	ds->t.device_busy_ns += busy;
+}
+
+const struct ivm_disk_totals *
+ivm_disk_service_totals(const struct ivm_disk_service *ds)
+{
+	return &ds->t;
+}
+
+uint64_t ivm_disk_service_bound(size_t i)
+{
+	return i < IVM_DISK_BUCKETS ? bounds[i] : UINT64_MAX;
+}
+
+size_t ivm_disk_service_fill_stats(const struct ivm_disk_service *ds,
+				   struct ivm_stat *st, size_t max)
+{
+	static const char *const calls[IVM_DISK_NR_KINDS] = {
+		"disk_calls_read", "disk_calls_write", "disk_calls_flush",
+		"disk_calls_other", "disk_calls_async",
+	};
+	static const char *const ns[IVM_DISK_ASYNC] = {
+		"disk_ns_read", "disk_ns_write", "disk_ns_flush",
+		"disk_ns_other",
+	};
+	static const char *const device_ns[IVM_DISK_ASYNC] = {
+		"disk_device_ns_read", "disk_device_ns_write",
+		"disk_device_ns_flush", "disk_device_ns_other",
+	};
+	static const char *const buckets[IVM_DISK_BUCKETS] = {
+		"disk_service_lt_100us", "disk_service_lt_1ms",
+		"disk_service_lt_10ms", "disk_service_lt_100ms",
+		"disk_service_ge_100ms",
+	};
+	const struct ivm_disk_totals *t = &ds->t;
+	size_t n = 0, i;
+
+#define PUT(name, v) do { if (n < max) st[n++] = (struct ivm_stat){ name, v }; } while (0)
+	for (i = 0; i < IVM_DISK_NR_KINDS; i++)
+		PUT(calls[i], t->calls[i]);
+	/* Async calls are not timed. */
+	for (i = 0; i < IVM_DISK_ASYNC; i++)
+		PUT(ns[i], t->ns[i]);
+	PUT("disk_errors", t->errors);
+	PUT("disk_unmatched", t->unmatched);
+	PUT("disk_threads", t->threads);
+	for (i = 0; i < IVM_DISK_BUCKETS; i++)
+		PUT(buckets[i], t->buckets[i]);
+	PUT("disk_device_periods", t->device_periods);
+	PUT("disk_device_periods_served", t->device_periods_served);
+	PUT("disk_device_busy_ns", t->device_busy_ns);
+	for (i = 0; i < IVM_DISK_ASYNC; i++)
+		PUT(device_ns[i], t->device_ns[i]);
+#undef PUT
+	return n;
+}

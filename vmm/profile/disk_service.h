@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * disk_service: how long the host took to serve the guest's disk
+ * requests, from QEMU's I/O syscalls (disk_syscalls.h): each thread's
+ * enter -> exit of one call is one span of service, of a kind (read,
+ * write, flush, other).  A thread has at most one call in flight, so the
+ * spans of the thread pool's workers and of an iothread are told apart
+ * by thread alone.
+ *
+ * The spans are summed (calls, time, a histogram of their lengths), and
+ * the last IVM_DISK_HISTORY are kept so that a guest idle period that a
+ * device interrupt ended can be charged with the service that overlapped
+ * it: "the guest waited 4.1 ms for its disk; the host's storage took
+ * 3.9 ms of it".  Which device woke the vCPU is not known to the host
+ * (the guest's interrupt counts say "a device"), so a network interrupt
+ * during disk service is charged too: the report says so.
+ *
+ * Lost records (a full ring buffer) end every call in flight uncounted,
+ * never stretched over records that were not seen; an exit whose enter
+ * was not seen (lost, or before the run) is counted apart.
+ */
+#ifndef IVM_DISK_SERVICE_H
+#define IVM_DISK_SERVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "profile/disk_syscalls.h"
+
+/* Service times: under 100 us, 1 ms, 10 ms, 100 ms, and longer. */
+#define IVM_DISK_BUCKETS	5
+/* Calls in flight at once (threads), and distinct threads counted. */
+#define IVM_DISK_MAX_THREADS	256
+/* Spans kept for the idle periods. */
+#define IVM_DISK_HISTORY	4096
+
+struct ivm_disk_totals {
+	/* Per kind: calls that ended and their time (async: submissions). */
+	uint64_t calls[IVM_DISK_NR_KINDS];
+	uint64_t ns[IVM_DISK_NR_KINDS];
+	uint64_t errors;		/* calls that returned an error */
+	uint64_t unmatched;		/* an exit without its enter, or lost */
+	uint64_t buckets[IVM_DISK_BUCKETS];
+	uint64_t threads;		/* distinct threads that made a call */
+	/*
+	 * Idle periods that a device interrupt ended, those that any host
+	 * service overlapped, the time in them when at least one call was
+	 * in flight, and the calls' time in them by kind (calls in parallel
+	 * each count: the kinds can sum past busy_ns).
+	 */
+	uint64_t device_periods, device_periods_served;
+	uint64_t device_busy_ns;
+	uint64_t device_ns[IVM_DISK_NR_KINDS];
+};
+
+struct ivm_disk_service;
+
+struct ivm_error *ivm_disk_service_create(struct ivm_disk_service **ret);
+void ivm_disk_service_destroy(struct ivm_disk_service *ds);
+
+/*
+ * Thread tid entered / left a call of kind at ts (records in time order).
+ * An async call counts as a submission at its enter and is not timed.
+ */
+void ivm_disk_service_enter(struct ivm_disk_service *ds, int32_t tid,
+			    enum ivm_disk_kind kind, uint64_t ts);
+void ivm_disk_service_exit(struct ivm_disk_service *ds, int32_t tid,
+			   enum ivm_disk_kind kind, int64_t ret, uint64_t ts);
+
+/* Records were lost: every call in flight ends uncounted. */
+void ivm_disk_service_lost(struct ivm_disk_service *ds);
+
+/*
+ * A guest idle period [start_ns, end_ns] (the records' clock) that a
+ * device interrupt ended: the host service that overlapped it (calls
+ * ended among the last IVM_DISK_HISTORY, and calls still in flight) is
+ * charged to the device_* totals.
+ */
+void ivm_disk_service_device_period(struct ivm_disk_service *ds,
+				    uint64_t start_ns, uint64_t end_ns);
+
+/* Running totals since create. */
+const struct ivm_disk_totals *
+ivm_disk_service_totals(const struct ivm_disk_service *ds);
+
+/* The upper bound of bucket i in ns; UINT64_MAX for the last. */
+uint64_t ivm_disk_service_bound(size_t i);
+
+/* Room ivm_disk_service_fill_stats() needs. */
+#define IVM_DISK_MAX_STATS	(6 + IVM_DISK_NR_KINDS + 2 * IVM_DISK_ASYNC + \
+				 IVM_DISK_BUCKETS)
+
+/*
+ * The running totals as profile stats (struct ivm_stat, names static),
+ * at most max; returns how many.  Always the same names in the same
+ * order ("disk_calls_read", "disk_ns_read", ..., "disk_service_lt_100us",
+ * ..., "disk_device_periods", "disk_device_busy_ns",
+ * "disk_device_ns_read", ...), so a window's totals diff by position.
+ */
+struct ivm_stat;
+size_t ivm_disk_service_fill_stats(const struct ivm_disk_service *ds,
+				   struct ivm_stat *st, size_t max);
+
+#endif /* IVM_DISK_SERVICE_H */
