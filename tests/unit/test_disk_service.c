@@ -132,6 +132,58 @@ Test(disk_service, device_periods_charged_with_overlap)
 	ivm_disk_service_destroy(ds);
 }
 
+Test(disk_service, handoffs_of_the_io_path)
+{
+	struct ivm_disk_service *ds = make();
+	const struct ivm_disk_totals *t = ivm_disk_service_totals(ds);
+
+	ivm_disk_service_qemu_thread(ds, 10);	/* the main loop */
+	ivm_disk_service_qemu_thread(ds, 11);	/* another of QEMU's */
+	/* Before any call: nobody is on the I/O path yet. */
+	ivm_disk_service_switch(ds, 20, 1, 50);
+	ivm_disk_service_wake(ds, 20, 10, 100);
+	ivm_disk_service_switch(ds, 1, 20, 200);
+	cr_assert_eq(t->handoffs, 0);
+	/* Worker 20 serves a request, and sleeps. */
+	ivm_disk_service_enter(ds, 20, IVM_DISK_WRITE, 300);
+	ivm_disk_service_exit(ds, 20, IVM_DISK_WRITE, 0, 400);
+	ivm_disk_service_switch(ds, 20, 1, 450);
+	/* Woken for the next by the main loop, twice: from the first. */
+	ivm_disk_service_switch(ds, 10, 1, 500);
+	ivm_disk_service_wake(ds, 20, 10, 1000);
+	ivm_disk_service_wake(ds, 20, 11, 1100);
+	ivm_disk_service_switch(ds, 1, 20, 1500);
+	cr_assert_eq(t->handoffs, 1);
+	cr_assert_eq(t->handoff_ns, 500);
+	/* The main loop (asleep since 500) woken by the worker's finish. */
+	ivm_disk_service_wake(ds, 10, 20, 2000);
+	ivm_disk_service_switch(ds, 20, 10, 2300);
+	cr_assert_eq(t->handoffs, 2);
+	cr_assert_eq(t->handoff_ns, 800);
+	/* A host thread woken by the worker (journal): the storage's time. */
+	ivm_disk_service_wake(ds, 99, 20, 2400);
+	ivm_disk_service_switch(ds, 1, 99, 2900);
+	cr_assert_eq(t->handoffs, 2);
+	/* The main loop woken while still running (it woke itself). */
+	ivm_disk_service_wake(ds, 10, 20, 3000);
+	ivm_disk_service_switch(ds, 10, 1, 3100);
+	ivm_disk_service_switch(ds, 1, 10, 9000);
+	cr_assert_eq(t->handoffs, 2);
+	/* Woken by someone else: not the I/O path. */
+	ivm_disk_service_switch(ds, 10, 1, 9100);
+	ivm_disk_service_wake(ds, 10, 12, 9200);
+	ivm_disk_service_switch(ds, 1, 10, 9900);
+	cr_assert_eq(t->handoffs, 2);
+	/* Lost records end a wait. */
+	ivm_disk_service_switch(ds, 10, 1, 10000);
+	ivm_disk_service_wake(ds, 10, 20, 10100);
+	ivm_disk_service_lost(ds);
+	ivm_disk_service_switch(ds, 1, 10, 19000);
+	cr_assert_eq(t->handoffs, 2);
+	cr_assert_eq(t->handoff_ns, 800);
+	ivm_disk_service_destroy(ds);
+}
+
 Test(disk_service, stats_keep_their_places)
 {
 	struct ivm_disk_service *ds = make();

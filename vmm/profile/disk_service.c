@@ -13,11 +13,26 @@ struct span {
 	bool used;
 };
 
+/*
+ * One of QEMU's threads (not a vCPU's), as its switches and wakeups
+ * show it: on a CPU, off it, or woken on the I/O path and waiting for one
+ * (since).  Unknown until its first switch, and after lost records.
+ */
+enum qthread_state { Q_UNKNOWN, Q_RUNNING, Q_OFF, Q_WOKEN };
+
+struct qthread {
+	int32_t tid;
+	enum qthread_state state;
+	uint64_t since;
+};
+
 struct ivm_disk_service {
 	struct span flight[IVM_DISK_MAX_THREADS];
 	struct span *history;		/* ring of IVM_DISK_HISTORY */
 	size_t next;
 	int32_t seen[IVM_DISK_MAX_THREADS];	/* threads counted */
+	struct qthread qthreads[IVM_DISK_MAX_THREADS];
+	size_t nr_qthreads;
 	struct ivm_disk_totals t;
 };
 
@@ -58,15 +73,83 @@ static struct span *in_flight(struct ivm_disk_service *ds, int32_t tid)
 	return NULL;
 }
 
-static void count_thread(struct ivm_disk_service *ds, int32_t tid)
+/* Whether tid made an I/O call (among the first threads seen). */
+static bool made_calls(const struct ivm_disk_service *ds, int32_t tid)
 {
 	size_t i;
 
 	for (i = 0; i < ds->t.threads && i < IVM_DISK_MAX_THREADS; i++)
 		if (ds->seen[i] == tid)
-			return;
-	if (ds->t.threads < IVM_DISK_MAX_THREADS)
+			return true;
+	return false;
+}
+
+static struct qthread *qthread_of(struct ivm_disk_service *ds, int32_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < ds->nr_qthreads; i++)
+		if (ds->qthreads[i].tid == tid)
+			return &ds->qthreads[i];
+	return NULL;
+}
+
+void ivm_disk_service_qemu_thread(struct ivm_disk_service *ds, int32_t tid)
+{
+	if (!qthread_of(ds, tid) && ds->nr_qthreads < IVM_DISK_MAX_THREADS)
+		ds->qthreads[ds->nr_qthreads++] =
+			(struct qthread){ tid, Q_UNKNOWN, 0 };
+}
+
+/* tid made a call: it is one of QEMU's, on a CPU now. */
+static void count_thread(struct ivm_disk_service *ds, int32_t tid)
+{
+	struct qthread *q;
+
+	if (!made_calls(ds, tid) && ds->t.threads < IVM_DISK_MAX_THREADS)
 		ds->seen[ds->t.threads++] = tid;
+	ivm_disk_service_qemu_thread(ds, tid);
+	q = qthread_of(ds, tid);
+	if (q)
+		q->state = Q_RUNNING;
+}
+
+void ivm_disk_service_wake(struct ivm_disk_service *ds, int32_t tid,
+			   int32_t waker, uint64_t ts)
+{
+	struct qthread *q = qthread_of(ds, tid);
+
+	/*
+	 * Not a host kernel thread that a worker's fdatasync woke (journal,
+	 * writeback): that is the storage's time.  Only a thread seen off
+	 * its CPU: one that wakes itself before it sleeps is still running,
+	 * and one woken twice has waited since the first.
+	 */
+	if (!q || q->state != Q_OFF)
+		return;
+	if (!made_calls(ds, tid) && !made_calls(ds, waker)) {
+		q->state = Q_UNKNOWN;	/* runnable, not for the I/O path */
+		return;
+	}
+	q->state = Q_WOKEN;
+	q->since = ts;
+}
+
+void ivm_disk_service_switch(struct ivm_disk_service *ds, int32_t prev_tid,
+			     int32_t next_tid, uint64_t ts)
+{
+	struct qthread *q = qthread_of(ds, prev_tid);
+
+	if (q)
+		q->state = Q_OFF;
+	q = qthread_of(ds, next_tid);
+	if (!q)
+		return;
+	if (q->state == Q_WOKEN && ts >= q->since) {
+		ds->t.handoffs++;
+		ds->t.handoff_ns += ts - q->since;
+	}
+	q->state = Q_RUNNING;
 }
 
 void ivm_disk_service_enter(struct ivm_disk_service *ds, int32_t tid,
@@ -134,6 +217,8 @@ void ivm_disk_service_lost(struct ivm_disk_service *ds)
 			ds->t.unmatched++;
 		ds->flight[i].used = false;
 	}
+	for (i = 0; i < ds->nr_qthreads; i++)
+		ds->qthreads[i].state = Q_UNKNOWN;
 }
 
 /* [start, end) of the calls that overlapped a period, for their union. */
@@ -253,6 +338,8 @@ size_t ivm_disk_service_fill_stats(const struct ivm_disk_service *ds,
 	PUT("disk_errors", t->errors);
 	PUT("disk_unmatched", t->unmatched);
 	PUT("disk_threads", t->threads);
+	PUT("disk_handoffs", t->handoffs);
+	PUT("disk_handoff_ns", t->handoff_ns);
 	for (i = 0; i < IVM_DISK_BUCKETS; i++)
 		PUT(buckets[i], t->buckets[i]);
 	PUT("disk_device_periods", t->device_periods);

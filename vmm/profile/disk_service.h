@@ -15,6 +15,11 @@
  * (the guest's interrupt counts say "a device"), so a network interrupt
  * during disk service is charged too: the report says so.
  *
+ * And QEMU's I/O path between the calls: a worker woken for a request, or
+ * the thread (main loop, iothread) woken by a worker that finished one,
+ * waits for a host CPU before it goes on; on a busy host that is time the
+ * guest waits too.  Those waits are summed as hand-offs.
+ *
  * Lost records (a full ring buffer) end every call in flight uncounted,
  * never stretched over records that were not seen; an exit whose enter
  * was not seen (lost, or before the run) is counted apart.
@@ -43,6 +48,8 @@ struct ivm_disk_totals {
 	uint64_t unmatched;		/* an exit without its enter, or lost */
 	uint64_t buckets[IVM_DISK_BUCKETS];
 	uint64_t threads;		/* distinct threads that made a call */
+	/* Hand-offs of the I/O path, and their waits for a host CPU. */
+	uint64_t handoffs, handoff_ns;
 	/*
 	 * Idle periods that a device interrupt ended, those that any host
 	 * service overlapped, the time in them when at least one call was
@@ -68,7 +75,25 @@ void ivm_disk_service_enter(struct ivm_disk_service *ds, int32_t tid,
 void ivm_disk_service_exit(struct ivm_disk_service *ds, int32_t tid,
 			   enum ivm_disk_kind kind, int64_t ret, uint64_t ts);
 
-/* Records were lost: every call in flight ends uncounted. */
+/*
+ * tid is one of QEMU's threads that is not a vCPU's (host_sched.h follows
+ * those): its waits can be hand-offs.  Threads that make an I/O call are
+ * QEMU's too (the workers it starts).
+ */
+void ivm_disk_service_qemu_thread(struct ivm_disk_service *ds, int32_t tid);
+
+/*
+ * A thread was woken by waker at ts; prev_tid was switched out and
+ * next_tid in at ts.  A wakeup of one of QEMU's threads that was off its
+ * CPU is a hand-off when it or its waker made an I/O call before; its
+ * wait ends at the switch-in.
+ */
+void ivm_disk_service_wake(struct ivm_disk_service *ds, int32_t tid,
+			   int32_t waker, uint64_t ts);
+void ivm_disk_service_switch(struct ivm_disk_service *ds, int32_t prev_tid,
+			     int32_t next_tid, uint64_t ts);
+
+/* Records were lost: every call in flight and hand-off ends uncounted. */
 void ivm_disk_service_lost(struct ivm_disk_service *ds);
 
 /*
@@ -88,13 +113,14 @@ ivm_disk_service_totals(const struct ivm_disk_service *ds);
 uint64_t ivm_disk_service_bound(size_t i);
 
 /* Room ivm_disk_service_fill_stats() needs. */
-#define IVM_DISK_MAX_STATS	(6 + IVM_DISK_NR_KINDS + 2 * IVM_DISK_ASYNC + \
+#define IVM_DISK_MAX_STATS	(8 + IVM_DISK_NR_KINDS + 2 * IVM_DISK_ASYNC + \
 				 IVM_DISK_BUCKETS)
 
 /*
  * The running totals as profile stats (struct ivm_stat, names static),
  * at most max; returns how many.  Always the same names in the same
- * order ("disk_calls_read", "disk_ns_read", ..., "disk_service_lt_100us",
+ * order ("disk_calls_read", ..., "disk_ns_read", ..., "disk_handoff_ns",
+ * ..., "disk_service_lt_100us",
  * ..., "disk_device_periods", "disk_device_busy_ns",
  * "disk_device_ns_read", ...), so a window's totals diff by position.
  */

@@ -205,7 +205,29 @@ static struct ivm_error *read_host_side(struct profiler *p)
 	return err;
 }
 
-/* One record of the disk's side: a QEMU thread entered or left an I/O call. */
+/* QEMU's own threads' wakeups and switch-ins: its I/O path's hand-offs. */
+static void on_disk_sched_record(struct profiler *p, const void *data,
+				 size_t size, uint64_t ts)
+{
+	struct ivm_sched_event ev;
+	struct ivm_error *err;
+
+	err = ivm_sched_events_decode(p->sched_events, data, size, &ev);
+	if (err) {
+		ivm_error_destroy(err);
+		return;
+	}
+	/* The vCPU threads are not among its threads (host_sched.h's). */
+	if (ev.kind == IVM_SCHED_SWITCH)
+		ivm_disk_service_switch(p->disk, ev.prev_tid, ev.next_tid, ts);
+	else
+		ivm_disk_service_wake(p->disk, ev.tid, ev.waker, ts);
+}
+
+/*
+ * One record of the disk's side: a QEMU thread entered or left an I/O
+ * call, or one of its threads was woken or switched in.
+ */
 static int on_disk_record(void *ctx, const void *data, size_t size, int cpu,
 			  uint64_t ts)
 {
@@ -217,6 +239,11 @@ static int on_disk_record(void *ctx, const void *data, size_t size, int cpu,
 	(void)cpu;
 	p->disk_trace_records++;
 	err = ivm_disk_syscalls_decode(p->disk_syscalls, data, size, &sc);
+	if (err && err->code == IVM_ERROR_NOT_FOUND) {
+		ivm_error_destroy(err);
+		on_disk_sched_record(p, data, size, ts);
+		return 0;
+	}
 	if (err) {
 		ivm_error_destroy(err);
 		return 0;
@@ -349,31 +376,43 @@ static size_t process_threads(pid_t pid, pid_t *tids, size_t max)
 }
 
 /*
- * The disk's side: QEMU's I/O syscalls (disk_syscalls.h), on every thread
- * of its process and the threads they start (the thread pool's workers
- * come and go), in a session of its own that wakes nobody, like the
- * host's side.  Not needed to profile either: a host that refuses it
- * profiles without it, and the report says the disk was not followed.
+ * The disk's side: QEMU's I/O syscalls (disk_syscalls.h) and its threads'
+ * switches and wakeups (the I/O path's hand-offs), on its threads but the
+ * vCPUs' and the threads they start (the thread pool's workers come and
+ * go), in a session of its own that wakes nobody, like the host's side.
+ * Not needed to profile either: a host that refuses it profiles without
+ * it, and the report says the disk was not followed.  waking is the
+ * wakeup event the sched source uses.
  */
-static void setup_disk_side(struct profiler *p)
+static void setup_disk_side(struct profiler *p, const char *waking)
 {
-	static const char *const events[] = {
+	const char *const events[] = {
 		"raw_syscalls:sys_enter", "raw_syscalls:sys_exit",
+		"sched:sched_switch", waking,
 	};
 	struct ivm_error *err;
 	pid_t tids[256];
-	size_t n;
+	size_t n, i, k;
 
 	if (p->guest->qemu_pid <= 0)
 		return;
+	/*
+	 * Not the vCPU threads: the host's side has their switches, they
+	 * make no I/O call with aio=threads (a worker they wake is in the
+	 * list), and they switch most.
+	 */
 	n = process_threads(p->guest->qemu_pid, tids, 256);
+	for (i = k = 0; i < n; i++)
+		if (vcpu_of_tid(p, tids[i]) < 0)
+			tids[k++] = tids[i];
+	n = k;
 	if (!n)
 		return;
 	err = ivm_disk_syscalls_load(NULL, &p->disk_syscalls);
 	if (!err)
 		err = ivm_disk_service_create(&p->disk);
 	if (!err)
-		err = ivm_trace_session_create(events, 2, tids, n,
+		err = ivm_trace_session_create(events, 4, tids, n,
 					       IVM_TRACE_FOLLOW_FORKS,
 					       &p->disk_trace);
 	/* Only the I/O calls are written to the ring buffer. */
@@ -383,6 +422,8 @@ static void setup_disk_side(struct profiler *p)
 	if (!err)
 		err = ivm_trace_session_filter(p->disk_trace, events[1],
 					       ivm_disk_syscall_filter());
+	for (i = 0; !err && i < n; i++)
+		ivm_disk_service_qemu_thread(p->disk, tids[i]);
 	if (err) {
 		fprintf(stderr, "idlevm: warning: the disk's host side is not followed: %s\n",
 			ivm_error_string(err));
@@ -451,7 +492,7 @@ struct ivm_error *setup_sched_source(struct profiler *p)
 			p->trace, "sched:sched_switch", "prev_state & 131"));
 	}
 	setup_host_side(p, events, tids, n);
-	setup_disk_side(p);
+	setup_disk_side(p, events[1]);
 	filter = ivm_sched_wake_filter(tids, n);
 	if (!filter)
 		return &ivm_enomem;

@@ -23,6 +23,7 @@ struct ivm_sched_events {
 	struct ivm_trace_field prev_pid, prev_state, next_pid;
 	struct ivm_trace_field prev_comm, next_comm;
 	struct ivm_trace_field waking_pid, wakeup_pid;
+	struct ivm_trace_field waking_waker, wakeup_waker;	/* common_pid */
 };
 
 bool ivm_sched_state_sleeping(uint64_t prev_state)
@@ -32,7 +33,8 @@ bool ivm_sched_state_sleeping(uint64_t prev_state)
 
 static struct ivm_error *parse_wake(struct ivm_sched_events *ev,
 				    const char *text, const char *name,
-				    int *id, struct ivm_trace_field *pid)
+				    int *id, struct ivm_trace_field *pid,
+				    struct ivm_trace_field *waker)
 {
 	struct tep_event *e;
 	struct ivm_error *err;
@@ -43,6 +45,8 @@ static struct ivm_error *parse_wake(struct ivm_sched_events *ev,
 	err = ivm_trace_format_parse(ev->tep, text, "sched", name, &e);
 	if (!err)
 		err = ivm_trace_field_find(e, "pid", 4, pid);
+	if (!err)
+		err = ivm_trace_field_find(e, "common_pid", 4, waker);
 	if (!err)
 		*id = e->id;
 	return err;
@@ -85,10 +89,12 @@ struct ivm_error *ivm_sched_events_parse(const char *switch_format,
 		ev->switch_id = sw->id;
 	if (!err)
 		err = parse_wake(ev, waking_format, "sched_waking",
-				 &ev->waking_id, &ev->waking_pid);
+				 &ev->waking_id, &ev->waking_pid,
+				 &ev->waking_waker);
 	if (!err)
 		err = parse_wake(ev, wakeup_format, "sched_wakeup",
-				 &ev->wakeup_id, &ev->wakeup_pid);
+				 &ev->wakeup_id, &ev->wakeup_pid,
+				 &ev->wakeup_waker);
 	if (err) {
 		ivm_sched_events_destroy(ev);
 		return err;
@@ -200,10 +206,14 @@ struct ivm_error *ivm_sched_events_decode(const struct ivm_sched_events *ev,
 
 		if (!ivm_trace_field_get(data, size,
 					 waking ? ev->waking_pid : ev->wakeup_pid,
-					 &a))
+					 &a) ||
+		    !ivm_trace_field_get(data, size,
+					 waking ? ev->waking_waker :
+					 ev->wakeup_waker, &b))
 			goto short_record;
 		ret->kind = waking ? IVM_SCHED_WAKING : IVM_SCHED_WAKEUP;
 		ret->tid = (int32_t)(uint32_t)a;
+		ret->waker = (int32_t)(uint32_t)b;
 		return NULL;
 	}
 	return ivm_error_create(IVM_ERROR_NOT_FOUND,

@@ -40,6 +40,11 @@ struct ivm_sched_event {
 	uint64_t prev_state;	/* switch: its state (0: preempted) */
 	int32_t next_tid;	/* switch: the thread switched in */
 	int32_t tid;		/* waking, wakeup: the thread woken */
+	/*
+	 * waking: the thread that woke it (common_pid: sched_waking fires
+	 * in the waker); wakeup: whoever ran where that one fired.
+	 */
+	int32_t waker;
 	/* switch: both threads' names, NUL-terminated (host data) */
 	char prev_comm[16], next_comm[16];
 };

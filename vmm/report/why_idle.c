@@ -259,6 +259,10 @@ static void print_disk(const struct ivm_idle_summary *s, FILE *out)
 		first = false;
 	}
 	fprintf(out, "%s\n", first ? " (none)" : "");
+	if (ST("disk_handoffs"))
+		fprintf(out, "      between the calls %9.3f s          QEMU's I/O threads waited for a host CPU, in %" PRIu64
+			" hand-offs (a worker woken for a request, a thread woken by a worker that finished one)\n",
+			sec(ST("disk_handoff_ns")), ST("disk_handoffs"));
 	if (ST("disk_calls_async"))
 		fprintf(out, "      not timed: %" PRIu64 " asynchronous submissions (aio=io_uring or native: the host kernel serves them with no call of QEMU's to time)\n",
 			ST("disk_calls_async"));

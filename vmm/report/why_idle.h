@@ -16,7 +16,8 @@
  *                   (QEMU's lock, I/O done in the vCPU thread);
  *   the rest        running guest code (and what nothing saw);
  *   host storage    QEMU's I/O calls over the run: count and time by
- *                   kind, a histogram of their lengths.
+ *                   kind, a histogram of their lengths, and its I/O
+ *                   threads' waits for a host CPU between the calls.
  *
  * And the guest threads whose to-idle stacks began the most idle time.
  * Everything comes from the profile: the idle-period records, the last

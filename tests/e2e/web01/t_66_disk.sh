@@ -4,10 +4,12 @@
 # view of each request (block_rq_issue -> block_rq_complete in the guest's
 # tracefs), over the same requests: the load runs only while both watch
 # (stopped before, synced and stopped after, so neither window holds
-# requests the other lacks).  The host's time never exceeds the guest's
-# and is within 20% of it in sum; and the report says which guest tasks
-# went idle before the device woke the vCPU (php-fpm, the SQLite writers)
-# with the host's storage time beside it.
+# requests the other lacks).  The host's time (its storage's, and QEMU's
+# threads' waits for a host CPU as they hand the requests on) never
+# exceeds the guest's, and on hardware KVM the storage's is within 20% of
+# it in sum (below: why not under TCG); and the report says which guest
+# tasks went idle before the device woke the vCPU (php-fpm, the SQLite
+# writers) with the host's storage time beside it.
 . tests/e2e/web01/lib_web01.sh
 
 prof=$IVM_RUNDIR/t66.prof
@@ -106,14 +108,22 @@ lost=$(echo "$report" | grep -A3 -E '^  host storage +[0-9.]+ s' |
 	sed -n 's/.*not counted: the calls around \([0-9]*\) host records lost.*/\1/p')
 [ "${lost:-0}" = 0 ] || fail "idlevm lost $lost host records of QEMU's calls"
 host_ns=$(echo "$line" | awk '{ printf "%.0f", $3 * 1e9 }')
-echo "host service $host_ns ns of the guest's $guest_ns ns ($guest_n requests): $(awk -v h="$host_ns" -v g="$guest_ns" 'BEGIN { printf "%.1f%%", 100 * h / g }')"
+handoff_ns=$(echo "$report" | awk '/^      between the calls +[0-9.]+ s/ { printf "%.0f", $4 * 1e9 }')
+pct() { awk -v h="$1" -v g="$guest_ns" 'BEGIN { printf "%.1f%%", 100 * h / g }'; }
+echo "host service $host_ns ns of the guest's $guest_ns ns ($guest_n requests): $(pct "$host_ns")"
+echo "and QEMU's hand-offs ${handoff_ns:-0} ns: together $(pct $((host_ns + ${handoff_ns:-0})))"
 [ "$host_ns" -gt 0 ] || fail "no host service time"
 [ "$host_ns" -le "$guest_ns" ] || fail "the host's service time is more than the guest waited"
+# The hand-offs lie inside the requests too (a worker woken for one, the
+# main loop woken by its end).
+[ $((host_ns + ${handoff_ns:-0})) -le "$guest_ns" ] ||
+	fail "the host's service and QEMU's hand-offs are more than the guest waited"
 # Within 20% where the guest's wait is the storage's.  Under TCG on this
-# two-core host it is not: the host's calls take 20% of the guest's wait
-# (flushes about half, writes into the host's page cache under 1%), and
-# the rest is QEMU's request path waiting for a host CPU (the run delays
-# above: the main loop, which completes each request, seconds of it).
+# two-core host it is not: the host's calls take 18-31% of the guest's
+# wait (flushes about half, writes into the host's page cache under 1%),
+# QEMU's hand-offs as much again, and the rest is QEMU's request path on
+# the vCPU threads, which wait for a host CPU half the time (the run
+# delays above).
 type=$(virsh -c qemu:///system dumpxml "$IVM_DOMAIN" |
 	sed -n "s/^<domain type='\([a-z]*\)'.*/\1/p")
 if [ "$type" = kvm ]; then
