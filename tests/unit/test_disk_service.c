@@ -184,6 +184,29 @@ Test(disk_service, handoffs_of_the_io_path)
 	ivm_disk_service_destroy(ds);
 }
 
+Test(disk_service, workers_come_and_go_for_hours)
+{
+	struct ivm_disk_service *ds = make();
+	const struct ivm_disk_totals *t = ivm_disk_service_totals(ds);
+	int32_t w;
+
+	/* Far more workers than remembered: the newest still hand off. */
+	for (w = 1000; w < 1000 + 3 * IVM_DISK_MAX_THREADS; w++) {
+		uint64_t at = (uint64_t)w * 1000;
+
+		ivm_disk_service_enter(ds, w, IVM_DISK_FLUSH, at);
+		ivm_disk_service_exit(ds, w, IVM_DISK_FLUSH, 0, at + 100);
+		ivm_disk_service_switch(ds, w, 1, at + 200);
+		ivm_disk_service_wake(ds, w, 1, at + 300);
+		ivm_disk_service_switch(ds, 1, w, at + 350);
+	}
+	cr_assert_eq(t->threads, 3 * IVM_DISK_MAX_THREADS);
+	cr_assert_eq(t->calls[IVM_DISK_FLUSH], 3 * IVM_DISK_MAX_THREADS);
+	cr_assert_eq(t->handoffs, 3 * IVM_DISK_MAX_THREADS);
+	cr_assert_eq(t->handoff_ns, 50ull * 3 * IVM_DISK_MAX_THREADS);
+	ivm_disk_service_destroy(ds);
+}
+
 Test(disk_service, stats_keep_their_places)
 {
 	struct ivm_disk_service *ds = make();

@@ -30,9 +30,13 @@ struct ivm_disk_service {
 	struct span flight[IVM_DISK_MAX_THREADS];
 	struct span *history;		/* ring of IVM_DISK_HISTORY */
 	size_t next;
-	int32_t seen[IVM_DISK_MAX_THREADS];	/* threads counted */
+	/*
+	 * The threads that made calls, and QEMU's threads followed: rings,
+	 * the oldest replaced once full (workers come and go for hours).
+	 */
+	int32_t seen[IVM_DISK_MAX_THREADS];
 	struct qthread qthreads[IVM_DISK_MAX_THREADS];
-	size_t nr_qthreads;
+	size_t nr_qthreads;		/* ever added */
 	struct ivm_disk_totals t;
 };
 
@@ -73,7 +77,7 @@ static struct span *in_flight(struct ivm_disk_service *ds, int32_t tid)
 	return NULL;
 }
 
-/* Whether tid made an I/O call (among the first threads seen). */
+/* Whether tid made an I/O call (among the last threads seen). */
 static bool made_calls(const struct ivm_disk_service *ds, int32_t tid)
 {
 	size_t i;
@@ -88,7 +92,7 @@ static struct qthread *qthread_of(struct ivm_disk_service *ds, int32_t tid)
 {
 	size_t i;
 
-	for (i = 0; i < ds->nr_qthreads; i++)
+	for (i = 0; i < ds->nr_qthreads && i < IVM_DISK_MAX_THREADS; i++)
 		if (ds->qthreads[i].tid == tid)
 			return &ds->qthreads[i];
 	return NULL;
@@ -96,8 +100,8 @@ static struct qthread *qthread_of(struct ivm_disk_service *ds, int32_t tid)
 
 void ivm_disk_service_qemu_thread(struct ivm_disk_service *ds, int32_t tid)
 {
-	if (!qthread_of(ds, tid) && ds->nr_qthreads < IVM_DISK_MAX_THREADS)
-		ds->qthreads[ds->nr_qthreads++] =
+	if (!qthread_of(ds, tid))
+		ds->qthreads[ds->nr_qthreads++ % IVM_DISK_MAX_THREADS] =
 			(struct qthread){ tid, Q_UNKNOWN, 0 };
 }
 
@@ -106,8 +110,8 @@ static void count_thread(struct ivm_disk_service *ds, int32_t tid)
 {
 	struct qthread *q;
 
-	if (!made_calls(ds, tid) && ds->t.threads < IVM_DISK_MAX_THREADS)
-		ds->seen[ds->t.threads++] = tid;
+	if (!made_calls(ds, tid))
+		ds->seen[ds->t.threads++ % IVM_DISK_MAX_THREADS] = tid;
 	ivm_disk_service_qemu_thread(ds, tid);
 	q = qthread_of(ds, tid);
 	if (q)
@@ -217,7 +221,7 @@ void ivm_disk_service_lost(struct ivm_disk_service *ds)
 			ds->t.unmatched++;
 		ds->flight[i].used = false;
 	}
-	for (i = 0; i < ds->nr_qthreads; i++)
+	for (i = 0; i < ds->nr_qthreads && i < IVM_DISK_MAX_THREADS; i++)
 		ds->qthreads[i].state = Q_UNKNOWN;
 }
 

@@ -35,7 +35,7 @@
 
 /* Service times: under 100 us, 1 ms, 10 ms, 100 ms, and longer. */
 #define IVM_DISK_BUCKETS	5
-/* Calls in flight at once (threads), and distinct threads counted. */
+/* Calls in flight at once, and threads remembered (the newest). */
 #define IVM_DISK_MAX_THREADS	256
 /* Spans kept for the idle periods. */
 #define IVM_DISK_HISTORY	4096
@@ -47,7 +47,8 @@ struct ivm_disk_totals {
 	uint64_t errors;		/* calls that returned an error */
 	uint64_t unmatched;		/* an exit without its enter, or lost */
 	uint64_t buckets[IVM_DISK_BUCKETS];
-	uint64_t threads;		/* distinct threads that made a call */
+	/* Threads that made a call (a thread forgotten may count twice). */
+	uint64_t threads;
 	/* Hand-offs of the I/O path, and their waits for a host CPU. */
 	uint64_t handoffs, handoff_ns;
 	/*
