@@ -141,6 +141,14 @@ static void check_tracefs(struct doctor *d)
 	say(d, PASS, NULL, "tracefs: mounted, sched_switch and %s events: the sched idle source",
 	    readable(IVM_TRACEFS_DIR "/events/sched/sched_waking/format") ?
 	    "sched_waking" : "sched_wakeup");
+	/* The disk's side (profile/disk_service.h): QEMU's I/O calls. */
+	if (!readable(IVM_TRACEFS_DIR "/events/raw_syscalls/sys_enter/format") ||
+	    !readable(IVM_TRACEFS_DIR "/events/raw_syscalls/sys_exit/format") ||
+	    !readable(IVM_TRACEFS_DIR "/options/event-fork"))
+		say(d, WARN, "a host kernel with CONFIG_FTRACE_SYSCALLS",
+		    "tracefs: no raw_syscalls events or no event-fork option: profile does not time the host's service of the guest's disks");
+	else
+		say(d, PASS, NULL, "tracefs: raw_syscalls events and event-fork: the host's service of the guest's disks (QEMU's I/O calls)");
 }
 
 static void check_kvm(struct doctor *d)
