@@ -264,7 +264,7 @@ static void print_disk(const struct ivm_idle_summary *s, FILE *out)
 			" hand-offs (a worker woken for a request, a thread woken by a worker that finished one)\n",
 			sec(ST("disk_handoff_ns")), ST("disk_handoffs"));
 	if (ST("disk_calls_async"))
-		fprintf(out, "      not timed: %" PRIu64 " asynchronous submissions (aio=io_uring or native: the host kernel serves them with no call of QEMU's to time)\n",
+		fprintf(out, "      not timed: %" PRIu64 " io_uring_enter and io_submit calls (aio=io_uring or native: the host kernel serves the requests with no call of QEMU's to time; an iothread may also wait for its files through io_uring)\n",
 			ST("disk_calls_async"));
 	if (ST("disk_trace_lost") || ST("disk_unmatched"))
 		fprintf(out, "      not counted: the calls around %" PRIu64
