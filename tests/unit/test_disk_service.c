@@ -123,12 +123,20 @@ Test(disk_service, device_periods_charged_with_overlap)
 	cr_assert_eq(t->device_ns[IVM_DISK_READ], 500);
 	/* Busy: 1000-1500, 2000-4500, 5500-6000. */
 	cr_assert_eq(t->device_busy_ns, 500 + 2500 + 500);
-	/* A period with nothing in it. */
-	ivm_disk_service_exit(ds, 4, IVM_DISK_READ, 0, 6100);
-	ivm_disk_service_device_period(ds, 7000, 8000);
+	cr_assert_eq(t->device_calls, 4);
+	/* The read, still in flight, and the flush overlap the next too. */
+	ivm_disk_service_device_period(ds, 3000, 5800);
+	cr_assert_eq(t->device_calls, 4);
 	cr_assert_eq(t->device_periods, 2);
-	cr_assert_eq(t->device_periods_served, 1);
-	cr_assert_eq(t->device_busy_ns, 3500);
+	cr_assert_eq(t->device_busy_ns, 3500 + 1500 + 300);
+	/* The read's exit keeps it charged; a period with nothing in it. */
+	ivm_disk_service_exit(ds, 4, IVM_DISK_READ, 0, 6100);
+	ivm_disk_service_device_period(ds, 6050, 6200);
+	cr_assert_eq(t->device_calls, 4);
+	ivm_disk_service_device_period(ds, 7000, 8000);
+	cr_assert_eq(t->device_periods, 4);
+	cr_assert_eq(t->device_periods_served, 3);
+	cr_assert_eq(t->device_busy_ns, 3500 + 1500 + 300 + 50);
 	ivm_disk_service_destroy(ds);
 }
 

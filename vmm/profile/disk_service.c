@@ -11,6 +11,7 @@ struct span {
 	int32_t tid;
 	enum ivm_disk_kind kind;
 	bool used;
+	bool charged;		/* overlapped a device period already */
 };
 
 /*
@@ -239,7 +240,7 @@ static int by_start(const void *a, const void *b)
 
 #define MAX_PIECES 512
 
-static void charge(struct ivm_disk_service *ds, const struct span *sp,
+static void charge(struct ivm_disk_service *ds, struct span *sp,
 		   uint64_t sp_end, uint64_t start_ns, uint64_t end_ns,
 		   struct piece *pieces, size_t *nr)
 {
@@ -248,6 +249,9 @@ static void charge(struct ivm_disk_service *ds, const struct span *sp,
 
 	if (a >= b)
 		return;
+	if (!sp->charged)
+		ds->t.device_calls++;
+	sp->charged = true;
 	ds->t.device_ns[sp->kind] += b - a;
 	if (*nr < MAX_PIECES)
 		pieces[(*nr)++] = (struct piece){ a, b };
@@ -269,7 +273,7 @@ void ivm_disk_service_device_period(struct ivm_disk_service *ds,
 	 */
 	n = ds->next < IVM_DISK_HISTORY ? ds->next : IVM_DISK_HISTORY;
 	for (i = 0; i < n; i++) {
-		const struct span *sp =
+		struct span *sp =
 			&ds->history[(ds->next - 1 - i) % IVM_DISK_HISTORY];
 
 		if (sp->end <= start_ns)
@@ -349,6 +353,7 @@ size_t ivm_disk_service_fill_stats(const struct ivm_disk_service *ds,
 	PUT("disk_device_periods", t->device_periods);
 	PUT("disk_device_periods_served", t->device_periods_served);
 	PUT("disk_device_busy_ns", t->device_busy_ns);
+	PUT("disk_device_calls", t->device_calls);
 	for (i = 0; i < IVM_DISK_ASYNC; i++)
 		PUT(device_ns[i], t->device_ns[i]);
 #undef PUT

@@ -60,6 +60,7 @@ struct ivm_disk_totals {
 	uint64_t device_periods, device_periods_served;
 	uint64_t device_busy_ns;
 	uint64_t device_ns[IVM_DISK_NR_KINDS];
+	uint64_t device_calls;		/* calls that overlapped any */
 };
 
 struct ivm_disk_service;
@@ -114,7 +115,7 @@ ivm_disk_service_totals(const struct ivm_disk_service *ds);
 uint64_t ivm_disk_service_bound(size_t i);
 
 /* Room ivm_disk_service_fill_stats() needs. */
-#define IVM_DISK_MAX_STATS	(8 + IVM_DISK_NR_KINDS + 2 * IVM_DISK_ASYNC + \
+#define IVM_DISK_MAX_STATS	(9 + IVM_DISK_NR_KINDS + 2 * IVM_DISK_ASYNC + \
 				 IVM_DISK_BUCKETS)
 
 /*

@@ -196,9 +196,10 @@ static void print_disk_device(const struct ivm_idle_summary *s, FILE *out)
 		return;
 	}
 	fprintf(out, "        host storage busy %11.3f s %6.1f%%  of it, in %" PRIu64
-		" of %" PRIu64 " periods (QEMU's I/O calls on the host",
+		" of %" PRIu64 " periods (%" PRIu64 " of QEMU's I/O calls on the host",
 		sec(busy), pct(busy, s->cause_ns[IVM_IDLE_CAUSE_DEVICE]),
-		ST("disk_device_periods_served"), ST("disk_device_periods"));
+		ST("disk_device_periods_served"), ST("disk_device_periods"),
+		ST("disk_device_calls"));
 	for (k = 0; k < sizeof(disk_kinds) / sizeof(disk_kinds[0]); k++) {
 		snprintf(name, sizeof(name), "disk_device_ns_%s", disk_kinds[k]);
 		if (!ST(name))

@@ -119,11 +119,11 @@ echo "and QEMU's hand-offs ${handoff_ns:-0} ns: together $(pct $((host_ns + ${ha
 [ $((host_ns + ${handoff_ns:-0})) -le "$guest_ns" ] ||
 	fail "the host's service and QEMU's hand-offs are more than the guest waited"
 # Within 20% where the guest's wait is the storage's.  Under TCG on this
-# two-core host it is not: the host's calls take 14-31% of the guest's
-# wait (flushes about half, writes into the host's page cache under 1%),
-# QEMU's hand-offs as much again, and the rest is QEMU's request path on
-# the vCPU threads, which wait for a host CPU half the time (the run
-# delays above).
+# two-core host it is not: the host's calls take 4-31% of the guest's
+# wait, less the busier the host (flushes about half, writes into the
+# host's page cache under 1%), QEMU's hand-offs as much again, and the
+# rest is QEMU's request path on the vCPU threads, which wait for a host
+# CPU half the time (the run delays above).
 type=$(virsh -c qemu:///system dumpxml "$IVM_DOMAIN" |
 	sed -n "s/^<domain type='\([a-z]*\)'.*/\1/p")
 if [ "$type" = kvm ]; then
