@@ -146,9 +146,9 @@ static void check_tracefs(struct doctor *d)
 	    !readable(IVM_TRACEFS_DIR "/events/raw_syscalls/sys_exit/format") ||
 	    !readable(IVM_TRACEFS_DIR "/options/event-fork"))
 		say(d, WARN, "a host kernel with CONFIG_FTRACE_SYSCALLS",
-		    "tracefs: no raw_syscalls events or no event-fork option: profile does not time the host's service of the guest's disks");
+		    "tracefs: no raw_syscalls events or no event-fork option: profile --disk cannot time the host's service of the guest's disks");
 	else
-		say(d, PASS, NULL, "tracefs: raw_syscalls events and event-fork: the host's service of the guest's disks (QEMU's I/O calls)");
+		say(d, PASS, NULL, "tracefs: raw_syscalls events and event-fork: profile --disk times the host's service of the guest's disks (QEMU's I/O calls)");
 }
 
 static void check_kvm(struct doctor *d)

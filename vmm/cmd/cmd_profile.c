@@ -65,7 +65,7 @@ IVM_GUEST_USAGE
 "                         seen on a loaded host, at a cost to the guest's\n"
 "                         latency (every event preempts a vCPU thread)\n"
 "      --no-realtime      normal scheduling priority: the default\n"
-"      --no-disk          do not time QEMU's I/O calls (the host's service of\n"
+"      --disk             time QEMU's I/O calls too (the host's service of\n"
 "                         the guest's disks, with the sched source): while\n"
 "                         they are traced every host syscall costs more\n"
 "      --registers SRC    where on-CPU and from-idle samples take the vCPU's\n"
@@ -911,7 +911,7 @@ static void scan_domains(struct guest_run *runs, size_t *nr,
 int ivm_cmd_profile(int argc, char **argv)
 {
 	enum { OPT_IDLE_EVERY = 256, OPT_POLL, OPT_SOURCE, OPT_CAPTURE,
-	       OPT_REALTIME, OPT_NO_REALTIME, OPT_NO_DISK,
+	       OPT_REALTIME, OPT_NO_REALTIME, OPT_DISK,
 	       OPT_COMM, OPT_NO_REPORT, OPT_BINARY, OPT_HELPER_SOCKET,
 	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_NO_READAHEAD, OPT_SYMDIR, OPT_REGISTERS,
 	       OPT_WINDOW, OPT_OUTPUT_DIR, OPT_KEEP, OPT_KEEP_BYTES,
@@ -927,7 +927,7 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "idle-source", required_argument, NULL, OPT_SOURCE },
 		{ "realtime", no_argument, NULL, OPT_REALTIME },
 		{ "no-realtime", no_argument, NULL, OPT_NO_REALTIME },
-		{ "no-disk", no_argument, NULL, OPT_NO_DISK },
+		{ "disk", no_argument, NULL, OPT_DISK },
 		{ "capture", required_argument, NULL, OPT_CAPTURE },
 		{ "registers", required_argument, NULL, OPT_REGISTERS },
 		{ "pid", required_argument, NULL, 'p' },
@@ -1045,8 +1045,8 @@ int ivm_cmd_profile(int argc, char **argv)
 		case OPT_NO_REALTIME:
 			o.cfg.realtime = false;
 			break;
-		case OPT_NO_DISK:
-			o.cfg.no_disk = true;
+		case OPT_DISK:
+			o.cfg.disk = true;
 			break;
 		case OPT_SOURCE:
 			o.auto_source = false;

@@ -86,11 +86,12 @@ struct ivm_profiler_config {
 	 */
 	bool realtime;
 	/*
-	 * Sched source: do not time QEMU's I/O calls (disk_service.h).  A
-	 * host tracing any syscall event takes every syscall of every task
-	 * through the tracepoints (about 140 ns more each, measured here).
+	 * Sched source: time QEMU's I/O calls too (disk_service.h).  Off by
+	 * default: a host tracing any syscall event takes every syscall of
+	 * every task through the tracepoints (about 140 ns more each,
+	 * measured here), whatever the pid list.
 	 */
-	bool no_disk;
+	bool disk;
 	enum ivm_capture_mode capture_mode;
 	int filter_pid;			/* guest tgid, or -1 */
 	const char *filter_comm;	/* fnmatch pattern on comm, or NULL */

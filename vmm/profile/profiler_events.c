@@ -394,7 +394,7 @@ static void setup_disk_side(struct profiler *p, const char *waking)
 	pid_t tids[256];
 	size_t n, i, k;
 
-	if (p->guest->qemu_pid <= 0 || p->cfg->no_disk)
+	if (p->guest->qemu_pid <= 0 || !p->cfg->disk)
 		return;
 	/*
 	 * Not the vCPU threads: the host's side has their switches, they

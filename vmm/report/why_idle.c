@@ -192,7 +192,7 @@ static void print_disk_device(const struct ivm_idle_summary *s, FILE *out)
 	size_t k;
 
 	if (!ivm_idle_summary_has_stat(s, "disk_device_busy_ns")) {
-		fprintf(out, "        host storage: not followed\n");
+		fprintf(out, "        host storage: not followed (profile --disk)\n");
 		return;
 	}
 	fprintf(out, "        host storage busy %11.3f s %6.1f%%  of it, in %" PRIu64

@@ -49,7 +49,7 @@ run_delays() {
 rd0=$(run_delays)
 
 log=$IVM_RUNDIR/t66.log
-"$idlevm" profile --domain "$IVM_DOMAIN" -D 600 -o "$prof" --no-report >"$log" 2>&1 &
+"$idlevm" profile --domain "$IVM_DOMAIN" --disk -D 600 -o "$prof" --no-report >"$log" 2>&1 &
 pid=$!
 # The file takes its name once setup (the disk's session too) is done.
 while [ ! -e "$prof" ]; do
