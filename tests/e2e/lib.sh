@@ -231,6 +231,22 @@ wait_for_guest_threads() {
 	echo "$tids"
 }
 
+# guest_stop PID...: kill each PID in the guest and make sure it is gone,
+# a few tries (a guest shell round trip can time out on a loaded host): a
+# process a test started must not outlive it (t_63 takes the workload by
+# name).  Status 1, and a warning, when one would not go.
+guest_stop() {
+	local p i
+	for p; do
+		for i in 1 2 3; do
+			guest_sh "kill $p 2>/dev/null; sleep 0.2; kill -0 $p 2>/dev/null && exit 1; exit 0" \
+				>/dev/null && continue 2
+		done
+		echo "warning: guest process $p is still there" >&2
+		return 1
+	done
+}
+
 # lockstorm_blocks LO HI SECONDS CALLS: "BLOCK_MS RUN_S" for a lockstorm
 # started in the guest whose workers a check must find blocked in the same
 # place CALLS guest shell round trips apart (around idlevm stack): the

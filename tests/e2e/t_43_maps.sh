@@ -28,7 +28,7 @@ mf_child=$(echo "$ready" | sed -n 's/.* child=\([0-9]*\).*/\1/p')
 helper=$(guest_sh 'cat /run/idlevm-helper.pid')
 # The shell serving guest_sh (busybox's timeout execs the command).
 shell=$(guest_sh 'echo $PPID')
-work=$(guest_sh "pidof $IVM_WORKLOAD" | awk '{ print $1 }')
+work=$(guest_sh "pidof $IVM_WORKLOAD" | tr -cs '0-9' '\n' | grep -E '^[0-9]+$' | sort -n | head -n 1)
 
 # The processes compared must stay: a missing one is a failure here.
 compare_live() {

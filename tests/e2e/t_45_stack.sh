@@ -64,6 +64,8 @@ $ours"
 }
 
 # The image installs build/guest/lockstorm-fp as /bin/lockstorm.
+pid=""
+trap '[ -z "$pid" ] || guest_stop "$pid"' EXIT
 for build in lockstorm-fp lockstorm-nofp; do
 	exe=/bin/${build%-fp}
 	# Long blocks: a check is two guest shell round trips around idlevm,
@@ -85,7 +87,8 @@ for build in lockstorm-fp lockstorm-nofp; do
 			esac
 		done
 	done
-	guest_sh "kill $pid" >/dev/null
+	guest_stop "$pid"
+	pid=""
 	echo "$build: $checked workers checked, $moved moved during the check"
 	[ "$checked" -ge 2 ] || fail "$build: only $checked workers held still long enough"
 done

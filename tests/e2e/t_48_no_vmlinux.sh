@@ -4,7 +4,8 @@
 . tests/e2e/lib_tasks.sh
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+pid=""
+trap 'rm -rf "$tmp"; [ -z "$pid" ] || guest_stop "$pid"' EXIT
 mkdir "$tmp/debug"
 # IDLEVM_DEBUG_DIRS replaces the default places: an empty one finds nothing.
 export IDLEVM_DEBUG_DIRS=$tmp/debug
@@ -89,7 +90,8 @@ $ours"
 	checked=$((checked + 1))
 	kframes+=$(echo "$ours" | awk '$NF == "[k]" { print $2, $3 }')$'\n'
 done
-guest_sh "kill $pid" >/dev/null
+guest_stop "$pid"
+pid=""
 echo "$checked workers checked against /proc/TID/stack"
 [ "$checked" -ge 2 ] || fail "only $checked workers held still long enough"
 

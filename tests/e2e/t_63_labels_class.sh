@@ -11,7 +11,9 @@ lockstorm*) ;;
 *) echo "skip: needs lockstorm, guest runs $IVM_WORKLOAD"; exit 0 ;;
 esac
 
-ls_pid=$(guest_sh "pidof $IVM_WORKLOAD" | awk '{ print $1 }')
+# The workload the guest started at boot: the lowest pid of that name (a
+# lockstorm another test started and could not stop may still run).
+ls_pid=$(guest_sh "pidof $IVM_WORKLOAD" | tr -cs '0-9' '\n' | grep -E '^[0-9]+$' | sort -n | head -n 1)
 [ -n "$ls_pid" ] || fail "no $IVM_WORKLOAD in the guest"
 
 # class_counts: lockstorm's own blocks per class "B S C", from the report
@@ -49,9 +51,9 @@ run_classes() {
 	folded=$("$idlevm" report -f folded -K to_idle "$1" 2>/dev/null) ||
 		fail "idlevm report failed"
 	echo "$a" "$b" | awk '{ print "truth", $4 - $1, $5 - $2, $6 - $3 }'
-	echo "$folded" | awk '
+	echo "$folded" | awk -v proc="_[$ls_pid]" '
 	{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line); split(line, f, ";") }
-	f[2] ~ /^ls-worker-/ {
+	substr(f[1], length(f[1]) - length(proc) + 1) == proc && f[2] ~ /^ls-worker-/ {
 		c = f[3]; sub(/^class=/, "", c); id = f[4]; sub(/^cid=/, "", id)
 		want = c == "browse" ? 1 : c == "search" ? 2 : c == "checkout" ? 3 : -1
 		if (want < 0 || id != want) { printf "bad worker sample: %s\n", $0 > "/dev/stderr"; bad += n }
