@@ -139,11 +139,20 @@ void ivm_host_sched_idle_period(struct ivm_host_sched *hs, size_t vcpu,
 		return;
 	t = &hs->threads[vcpu];
 	n = t->next_span < IVM_HOST_HISTORY ? t->next_span : IVM_HOST_HISTORY;
+	/*
+	 * Newest first: spans end in the records' time order, so the first
+	 * that ended before the period began ends the search (a period is
+	 * written when it ends, so only the last few spans are looked at,
+	 * not the whole ring, as disk_service.c does for its calls).
+	 */
 	for (i = 0; i < n; i++) {
-		const struct span *sp = &t->spans[i];
+		const struct span *sp =
+			&t->spans[(t->next_span - 1 - i) % IVM_HOST_HISTORY];
 		uint64_t a = sp->start > start_ns ? sp->start : start_ns;
 		uint64_t b = sp->end < end_ns ? sp->end : end_ns;
 
+		if (sp->end <= start_ns)
+			break;
 		if (a >= b)
 			continue;
 		if (sp->wait)
