@@ -176,8 +176,8 @@ struct ivm_profiler_result {
 	uint64_t trace_records;		/* sched source: host records read */
 	/* The loop's time by stage (stage_clock.h), at the end. */
 	uint64_t stage_ns[IVM_STAGE_NR];
-	/* ... and of the host's side (host_sched.h), and those it lost */
-	uint64_t host_trace_records, host_trace_lost;
+	/* ... and of the host's side (host_sched.h) */
+	uint64_t host_trace_records;
 	enum ivm_idle_source idle_source;	/* the one that ran */
 	bool realtime;			/* ran at SCHED_FIFO priority */
 	/* User objects met, and their CFI rows (profile/uobjects.h). */

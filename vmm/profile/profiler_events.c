@@ -188,20 +188,25 @@ static int on_host_record(void *ctx, const void *data, size_t size, int cpu,
 	return 0;
 }
 
+/* Records s lost since *seen was taken (its running count); *seen moves on. */
+static uint64_t lost_since(const struct ivm_trace_session *s, uint64_t *seen)
+{
+	uint64_t lost = ivm_trace_session_lost(s), n = lost - *seen;
+
+	*seen = lost;
+	return n;
+}
+
 /* The host's side up to now; its losses end every wait under way. */
 static struct ivm_error *read_host_side(struct profiler *p)
 {
 	struct ivm_error *err;
-	uint64_t lost;
 
 	if (!p->host_trace)
 		return NULL;
 	err = ivm_trace_session_read(p->host_trace, on_host_record, p);
-	lost = ivm_trace_session_lost(p->host_trace);
-	if (lost != p->host_trace_lost)
+	if (lost_since(p->host_trace, &p->host_trace_lost))
 		ivm_host_sched_lost(p->host);
-	p->res->host_trace_lost += lost - p->host_trace_lost;
-	p->host_trace_lost = lost;
 	return err;
 }
 
@@ -261,15 +266,12 @@ static int on_disk_record(void *ctx, const void *data, size_t size, int cpu,
 static struct ivm_error *read_disk_side(struct profiler *p)
 {
 	struct ivm_error *err;
-	uint64_t lost;
 
 	if (!p->disk_trace)
 		return NULL;
 	err = ivm_trace_session_read(p->disk_trace, on_disk_record, p);
-	lost = ivm_trace_session_lost(p->disk_trace);
-	if (lost != p->disk_trace_lost)
+	if (lost_since(p->disk_trace, &p->disk_trace_lost))
 		ivm_disk_service_lost(p->disk);
-	p->disk_trace_lost = lost;
 	return err;
 }
 
@@ -283,8 +285,6 @@ struct ivm_error *poll_halted(struct profiler *p)
 		/* State carries over between polls: only changes arrive. */
 		return ivm_trace_session_read(p->trace, on_kvm_record, p);
 	if (p->source == IVM_IDLE_SOURCE_SCHED) {
-		uint64_t lost;
-
 		/* First: what a period this read ends spans is known. */
 		err = read_host_side(p);
 		if (!err)
@@ -292,9 +292,8 @@ struct ivm_error *poll_halted(struct profiler *p)
 		if (err)
 			return err;
 		err = ivm_trace_session_read(p->trace, on_sched_record, p);
-		lost = ivm_trace_session_lost(p->trace);
-		ivm_idle_periods_host_lost(p->periods, lost - p->trace_lost);
-		p->trace_lost = lost;
+		ivm_idle_periods_host_lost(p->periods,
+					   lost_since(p->trace, &p->trace_lost));
 		return err;
 	}
 

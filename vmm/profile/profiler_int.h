@@ -92,7 +92,7 @@ struct profiler {
 	 */
 	struct ivm_host_sched *host;
 	struct ivm_trace_session *host_trace;
-	uint64_t host_trace_lost;		/* already passed on */
+	uint64_t host_trace_lost;		/* its records lost, so far */
 	struct ivm_stage_clock stages;		/* where the steps' time goes */
 	/*
 	 * Idle source sched: the host's service of the guest's disk, from

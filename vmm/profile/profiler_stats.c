@@ -61,8 +61,7 @@ void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	st[n++] = (struct ivm_stat){ "trace_records", p->res->trace_records };
 	st[n++] = (struct ivm_stat){ "host_trace_records",
 				     p->res->host_trace_records };
-	st[n++] = (struct ivm_stat){ "host_trace_lost",
-				     p->res->host_trace_lost };
+	st[n++] = (struct ivm_stat){ "host_trace_lost", p->host_trace_lost };
 	if (p->guest->kvm) {
 		st[n++] = (struct ivm_stat){ "kvm_halt_exits",
 					     is->kvm_halt_exits };
