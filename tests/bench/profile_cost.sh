@@ -12,6 +12,9 @@
 # the rest) from the closing lines.  The guest is destroyed at the end,
 # also when it fails.  Under TCG the guest's speed, hence its idle
 # transitions, moves with the host's load: read samples/s beside the CPU.
+#
+# BUDGET=PCT runs with --cpu-budget PCT and prints the share of the run
+# watched beside idlevm's CPU, which the budget should hold within 10%.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -34,7 +37,8 @@ printf '%-4s %10s %8s %9s  %s\n' run samples/s "% core" "us/sample" "time by sta
 for i in $(seq 1 "$RUNS"); do
 	log=$OUT/run-$i.log
 	"$IDLEVM" profile --domain "$PREFIX-1" -D "$SECS" -o "$OUT/p.prof" \
-		--no-report >"$log" 2>&1 || ivm_die "idlevm failed: $(tail -n 5 "$log")"
+		--no-report ${BUDGET:+--cpu-budget "$BUDGET"} >"$log" 2>&1 ||
+		ivm_die "idlevm failed: $(tail -n 5 "$log")"
 	awk -v run="$i" '
 	/stopped after/ {
 		for (k = 1; k <= NF; k++) {
@@ -47,7 +51,9 @@ for i in $(seq 1 "$RUNS"); do
 		line = $0; sub(/.*time by stage: /, "", line); split(line, a, "; ")
 		stages = a[1]; us = a[2] + 0
 	}
-	END { printf "%-4s %10.0f %8.1f %9.1f  %s\n", run, n / secs, core, us, stages }' "$log" |
+	/CPU budget .* watched/ { w = $0; sub(/.* s \(/, "", w); watched = w + 0 }
+	END { printf "%-4s %10.0f %8.1f %9.1f  %s%s\n", run, n / secs, core, us, stages,
+		watched ? sprintf(" watched %.1f%%", watched) : "" }' "$log" |
 		tee -a "$OUT/rows"
 done
 # Medians, column by column, and of each stage.

@@ -65,6 +65,11 @@ IVM_GUEST_USAGE
 "                         seen on a loaded host, at a cost to the guest's\n"
 "                         latency (every event preempts a vCPU thread)\n"
 "      --no-realtime      normal scheduling priority: the default\n"
+"      --cpu-budget PCT   the most of a host core idlevm may spend on each\n"
+"                         guest, in percent: above it the guest is watched\n"
+"                         only in some slices of time, and reports scale\n"
+"                         counts back (default 1 with --window, else 0: no\n"
+"                         limit)\n"
 "      --disk             time QEMU's I/O calls too (the host's service of\n"
 "                         the guest's disks, with the sched source): while\n"
 "                         they are traced every host syscall costs more\n"
@@ -768,6 +773,17 @@ static void run_summary(const struct profile_opts *o,
 		res->elapsed_s > 0 ?
 		100.0 * (double)res->cpu_ns / 1e9 / res->elapsed_s : 0,
 		(double)r->attach_ns / 1e9);
+	if (r->cfg.cpu_budget > 0) {
+		who(o, r);
+		fprintf(stderr, "CPU budget %g%% of a core: the guest was watched %.1f s of %.1f s (%.1f%%, %" PRIu64 " of %" PRIu64 " slices); reports scale counts by %.2f\n",
+			r->cfg.cpu_budget, (double)res->watched_ns / 1e9,
+			res->elapsed_s,
+			res->elapsed_s > 0 ? 100.0 * (double)res->watched_ns /
+					     1e9 / res->elapsed_s : 0,
+			res->watched_slices, res->slices,
+			res->watched_ns ? res->elapsed_s * 1e9 /
+					  (double)res->watched_ns : 0);
+	}
 	print_stages(o, r);
 	if (o->wcfg.dir) {
 		who(o, r);
@@ -911,7 +927,7 @@ static void scan_domains(struct guest_run *runs, size_t *nr,
 int ivm_cmd_profile(int argc, char **argv)
 {
 	enum { OPT_IDLE_EVERY = 256, OPT_POLL, OPT_SOURCE, OPT_CAPTURE,
-	       OPT_REALTIME, OPT_NO_REALTIME, OPT_DISK,
+	       OPT_REALTIME, OPT_NO_REALTIME, OPT_DISK, OPT_CPU_BUDGET,
 	       OPT_COMM, OPT_NO_REPORT, OPT_BINARY, OPT_HELPER_SOCKET,
 	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_NO_READAHEAD, OPT_SYMDIR, OPT_REGISTERS,
 	       OPT_WINDOW, OPT_OUTPUT_DIR, OPT_KEEP, OPT_KEEP_BYTES,
@@ -928,6 +944,7 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "realtime", no_argument, NULL, OPT_REALTIME },
 		{ "no-realtime", no_argument, NULL, OPT_NO_REALTIME },
 		{ "disk", no_argument, NULL, OPT_DISK },
+		{ "cpu-budget", required_argument, NULL, OPT_CPU_BUDGET },
 		{ "capture", required_argument, NULL, OPT_CAPTURE },
 		{ "registers", required_argument, NULL, OPT_REGISTERS },
 		{ "pid", required_argument, NULL, 'p' },
@@ -993,7 +1010,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	char symdir_buf[PATH_MAX];
 	const char *symdir = NULL;
 	bool report = true, output_given = false, all_domains = false;
-	bool rt = false;
+	bool rt = false, budget_given = false;
 	uint64_t size, next_scan = 0, t0;
 	struct rusage ru;
 	double d;
@@ -1047,6 +1064,12 @@ int ivm_cmd_profile(int argc, char **argv)
 			break;
 		case OPT_DISK:
 			o.cfg.disk = true;
+			break;
+		case OPT_CPU_BUDGET:
+			if (!parse_double(optarg, &o.cfg.cpu_budget) ||
+			    o.cfg.cpu_budget < 0 || o.cfg.cpu_budget > 100)
+				goto bad_value;
+			budget_given = true;
 			break;
 		case OPT_SOURCE:
 			o.auto_source = false;
@@ -1259,6 +1282,12 @@ int ivm_cmd_profile(int argc, char **argv)
 		fprintf(stderr, "idlevm profile: --helper-socket is for one guest\n");
 		return 2;
 	}
+	/*
+	 * A continuous run is an agent left on the host: it keeps to a
+	 * budget unless told otherwise.  A one-off run takes what it needs.
+	 */
+	if (!budget_given && o.cfg.window_s > 0)
+		o.cfg.cpu_budget = 1;
 	o.cfg.status_line = isatty(STDERR_FILENO) && !o.several;
 	o.cfg.binaries = binaries;
 	o.cfg.nr_binaries = nr_binaries;

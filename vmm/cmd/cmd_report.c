@@ -168,6 +168,37 @@ static void run_of(const struct ivm_meta_lines *meta, uint64_t first_ns,
 }
 
 
+/*
+ * A run under --cpu-budget watched the guest only part of the time: its
+ * counts, scaled by all the time over the time watched, estimate the
+ * whole run's (cpu_budget.h).
+ */
+static void scale_watched(const struct ivm_idle_summary *idle,
+			  struct ivm_calltree *tree,
+			  struct ivm_report_run *run)
+{
+	run->scale = 1;
+	if (!ivm_idle_summary_has_stat(idle, "watched_ms"))
+		return;
+	run->watched_ms = ivm_idle_summary_stat(idle, "watched_ms");
+	run->elapsed_ms = ivm_idle_summary_stat(idle, "elapsed_ms");
+	if (!run->watched_ms || run->watched_ms >= run->elapsed_ms)
+		return;
+	run->scale = (double)run->elapsed_ms / (double)run->watched_ms;
+	ivm_calltree_scale(tree, run->scale);
+}
+
+/* Every sample the tree holds (as scaled, if it was). */
+static uint64_t tree_samples(const struct ivm_calltree *tree)
+{
+	uint64_t n = 0;
+	int k;
+
+	for (k = 0; k < IVM_SAMPLE_NR_KINDS; k++)
+		n += ivm_calltree_total(tree, k);
+	return n;
+}
+
 static void log_symbols(void *ctx, const char *msg)
 {
 	fprintf(stderr, "idlevm report: %s\n", msg);
@@ -699,6 +730,7 @@ int ivm_report_file(const char *path, bool folded,
 	ivm_frame_names_mappings(names, mappings);
 	opts->mappings = mappings;
 	run_of(&meta, first_ns, last_ns, end_ns, &opts->run);
+	scale_watched(&idle, tree, &opts->run);
 	if (folded)
 		opts->format = IVM_REPORT_FOLDED;
 	saved_out = opts->out;
@@ -724,9 +756,17 @@ int ivm_report_file(const char *path, bool folded,
 		print_label_stats(&stream, opts->out, "  ");
 		fprintf(opts->out, "  samples: %" PRIu64 " (to_idle %" PRIu64
 			", from_idle %" PRIu64 ", on_cpu %" PRIu64 ")\n",
-			samples, ivm_calltree_total(tree, IVM_SAMPLE_TO_IDLE),
+			opts->run.scale > 1 ? tree_samples(tree) : samples,
+			ivm_calltree_total(tree, IVM_SAMPLE_TO_IDLE),
 			ivm_calltree_total(tree, IVM_SAMPLE_FROM_IDLE),
 			ivm_calltree_total(tree, IVM_SAMPLE_ON_CPU));
+		if (opts->run.scale > 1)
+			fprintf(opts->out, "  estimated: the guest was watched %.1f s of %.1f s (--cpu-budget %s%%); counts below are scaled by %.2f (%" PRIu64 " samples recorded)\n",
+				(double)opts->run.watched_ms / 1e3,
+				(double)opts->run.elapsed_ms / 1e3,
+				ivm_meta_lines_value(&meta, "cpu_budget") ?
+				ivm_meta_lines_value(&meta, "cpu_budget") : "?",
+				opts->run.scale, samples);
 		/* Apart, so the line above reads as it always did. */
 		if (ivm_calltree_total(tree, IVM_SAMPLE_SWITCH))
 			fprintf(opts->out, "  switch samples: %" PRIu64

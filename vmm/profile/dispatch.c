@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <stdlib.h>
+#include <string.h>
 
 #include "profile/dispatch.h"
 
@@ -57,6 +58,11 @@ struct ivm_error *ivm_dispatch_create(uint32_t nr_vcpus,
 void ivm_dispatch_destroy(struct ivm_dispatch *d)
 {
 	free(d);
+}
+
+void ivm_dispatch_forget(struct ivm_dispatch *d)
+{
+	memset(d->vcpus, 0, d->nr_vcpus * sizeof(d->vcpus[0]));
 }
 
 /*

@@ -135,6 +135,13 @@ bool ivm_dispatch_take_pending(struct ivm_dispatch *d, uint32_t vcpu,
 /* The capture for vcpu finished (kept, discarded or failed alike). */
 void ivm_dispatch_capture_done(struct ivm_dispatch *d, uint32_t vcpu);
 
+/*
+ * Forget every vCPU's state, as at create (the stats stay): the guest ran
+ * unwatched since the last observation (a --cpu-budget gap), and nothing
+ * seen before it says anything of the next.  No capture may be in flight.
+ */
+void ivm_dispatch_forget(struct ivm_dispatch *d);
+
 bool ivm_dispatch_in_flight(const struct ivm_dispatch *d, uint32_t vcpu);
 
 /*

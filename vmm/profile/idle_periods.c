@@ -135,6 +135,11 @@ void ivm_idle_periods_host_lost(struct ivm_idle_periods *ip, uint64_t n)
 	ip->stats.lost_events += n;
 }
 
+void ivm_idle_periods_forget(struct ivm_idle_periods *ip)
+{
+	memset(ip->vcpus, 0, ip->nr_vcpus * sizeof(ip->vcpus[0]));
+}
+
 void ivm_idle_looks_text(const struct ivm_idle_stats *is, char *buf,
 			 size_t size)
 {

@@ -181,6 +181,13 @@ void ivm_idle_periods_host_halt_end(struct ivm_idle_periods *ip,
 void ivm_idle_periods_host_lost(struct ivm_idle_periods *ip, uint64_t n);
 
 /*
+ * Forget every vCPU's state, as at create (the stats stay), after a gap
+ * in which nothing was watched (--cpu-budget): a period open then is
+ * dropped unrecorded, and the next look only begins again.
+ */
+void ivm_idle_periods_forget(struct ivm_idle_periods *ip);
+
+/*
  * One look at vcpu.  Returns true when it ended an idle period, which is
  * then in *ret (its to_idle_task as set below).
  */

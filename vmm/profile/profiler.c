@@ -138,7 +138,7 @@ struct ivm_error *write_held(struct profiler *p, uint32_t vcpu, bool known,
 }
 
 /* Every held sample, without a value: the file ends before their periods. */
-static struct ivm_error *write_all_held(struct profiler *p)
+struct ivm_error *write_all_held(struct profiler *p)
 {
 	struct ivm_error *err = NULL;
 	size_t i;
@@ -886,6 +886,10 @@ static struct ivm_error *write_meta(struct profiler *p)
 		snprintf(buf, sizeof(buf), "%u", c->switch_every);
 		META("switch_every", buf);
 	}
+	if (c->cpu_budget > 0) {
+		snprintf(buf, sizeof(buf), "%g", c->cpu_budget);
+		META("cpu_budget", buf);
+	}
 	gmtime_r(&now, &tm);
 	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	META("start", buf);
@@ -1295,6 +1299,7 @@ struct ivm_error *ivm_profiler_start(struct ivm_guest *guest,
 		return err;
 	}
 	pr->p.start_ns = pr->next = pr->last_flush = ivm_mono_ns();
+	ivm_cpu_budget_init(&pr->p.budget, config->cpu_budget, pr->p.start_ns);
 	check_paused(&pr->p, ivm_qmp_lifecycle(guest->qmp));
 	if (config->duration_s > 0)
 		pr->end_ns = pr->p.start_ns + (uint64_t)(config->duration_s * 1e9);
@@ -1355,7 +1360,7 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 {
 	struct profiler *p = &pr->p;
 	const struct ivm_profiler_config *config = p->cfg;
-	uint64_t cpu0 = thread_cpu_ns(), now = ivm_mono_ns();
+	uint64_t cpu0 = thread_cpu_ns(), now = ivm_mono_ns(), step_cpu;
 	uint64_t window_ns = (uint64_t)(config->window_s * 1e9);
 	bool running = false;
 
@@ -1379,8 +1384,12 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 		if (p->window_end_ns <= now)	/* late: no empty windows */
 			p->window_end_ns = now + window_ns;
 	}
+	*err = budget_tick(p, now);
+	if (*err)
+		goto out;
 	/* Polling sources poll on their period; sched reads its events. */
-	if (p->source == IVM_IDLE_SOURCE_SCHED || now >= pr->next) {
+	if (p->budget.watching &&
+	    (p->source == IVM_IDLE_SOURCE_SCHED || now >= pr->next)) {
 		poll_once(p, now);
 		if (p->source != IVM_IDLE_SOURCE_SCHED) {
 			pr->next += pr->interval;
@@ -1389,7 +1398,8 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 		}
 	}
 	ivm_stage_enter(&p->stages, IVM_STAGE_CAPTURE);
-	switch_look(p, ivm_mono_ns());
+	if (p->budget.watching)
+		switch_look(p, ivm_mono_ns());
 	ivm_stage_enter(&p->stages, IVM_STAGE_OTHER);
 	now = ivm_mono_ns();
 	if (now - pr->last_flush >= 1000000000ull) {
@@ -1400,9 +1410,11 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 	running = !p->gone;
 out:
 	ivm_stage_stop(&p->stages);
-	pr->cpu_ns += thread_cpu_ns() - cpu0;
-	pr->cpu_ns -= pr->cpu_lent < pr->cpu_ns ? pr->cpu_lent : pr->cpu_ns;
+	step_cpu = thread_cpu_ns() - cpu0;
+	step_cpu -= pr->cpu_lent < step_cpu ? pr->cpu_lent : step_cpu;
 	pr->cpu_lent = 0;
+	pr->cpu_ns += step_cpu;
+	ivm_cpu_budget_charge(&p->budget, step_cpu);
 	p->res->cpu_ns = pr->cpu_ns;
 	return running;
 }
@@ -1412,13 +1424,18 @@ uint64_t ivm_profiler_wake_at(const struct ivm_profiler *pr)
 	const struct profiler *p = &pr->p;
 	uint64_t t = pr->last_flush + 1000000000ull;
 
-	if (p->source == IVM_IDLE_SOURCE_SCHED && p->trace) {
+	if (p->cfg->cpu_budget > 0 && ivm_cpu_budget_slice_end(&p->budget) < t)
+		t = ivm_cpu_budget_slice_end(&p->budget);
+	if (!p->budget.watching) {
+		/* Nothing to look at until the slice ends. */
+	} else if (p->source == IVM_IDLE_SOURCE_SCHED && p->trace) {
 		if (p->next_look_ns < t)
 			t = p->next_look_ns;
 	} else if (pr->next < t) {
 		t = pr->next;
 	}
-	t = switch_due(p, t);
+	if (p->budget.watching)
+		t = switch_due(p, t);
 	if (pr->end_ns && pr->end_ns < t)
 		t = pr->end_ns;
 	if (p->window_end_ns && p->window_end_ns < t)
@@ -1432,7 +1449,8 @@ size_t ivm_profiler_pollfds(const struct ivm_profiler *pr,
 	const struct pollfd *mine;
 	size_t n, i;
 
-	if (!pr->p.trace || pr->p.source != IVM_IDLE_SOURCE_SCHED)
+	if (!pr->p.trace || pr->p.source != IVM_IDLE_SOURCE_SCHED ||
+	    !pr->p.budget.watching)
 		return 0;
 	n = ivm_trace_session_pollfds(pr->p.trace, &mine);
 	for (i = 0; i < n && i < max; i++)
@@ -1451,6 +1469,10 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	size_t nr_stats;
 
 	result->elapsed_s = (double)(ivm_mono_ns() - p->start_ns) / 1e9;
+	result->watched_ns = ivm_cpu_budget_watched_ns(&p->budget,
+						       ivm_mono_ns());
+	result->slices = p->budget.slices;
+	result->watched_slices = p->budget.watched_slices;
 	result->dispatch = *ivm_dispatch_stats(p->dispatch);
 	result->idle = *ivm_idle_periods_stats(p->periods);
 	ivm_uobjects_stats(ivm_capture_engine_objects(p->engine),

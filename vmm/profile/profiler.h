@@ -92,6 +92,12 @@ struct ivm_profiler_config {
 	 * measured here), whatever the pid list.
 	 */
 	bool disk;
+	/*
+	 * The most of a host core the run may take, in percent (0: no
+	 * limit): above it the guest is watched only part of the time
+	 * (cpu_budget.h) and the file says which part (STATS watched_ms).
+	 */
+	double cpu_budget;
 	enum ivm_capture_mode capture_mode;
 	int filter_pid;			/* guest tgid, or -1 */
 	const char *filter_comm;	/* fnmatch pattern on comm, or NULL */
@@ -184,6 +190,9 @@ struct ivm_profiler_result {
 	struct ivm_uobjects_stats objects;
 	struct ivm_switch_sampler_stats switches;	/* switch_every */
 	uint64_t cpu_ns;		/* host CPU time its profiling took */
+	/* --cpu-budget: time watched (all of it without one), slices. */
+	uint64_t watched_ns;
+	uint64_t slices, watched_slices;
 	char end_reason[128];		/* "duration", "interrupted", ... */
 	/* Per --label, in order: counts and why the last "?" was. */
 	struct ivm_label_stats labels[IVM_LABELS_MAX];

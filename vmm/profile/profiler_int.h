@@ -12,6 +12,7 @@
 #ifndef IVM_PROFILER_INT_H
 #define IVM_PROFILER_INT_H
 
+#include "profile/cpu_budget.h"
 #include "profile/disk_service.h"
 #include "profile/disk_syscalls.h"
 #include "profile/host_sched.h"
@@ -130,6 +131,9 @@ struct profiler {
 	uint64_t window_end_ns;
 	struct ivm_stat window_base[MAX_STATS];
 	size_t nr_window_base;
+	/* --cpu-budget: which slices of time are watched (cpu_budget.h). */
+	struct ivm_cpu_budget budget;
+	uint64_t budget_gaps;		/* unwatched slices ended */
 	struct ivm_proc_table *procs;	/* processes said in the file */
 	struct ivm_switch_sampler *switches;	/* --switch-every, or NULL */
 };
@@ -161,6 +165,10 @@ struct ivm_error *last_ran_task(struct profiler *p,
 void task_id(struct profiler *p, uint64_t addr, struct ivm_idle_task_id *ret);
 struct ivm_error *write_held(struct profiler *p, uint32_t vcpu, bool known,
 			     uint64_t idle_ns);
+struct ivm_error *write_all_held(struct profiler *p);
+
+/* profiler_budget.c: a slice ended; start or stop watching (cpu_budget.h). */
+struct ivm_error *budget_tick(struct profiler *p, uint64_t now);
 
 /* profiler_events.c */
 struct ivm_error *poll_halted(struct profiler *p);

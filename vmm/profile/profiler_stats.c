@@ -167,6 +167,16 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 					   st + n, MAX_STATS - n);
 	/* What this guest's profiling cost the host (idlevm's thread). */
 	st[n++] = (struct ivm_stat){ "host_cpu_ms", r->cpu_ns / 1000000 };
+	/*
+	 * Under a CPU budget, the time the guest was watched: counts
+	 * estimate the whole run's scaled by elapsed_ms / watched_ms.
+	 */
+	if (p->cfg->cpu_budget > 0) {
+		st[n++] = (struct ivm_stat){ "watched_ms",
+			ivm_cpu_budget_watched_ns(&p->budget, ivm_mono_ns()) /
+			1000000 };
+		st[n++] = (struct ivm_stat){ "budget_gaps", p->budget_gaps };
+	}
 	/* ... and the loop's time by stage (stage_clock.h), in us. */
 	for (i = 0; i < IVM_STAGE_NR; i++)
 		st[n++] = (struct ivm_stat){ stage_stat[i],

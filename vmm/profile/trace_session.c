@@ -443,6 +443,35 @@ struct ivm_error *ivm_trace_session_read(
 	return NULL;
 }
 
+struct ivm_error *ivm_trace_session_enable(struct ivm_trace_session *s,
+					   bool on)
+{
+	int r = on ? tracefs_trace_on(s->instance) :
+		     tracefs_trace_off(s->instance);
+
+	if (r < 0)
+		return ivm_error_os(errno, "turning tracing %s in %s",
+				    on ? "on" : "off",
+				    tracefs_instance_get_name(s->instance));
+	return NULL;
+}
+
+static int drop_record(void *ctx, const void *data, size_t size, int cpu,
+		       uint64_t ts)
+{
+	(void)data, (void)size, (void)cpu, (void)ts;
+	++*(size_t *)ctx;
+	return 0;
+}
+
+size_t ivm_trace_session_discard(struct ivm_trace_session *s)
+{
+	size_t n = 0;
+
+	ivm_error_destroy(ivm_trace_session_read(s, drop_record, &n));
+	return n;
+}
+
 size_t ivm_trace_session_pollfds(const struct ivm_trace_session *s,
 				 const struct pollfd **ret)
 {

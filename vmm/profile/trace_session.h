@@ -107,6 +107,16 @@ struct ivm_error *ivm_trace_session_wait(struct ivm_trace_session *s,
 size_t ivm_trace_session_pollfds(const struct ivm_trace_session *s,
 				 const struct pollfd **ret);
 
+/*
+ * Stop or restart recording (the instance's tracing_on), keeping the
+ * session: records already in the buffers stay until read or discarded.
+ */
+struct ivm_error *ivm_trace_session_enable(struct ivm_trace_session *s,
+					   bool on);
+
+/* Read and drop every record waiting (not counted lost); how many. */
+size_t ivm_trace_session_discard(struct ivm_trace_session *s);
+
 /* Events the kernel dropped (buffer full) or that read had to drop. */
 uint64_t ivm_trace_session_lost(const struct ivm_trace_session *s);
 

@@ -574,3 +574,41 @@ uint64_t ivm_calltree_total(const struct ivm_calltree *tree,
 {
 	return tree->nodes[0].total[kind];
 }
+
+static uint64_t scaled(uint64_t v, double factor)
+{
+	double x = (double)v * factor + 0.5;
+
+	return x >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)x;
+}
+
+void ivm_calltree_scale(struct ivm_calltree *tree, double factor)
+{
+	uint32_t i;
+	int k;
+
+	if (!(factor > 0) || factor == 1)
+		return;
+	for (i = 0; i < tree->nr; i++) {
+		struct ivm_calltree_node *n = &tree->nodes[i];
+
+		for (k = 0; k < IVM_SAMPLE_NR_KINDS; k++) {
+			n->self[k] = scaled(n->self[k], factor);
+			n->self_ns[k] = scaled(n->self_ns[k], factor);
+			n->total[k] = n->self[k];
+			n->total_ns[k] = n->self_ns[k];
+		}
+	}
+	/* A child's index is above its parent's: sum upwards. */
+	for (i = tree->nr; i-- > 1;) {
+		struct ivm_calltree_node *n = &tree->nodes[i];
+		struct ivm_calltree_node *up = &tree->nodes[n->parent];
+
+		for (k = 0; k < IVM_SAMPLE_NR_KINDS; k++) {
+			up->total[k] += n->total[k];
+			up->total_ns[k] += n->total_ns[k];
+		}
+	}
+	for (k = 0; k < IVM_SAMPLE_NR_KINDS; k++)
+		tree->timed[k] = scaled(tree->timed[k], factor);
+}

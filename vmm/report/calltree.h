@@ -152,6 +152,14 @@ const struct ivm_calltree_node *
 ivm_calltree_node(const struct ivm_calltree *tree, uint32_t idx);
 
 /* Samples of a kind in the whole tree. */
+/*
+ * Weigh every count and time of the tree by factor (> 0), rounded: a
+ * profile that watched the guest only part of its run (--cpu-budget)
+ * estimates the whole run's figures so.  Totals are recomputed from the
+ * scaled selves, so a node's total is still the sum under it.
+ */
+void ivm_calltree_scale(struct ivm_calltree *tree, double factor);
+
 uint64_t ivm_calltree_total(const struct ivm_calltree *tree,
 			    enum ivm_sample_kind kind);
 

@@ -112,6 +112,12 @@ struct ivm_report_run {
 				   0: unknown */
 	uint64_t duration_ns;	/* 0: unknown */
 	uint32_t idle_every;	/* every Nth idle transition sampled; 0: 1 */
+	/*
+	 * --cpu-budget: the guest was watched watched_ms of elapsed_ms, and
+	 * the tree's counts were scaled by scale (1: watched throughout).
+	 */
+	double scale;
+	uint64_t watched_ms, elapsed_ms;
 	const char *guest;	/* NULL: unknown */
 	const char *kernel;	/* its release; NULL: unknown */
 };

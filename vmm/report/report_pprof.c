@@ -614,6 +614,15 @@ struct ivm_error *ivm_report_pprof(const struct ivm_calltree *tree,
 		opts->run.idle_every ? opts->run.idle_every : 1);
 	comment(&pp, "guest", opts->run.guest);
 	comment(&pp, "kernel", opts->run.kernel);
+	if (opts->run.scale > 1) {
+		char est[128];
+
+		snprintf(est, sizeof(est),
+			 "estimated: watched %.1f s of %.1f s (--cpu-budget), values scaled by %.2f",
+			 (double)opts->run.watched_ms / 1e3,
+			 (double)opts->run.elapsed_ms / 1e3, opts->run.scale);
+		comment(&pp, "counts", est);
+	}
 	pb_uint(&pp.out, PROFILE_DEFAULT_SAMPLE_TYPE,
 		(uint64_t)string_id(&pp,
 			opts->value == IVM_VALUE_IDLE_TIME ? "idle_ns" :

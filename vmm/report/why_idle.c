@@ -329,6 +329,8 @@ void ivm_why_idle_print(const struct ivm_idle_summary *s,
 {
 	bool host = ivm_idle_summary_has_stat(s, "host_steal_ns");
 	uint64_t elapsed = ST("elapsed_ms") * 1000000ull, vcpu_ns, idle = 0;
+	bool part = ivm_idle_summary_has_stat(s, "watched_ms") &&
+		    ST("watched_ms") < ST("elapsed_ms");
 	uint64_t steal = ST("host_steal_ns"), sleep = ST("host_sleep_ns");
 	uint64_t steal_idle = ST("host_steal_idle_ns");
 	uint64_t sleep_idle = ST("host_sleep_idle_ns"), busy_steal, blocked;
@@ -341,11 +343,18 @@ void ivm_why_idle_print(const struct ivm_idle_summary *s,
 		nr++;
 	if (!elapsed || !nr)
 		return;
+	/*
+	 * Under --cpu-budget the periods and the host's side were followed
+	 * in the watched time only: the split is of that time.
+	 */
+	if (part)
+		elapsed = ST("watched_ms") * 1000000ull;
 	vcpu_ns = elapsed * nr;
 	for (v = 0; v < nr; v++)
 		idle += s->idle_ns[v];
-	fprintf(out, "== why idle: %zu vCPUs x %.2f s = %.2f s of vCPU time ==\n",
-		nr, sec(elapsed), sec(vcpu_ns));
+	fprintf(out, "== why idle: %zu vCPUs x %.2f s%s = %.2f s of vCPU time ==\n",
+		nr, sec(elapsed), part ? " watched (--cpu-budget)" : "",
+		sec(vcpu_ns));
 	fprintf(out, "  guest idle (halted) %15.3f s %6.1f%%  in %" PRIu64
 		" periods", sec(idle), pct(idle, vcpu_ns), s->timed_periods);
 	if (s->untimed_periods)
