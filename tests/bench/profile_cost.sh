@@ -78,4 +78,4 @@ END {
 	printf "\n"
 }' "$OUT/rows"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "command: BUILD=$BUILD tests/bench/profile_cost.sh $SECS $RUNS"
+echo "command: ${BUDGET:+BUDGET=$BUDGET }BUILD=$BUILD tests/bench/profile_cost.sh $SECS $RUNS"

@@ -6,6 +6,12 @@
 
 /* Weight of the newest slice in the moving averages of cost. */
 #define COST_WEIGHT 0.3
+/*
+ * What the run spent beyond its budget so far (its start included, and
+ * the averages' errors) is paid back over this long, or what it spent
+ * below it spent: the budget holds over the run, not only slice by slice.
+ */
+#define DEBT_NS 5000000000.0
 
 void ivm_cpu_budget_init(struct ivm_cpu_budget *b, double percent,
 			 uint64_t now)
@@ -23,16 +29,20 @@ static void average(double *avg, double x)
 	*avg = *avg < 0 ? x : (1 - COST_WEIGHT) * *avg + COST_WEIGHT * x;
 }
 
-/* f such that f * c_on + (1 - f) * c_off meets the budget. */
+/* f such that f * c_on + (1 - f) * c_off meets the budget, debts paid. */
 static double share_for(const struct ivm_cpu_budget *b)
 {
-	double off = b->cost_off < 0 ? 0 : b->cost_off, f;
+	double off = b->cost_off < 0 ? 0 : b->cost_off, f, target;
+	double debt = (double)b->cpu_ns - b->budget * (double)b->total_ns;
 
-	if (b->cost_on < 0 || b->cost_on <= b->budget)
+	target = b->budget - debt / DEBT_NS;
+	if (target > 2 * b->budget)
+		target = 2 * b->budget;
+	if (b->cost_on < 0 || b->cost_on <= target)
 		return 1;
 	if (b->cost_on <= off)	/* watching costs nothing more: watch */
 		return 1;
-	f = (b->budget - off) / (b->cost_on - off);
+	f = (target - off) / (b->cost_on - off);
 	if (f < IVM_CPU_BUDGET_MIN_SHARE)
 		f = IVM_CPU_BUDGET_MIN_SHARE;
 	return f > 1 ? 1 : f;
@@ -48,6 +58,7 @@ bool ivm_cpu_budget_tick(struct ivm_cpu_budget *b, uint64_t now)
 	/* A late loop closes one long slice, not a burst of short ones. */
 	wall = now - b->slice_start;
 	b->total_ns += wall;
+	b->cpu_ns += b->slice_cpu;
 	b->slices++;
 	if (b->watching) {
 		b->watched_ns += wall;

@@ -18,7 +18,8 @@
  * with c_on and c_off the CPU shares of a watched and of an unwatched
  * slice (moving averages over the last slices of each), f is set so that
  * f * c_on + (1 - f) * c_off = budget, within [IVM_CPU_BUDGET_MIN_SHARE,
- * 1].  Which slices are watched is spread evenly (a running credit of f
+ * 1], the budget less what the run spent beyond it so far (its start
+ * included) spread over the next seconds.  Which slices are watched is spread evenly (a running credit of f
  * per slice; a slice is watched when the credit reaches one), so counts
  * taken in watched slices, scaled by all time / watched time, estimate
  * the whole run's for a workload that is steady over a few slices.
@@ -44,6 +45,7 @@ struct ivm_cpu_budget {
 	uint64_t slice_start, slice_cpu;	/* the current slice */
 	double cost_on, cost_off;		/* < 0: not measured yet */
 	uint64_t watched_ns, total_ns;		/* whole slices so far */
+	uint64_t cpu_ns;			/* ... and the CPU they took */
 	uint64_t slices, watched_slices;
 };
 

@@ -1308,6 +1308,8 @@ struct ivm_error *ivm_profiler_start(struct ivm_guest *guest,
 				      (uint64_t)(config->window_s * 1e9);
 	pr->cpu_ns = thread_cpu_ns() - cpu0;
 	result->cpu_ns = pr->cpu_ns;
+	/* Opening the run counts against its budget too. */
+	ivm_cpu_budget_charge(&pr->p.budget, pr->cpu_ns);
 	*ret = pr;
 	return NULL;
 }
