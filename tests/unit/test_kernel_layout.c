@@ -35,6 +35,7 @@
 #define L_PAGE_OFFSET_BASE (LINK_BASE + 0x102008)
 #define L_PHYS_BASE (LINK_BASE + 0x102010)
 #define L_MAX_PFN (LINK_BASE + 0x102018)
+#define L_TOTAL_FORKS (LINK_BASE + 0x102020)
 #define PCPU_CURRENT_TASK 0x100ull
 #define PCPU_IDLE_THREADS 0x200ull
 #define PCPU_APICID 0x300ull
@@ -230,11 +231,12 @@ static struct ivm_ksyms *build_ksyms(void)
 		     "%016llx D init_top_pgt\n%016llx D __per_cpu_offset\n"
 		     "%016llx D nr_cpu_ids\n%016llx D page_offset_base\n"
 		     "%016llx D phys_base\n%016llx D max_pfn\n"
-		     "%016llx D x86_cpu_to_apicid\n%016llx D runqueues\n",
+		     "%016llx D x86_cpu_to_apicid\n%016llx D runqueues\n"
+		     "%016llx D total_forks\n",
 		     PCPU_CURRENT_TASK, PCPU_IDLE_THREADS, L_BANNER,
 		     L_INIT_TASK, L_INIT_TOP_PGT, L_PER_CPU_OFFSET,
 		     L_NR_CPU_IDS, L_PAGE_OFFSET_BASE, L_PHYS_BASE, L_MAX_PFN,
-		     PCPU_APICID, PCPU_RUNQUEUES);
+		     PCPU_APICID, PCPU_RUNQUEUES, L_TOTAL_FORKS);
 	if (g_minimal_symbols)
 		n = snprintf(text, sizeof(text),
 			     "%016llx D current_task\n%016llx D linux_banner\n"
@@ -1002,6 +1004,55 @@ Test(kernel_layout, last_ran_on_a_cpu)
 	err = ivm_last_ran_create(l, f.gmem, &lr);
 	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
 	ivm_error_destroy(err);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
+/*
+ * Tasks forked since the walk (the kernel's total_forks moved): a lookup
+ * no exact stamp answers walks again, at most every IVM_LAST_RAN_STALE_NS,
+ * and fails rather than name an older task when it cannot; an exact stamp
+ * still answers.
+ */
+Test(kernel_layout, last_ran_refuses_stale_candidates)
+{
+	const uint64_t stale_ns = IVM_LAST_RAN_STALE_NS;
+	struct ivm_kernel_layout *l;
+	struct ivm_last_ran *lr;
+	struct fixture f;
+	uint64_t task, arrival, t = 5;
+	struct ivm_error *err;
+
+	fixture_init(&f);
+	w64(&f, task_va(P1) + 0x108, 500);
+	w64(&f, task_va(T52) + 0x108, 900);
+	w64(&f, task_va(T52) + f.off.task_sched_info_last_arrival, 600);
+	w64(&f, KVA(L_TOTAL_FORKS), 1000);
+	l = create_ok(&f);
+	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
+	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
+	cr_expect_eq(task, task_va(T52));
+	/* A child forked (and gone) since: the latest candidate may not be. */
+	w64(&f, KVA(L_TOTAL_FORKS), 1001);
+	err = ivm_last_ran_find(lr, 1, 0, t, &task);
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
+	err = ivm_last_ran_first_since(lr, 1, 0, 100, t, &task, &arrival);
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
+	cr_expect_eq(ivm_last_ran_stats(lr)->stale_refused, 2);
+	/* The switch to idle stamped T52: exact whatever forked. */
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 900, t, &task));
+	cr_expect_eq(task, task_va(T52));
+	/* Later, a walk of its own: the candidates are whole again. */
+	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t + stale_ns, &task));
+	cr_expect_eq(task, task_va(T52));
+	cr_expect_eq(ivm_last_ran_stats(lr)->stale_walks, 1);
+	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 100, t + stale_ns,
+						&task, &arrival));
+	cr_expect_eq(task, task_va(T52));
+	cr_expect_eq(ivm_last_ran_stats(lr)->stale_refused, 2);
+	ivm_last_ran_destroy(lr);
 	ivm_kernel_layout_destroy(l);
 	fixture_fini(&f);
 }

@@ -73,6 +73,18 @@ struct ivm_last_ran {
 	bool held, fresh;
 	struct cpu_mark *marks;
 	size_t nr_marks;
+	/*
+	 * The kernel's count of forks (total_forks), read before each walk
+	 * and with every batch: when it moved, a task the walk never saw
+	 * may be the one asked for (a child forked and gone within a walk
+	 * interval ran there, and an older candidate would be named).
+	 */
+	bool has_forks;
+	uint64_t forks_pa;
+	bool forks_walk_ok, forks_ok;
+	uint64_t forks_walk, forks_now;
+	uint8_t forks_buf[8];
+	struct ivm_last_ran_stats stats;
 };
 
 void ivm_last_ran_destroy(struct ivm_last_ran *lr)
@@ -90,6 +102,31 @@ void ivm_last_ran_destroy(struct ivm_last_ran *lr)
 	free(lr->pieces);
 	free(lr->piece_cand);
 	free(lr);
+}
+
+/*
+ * total_forks, a word in the kernel's data: its physical address, once.
+ * Without it (no symbol, a kernel that renamed it) candidates are never
+ * taken as stale, as before.
+ */
+static void forks_locate(struct ivm_last_ran *lr)
+{
+	struct ivm_error *err;
+	uint64_t va;
+
+	err = ivm_kernel_symbol(lr->layout, "total_forks", &va);
+	if (!err)
+		err = ivm_kernel_translate_range(lr->layout, va, 8,
+						 &lr->forks_pa);
+	lr->has_forks = !err;
+	ivm_error_destroy(err);
+}
+
+/* Whether the batch's count of forks is not the walk's: see last_ran.h. */
+static bool stale(const struct ivm_last_ran *lr)
+{
+	return lr->has_forks && lr->forks_walk_ok && lr->forks_ok &&
+	       lr->forks_now != lr->forks_walk;
 }
 
 struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
@@ -139,6 +176,7 @@ struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
 			lr->si_span = si_hi - si_lo;
 		}
 	}
+	forks_locate(lr);
 	lr->lo = lo;
 	lr->span = hi - lo;
 	lr->off_cpu = o->task_cpu - lo;
@@ -169,7 +207,7 @@ static struct ivm_error *grow(struct ivm_last_ran *lr, size_t nr)
 	if (cand)
 		lr->cand = cand;
 	/* A span of each, and in the split layout a sched_info piece. */
-	pieces = reallocarray(lr->pieces, 2 * nr, sizeof(*pieces));
+	pieces = reallocarray(lr->pieces, 2 * nr + 1, sizeof(*pieces));
 	if (pieces)
 		lr->pieces = pieces;
 	piece_cand = reallocarray(lr->piece_cand, 2 * nr, sizeof(*piece_cand));
@@ -198,6 +236,18 @@ static struct ivm_error *refresh(struct ivm_last_ran *lr, uint64_t now_ns)
 	size_t i, n = 0;
 
 	lr->fresh = false;
+	/* Before the walk: a fork during it counts as one after it. */
+	lr->forks_walk_ok = false;
+	if (lr->has_forks) {
+		err = ivm_gmem_read_phys(lr->gmem, lr->forks_pa,
+					 lr->forks_buf, 8);
+		if (err && err->code == IVM_ERROR_GONE)
+			return err;
+		lr->forks_walk_ok = !err;
+		lr->forks_walk = ivm_le64(lr->forks_buf);
+		ivm_error_destroy(err);
+	}
+	lr->stats.walks++;
 	err = ivm_kernel_task_list(lr->layout, 0, &list);
 	if (err)
 		return err;
@@ -289,12 +339,20 @@ static struct ivm_error *read_all(struct ivm_last_ran *lr)
 	if (lr->si_split)
 		n = queue_all(lr, true, n);
 	lr->fresh = lr->held;
+	lr->forks_ok = false;
 	if (!n)
 		return NULL;
-	err = ivm_gmem_read_phys_many(lr->gmem, lr->pieces, n);
+	/* The count of forks last, past the candidates' pieces. */
+	if (lr->has_forks)
+		lr->pieces[n] = (struct ivm_gmem_piece){
+			.gpa = lr->forks_pa, .buf = lr->forks_buf, .len = 8 };
+	err = ivm_gmem_read_phys_many(lr->gmem, lr->pieces,
+				      n + lr->has_forks);
 	if (!err) {
 		for (i = 0; i < n; i++)
 			*piece_ok(lr, i) = true;
+		lr->forks_ok = lr->has_forks;
+		lr->forks_now = ivm_le64(lr->forks_buf);
 		return NULL;
 	}
 	if (err->code == IVM_ERROR_GONE)
@@ -348,12 +406,45 @@ static struct ivm_error *refresh_if_due(struct ivm_last_ran *lr,
 	return refresh(lr, now_ns);
 }
 
+/*
+ * The candidates as read are stale (forks since their walk): walk again,
+ * if the last walk is IVM_LAST_RAN_STALE_NS old, and read them again.
+ * *again says whether it did; the lookup then starts over.
+ */
+static struct ivm_error *rewalk_stale(struct ivm_last_ran *lr,
+				      uint64_t now_ns, bool *again)
+{
+	struct ivm_error *err;
+
+	*again = false;
+	if (!stale(lr) || now_ns - lr->refreshed_at < IVM_LAST_RAN_STALE_NS)
+		return NULL;
+	lr->stats.stale_walks++;
+	err = refresh(lr, now_ns);
+	if (!err)
+		err = read_all(lr);
+	*again = !err;
+	return err;
+}
+
+/* No answer from stale candidates: an older task would be named wrongly. */
+static struct ivm_error *refuse_stale(struct ivm_last_ran *lr,
+				      unsigned int cpu)
+{
+	lr->stats.stale_refused++;
+	return ivm_error_create(IVM_ERROR_NOT_FOUND,
+				"CPU %u: %llu tasks forked since the task list was walked; one of them may be the answer",
+				cpu, (unsigned long long)(lr->forks_now -
+							  lr->forks_walk));
+}
+
 static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
 			      int32_t skip_tgid, bool at, uint64_t clock,
 			      uint64_t now_ns, uint64_t *ret)
 {
 	uint64_t best = 0, best_start = 0;
 	struct ivm_error *err;
+	bool again = true;
 	size_t i;
 
 	err = refresh_if_due(lr, now_ns);
@@ -361,6 +452,7 @@ static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
 		err = read_all(lr);
 	if (err)
 		return err;
+exact:
 	for (i = 0; at && clock && i < lr->nr; i++) {
 		const uint8_t *b = lr->buf + i * lr->span;
 
@@ -376,6 +468,22 @@ static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
 		*ret = best;
 		return NULL;
 	}
+	/*
+	 * No task stamped by the switch to idle (the CPU's clock moved on
+	 * since, or the task is not a candidate): the latest of the CPU's
+	 * tasks, unless a task forked since the walk may be later.
+	 */
+	if (stale(lr) && again) {
+		err = rewalk_stale(lr, now_ns, &again);
+		if (err)
+			return err;
+		if (again) {
+			again = false;
+			goto exact;
+		}
+	}
+	if (stale(lr))
+		return refuse_stale(lr, cpu);
 	for (i = 0; i < lr->nr; i++) {
 		const uint8_t *b = lr->buf + i * lr->span;
 		uint64_t start;
@@ -535,6 +643,7 @@ struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 	uint64_t best_arrival = 0;
 	size_t i, best = SIZE_MAX;
 	struct ivm_error *err;
+	bool again;
 
 	if (lr->off_arrival == IVM_KOFF_NONE)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
@@ -542,8 +651,13 @@ struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 	err = refresh_if_due(lr, now_ns);
 	if (!err)
 		err = read_all(lr);
+	if (!err)
+		err = rewalk_stale(lr, now_ns, &again);
 	if (err)
 		return err;
+	/* A child forked and gone since the walk may have arrived first. */
+	if (stale(lr))
+		return refuse_stale(lr, cpu);
 	for (i = 0; i < lr->nr; i++) {
 		const uint8_t *w = arrival_words(lr, i, cpu, skip_tgid);
 		uint64_t at;
@@ -578,6 +692,7 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 	const struct cpu_mark *m = NULL;
 	struct ivm_error *err;
 	size_t i, n = 0;
+	bool again;
 
 	*nr = 0;
 	if (lr->off_arrival == IVM_KOFF_NONE)
@@ -586,8 +701,12 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 	err = refresh_if_due(lr, now_ns);
 	if (!err)
 		err = read_all(lr);
+	if (!err)
+		err = rewalk_stale(lr, now_ns, &again);
 	if (err)
 		return err;
+	if (stale(lr))
+		return refuse_stale(lr, cpu);
 	/* Read after the refresh: a refresh voids the marks. */
 	m = epoch != UNKNOWN ? mark_of(lr, cpu) : NULL;
 	if (m && (m->epoch != epoch || m->at > since))
@@ -612,4 +731,9 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 	}
 	*nr = n;
 	return NULL;
+}
+
+const struct ivm_last_ran_stats *ivm_last_ran_stats(const struct ivm_last_ran *lr)
+{
+	return &lr->stats;
 }

@@ -41,6 +41,18 @@
 #include "kernel/kernel_layout.h"
 
 #define IVM_LAST_RAN_REFRESH_NS 1000000000ull
+/*
+ * Forks: a task created and gone between two walks is never a candidate,
+ * and the task that ran before it on its CPU would be named in its place
+ * (seen on web01 with a program forking 200 children a second: the
+ * servers' to-idle counts above the guest's own).  The kernel's count of
+ * forks (total_forks) is read with every batch; when it moved since the
+ * walk, the candidates are walked again (at most every
+ * IVM_LAST_RAN_STALE_NS) and, if it moved again, a lookup that no exact
+ * stamp answers fails rather than name an older task.  Under a fork storm
+ * fewer transitions are named, never wrong ones.
+ */
+#define IVM_LAST_RAN_STALE_NS 50000000ull
 
 struct ivm_last_ran;
 
@@ -175,5 +187,14 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 				      uint64_t epoch, uint64_t now_ns,
 				      struct ivm_last_ran_run *runs,
 				      size_t max, size_t *nr);
+
+/* What the lookups did about forks (see IVM_LAST_RAN_STALE_NS). */
+struct ivm_last_ran_stats {
+	uint64_t walks;		/* task-list walks, all */
+	uint64_t stale_walks;	/* ... of them because tasks forked */
+	uint64_t stale_refused;	/* lookups refused: forks since the walk */
+};
+
+const struct ivm_last_ran_stats *ivm_last_ran_stats(const struct ivm_last_ran *lr);
 
 #endif /* IVM_LAST_RAN_H */

@@ -361,9 +361,15 @@ static struct ivm_error *resolve_to_idle(struct profiler *p,
 					 struct ivm_capture_req *req)
 {
 	struct ivm_error *err;
-	uint64_t task;
+	uint64_t task, refused;
 
+	if (!p->last_ran)
+		return NULL;
+	refused = ivm_last_ran_stats(p->last_ran)->stale_refused;
 	err = last_ran_task(p, v, now, &task);
+	/* Tasks forked since the walk: the guess may be as wrong. */
+	if (!err && ivm_last_ran_stats(p->last_ran)->stale_refused != refused)
+		req->task = 0;
 	if (err || !task)
 		return err;
 	if (task != req->task)

@@ -60,9 +60,9 @@ static const uint64_t follow_ns[NR_FOLLOW] = {
 /*
  * Room for every running total fill_stats() writes: the profiler's own
  * (switch sampling's included), three per --label, the stages, the
- * budget's, the disk's and the host's side.
+ * budget's, the stamps', the disk's and the host's side.
  */
-#define MAX_STATS (96 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + 2 + 2 + \
+#define MAX_STATS (96 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + 2 + 2 + 3 + \
 		   IVM_DISK_MAX_STATS + IVM_HOST_MAX_STATS)
 
 struct profiler {

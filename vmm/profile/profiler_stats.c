@@ -160,6 +160,16 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	}
 	fill_idle_stats(p, st, &n);
 	fill_switch_stats(p, st, &n);
+	if (p->last_ran) {
+		const struct ivm_last_ran_stats *ls =
+			ivm_last_ran_stats(p->last_ran);
+
+		st[n++] = (struct ivm_stat){ "stamps_walks", ls->walks };
+		st[n++] = (struct ivm_stat){ "stamps_stale_walks",
+					     ls->stale_walks };
+		st[n++] = (struct ivm_stat){ "stamps_stale_refused",
+					     ls->stale_refused };
+	}
 	st[n++] = (struct ivm_stat){ "polls", r->polls };
 	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
 	if (p->engine && ivm_capture_engine_labels(p->engine))

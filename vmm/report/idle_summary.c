@@ -310,6 +310,13 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 		ST("discarded_runnable"), ST("capture_failed"), ST("lost_busy"),
 		ST("lost_missed") + ST("from_idle_unresolved"),
 		ST("lost_no_target"), ST("filtered"));
+	/* Not named rather than named wrongly (last_ran.h, forks). */
+	if (ST("stamps_stale_refused"))
+		fprintf(out, "  not named from guest memory: %" PRIu64
+			" lookups, tasks forked since the task list was walked (%" PRIu64
+			" walks, %" PRIu64 " of them for forks)\n",
+			ST("stamps_stale_refused"), ST("stamps_walks"),
+			ST("stamps_stale_walks"));
 	fprintf(out,
 		"  host events: %" PRIu64 " vCPU-thread sleeps (%" PRIu64
 		" idle halts, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
