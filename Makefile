@@ -64,7 +64,7 @@ GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/lockstorm-dyn \
 	$(BUILD)/guest/spin $(BUILD)/guest/mapfiles $(BUILD)/guest/threadpark \
 	$(BUILD)/guest/labelset $(BUILD)/guest/labelset-dyn \
-	$(BUILD)/guest/labelset-pie
+	$(BUILD)/guest/labelset-pie $(BUILD)/guest/hostile
 
 .PHONY: all deps deps-demo check unit fuzz-replay e2e e2e-demo e2e-kernels e2e-web01 web01 fuzz fuzz-long \
 	mutate-long bench \
@@ -156,6 +156,12 @@ $(BUILD)/guest/labelset-dyn: tests/workloads/labelset.c
 	$(CC) $(filter-out -static,$(GUEST_CFLAGS)) -o $@ $<
 
 $(BUILD)/guest/threadpark: tests/workloads/threadpark.c
+	@mkdir -p $(dir $@)
+	$(CC) $(GUEST_CFLAGS) -o $@ $<
+
+# An unprivileged program that attacks idlevm through what it controls
+# (tests/e2e/web01/t_70_hostile.sh).
+$(BUILD)/guest/hostile: tests/workloads/hostile.c
 	@mkdir -p $(dir $@)
 	$(CC) $(GUEST_CFLAGS) -o $@ $<
 
