@@ -80,6 +80,8 @@ struct ivm_capture_engine {
 	struct ivm_guest *guest;
 	/* The user objects captures met, numbered (uobjects.h). */
 	struct ivm_uobjects *objects;
+	/* How user stacks ended (capture.h struct ivm_capture_user_stats). */
+	struct ivm_capture_user_stats ustats;
 	/* VMAs and guest files' bytes; has_maps false when BTF lacks them. */
 	bool has_maps;
 	struct ivm_mm_source mm_src;
@@ -364,6 +366,29 @@ static void forget_bindings(struct ivm_capture_engine *e)
 struct ivm_uobjects *ivm_capture_engine_objects(struct ivm_capture_engine *e)
 {
 	return e->objects;
+}
+
+const struct ivm_capture_user_stats *
+ivm_capture_engine_user_stats(const struct ivm_capture_engine *e)
+{
+	return &e->ustats;
+}
+
+/* Count how one user stack ended: st's truncation reason, if any. */
+static void count_user_end(struct ivm_capture_user_stats *us, uint32_t flags)
+{
+	us->unwinds++;
+	if (flags & IVM_STACK_TRUNCATED_FAULT)
+		us->fault++;
+	else if (flags & IVM_STACK_TRUNCATED_CAP)
+		us->cap++;
+	else if (flags & IVM_STACK_TRUNCATED_LOOP)
+		us->loop++;
+	else if (flags & (IVM_STACK_TRUNCATED_BAD_ORC |
+			  IVM_STACK_TRUNCATED_BOUNDS))
+		us->bad_cfi++;
+	else if (flags & IVM_STACK_TRUNCATED_NO_CFI)
+		us->no_cfi++;
 }
 
 struct ivm_error *ivm_capture_engine_add_binary(struct ivm_capture_engine *e,
@@ -1074,6 +1099,7 @@ static void unwind_user(struct ivm_capture_engine *e,
 	size_t nr_maps = 0, i;
 
 	if (!user_reader(e, task, &pt_reader)) {
+		e->ustats.no_reader++;
 		cap->sample.stack_flags |= IVM_STACK_NO_USER;
 		return;
 	}
@@ -1153,10 +1179,13 @@ static void unwind_user(struct ivm_capture_engine *e,
 	else
 		err = ivm_uunwind_fp(&ureader, uregs, e->umem.la57, &st);
 	if (err) {
+		/* The unwinder refused what it read: counted, not kept. */
+		e->ustats.errors++;
 		ivm_error_destroy(err);
 		cap->sample.stack_flags |= IVM_STACK_NO_USER;
 		return;
 	}
+	count_user_end(&e->ustats, st.flags);
 	cap->sample.nr_user = take_frames(&st, 0, cap->user_addrs,
 					  cap->user_flags, IVM_FRAME_USER);
 	memcpy(cap->user_pcs, cap->user_addrs,

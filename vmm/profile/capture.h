@@ -94,6 +94,30 @@ struct ivm_labels *ivm_capture_engine_labels(struct ivm_capture_engine *engine);
 struct ivm_uobjects *ivm_capture_engine_objects(struct ivm_capture_engine *e);
 
 /*
+ * How the user stacks of the engine's captures ended: a guest's process
+ * controls its registers, stack and CFI, so a stack cut short is counted
+ * by why, as the profile's user_stack_* counts.  Each unwind that ran is
+ * in unwinds and in at most one reason (the first of fault, cap, loop,
+ * bad_cfi, no_cfi its flags hold; none: a whole stack).  errors are
+ * unwinds that returned an error (no user frames kept), no_reader those
+ * whose address space could not be read at all (a task without page
+ * tables, or a garbage cr3): neither is in unwinds.
+ */
+struct ivm_capture_user_stats {
+	uint64_t unwinds;
+	uint64_t fault;		/* unreadable stack or CFI (unmapped sp...) */
+	uint64_t cap;		/* frame cap reached (deep recursion) */
+	uint64_t loop;		/* the stack pointer did not move up */
+	uint64_t bad_cfi;	/* CFI refused: cyclic, oversized, unknown */
+	uint64_t no_cfi;	/* CFI the guest did not hold */
+	uint64_t errors;
+	uint64_t no_reader;
+};
+
+const struct ivm_capture_user_stats *
+ivm_capture_engine_user_stats(const struct ivm_capture_engine *e);
+
+/*
  * A range of a guest file that unwinding needed and guest memory did not
  * hold: the CFI (.eh_frame_hdr to the end of its segment, which holds
  * .eh_frame) of an object some of whose rows faulted.  Read by the

@@ -73,6 +73,23 @@ void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	*nr = n;
 }
 
+/* How user stacks ended, by reason (capture.h): what a guest cut short. */
+static void fill_user_stack_stats(const struct ivm_capture_user_stats *u,
+				  struct ivm_stat *st, size_t *nr)
+{
+	size_t n = *nr;
+
+	st[n++] = (struct ivm_stat){ "user_stacks", u->unwinds };
+	st[n++] = (struct ivm_stat){ "user_stack_fault", u->fault };
+	st[n++] = (struct ivm_stat){ "user_stack_cap", u->cap };
+	st[n++] = (struct ivm_stat){ "user_stack_loop", u->loop };
+	st[n++] = (struct ivm_stat){ "user_stack_bad_cfi", u->bad_cfi };
+	st[n++] = (struct ivm_stat){ "user_stack_no_cfi", u->no_cfi };
+	st[n++] = (struct ivm_stat){ "user_stack_errors", u->errors };
+	st[n++] = (struct ivm_stat){ "user_stack_unreadable", u->no_reader };
+	*nr = n;
+}
+
 void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		       size_t *nr)
 {
@@ -127,6 +144,8 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		st[n++] = (struct ivm_stat){ "cfi_rows_page_cache",
 					     us.row_page_cache +
 					     us.row_other_mapping };
+		fill_user_stack_stats(ivm_capture_engine_user_stats(p->engine),
+				      st, &n);
 	}
 	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin) {
 		const struct ivm_pin_stats *ps =

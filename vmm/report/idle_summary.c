@@ -317,6 +317,20 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 			" walks, %" PRIu64 " of them for forks)\n",
 			ST("stamps_stale_refused"), ST("stamps_walks"),
 			ST("stamps_stale_walks"));
+	/*
+	 * A guest's process controls its stack, registers and CFI: the user
+	 * stacks it cut short, by why (capture.h ivm_capture_user_stats).
+	 */
+	if (ivm_idle_summary_has_stat(s, "user_stacks"))
+		fprintf(out,
+			"  user stacks: %" PRIu64 " unwound, cut short: unreadable %" PRIu64
+			", frame cap %" PRIu64 ", no progress %" PRIu64
+			", CFI refused %" PRIu64 ", CFI not in memory %" PRIu64
+			"; not unwound: refused %" PRIu64 ", no address space %" PRIu64 "\n",
+			ST("user_stacks"), ST("user_stack_fault"),
+			ST("user_stack_cap"), ST("user_stack_loop"),
+			ST("user_stack_bad_cfi"), ST("user_stack_no_cfi"),
+			ST("user_stack_errors"), ST("user_stack_unreadable"));
 	fprintf(out,
 		"  host events: %" PRIu64 " vCPU-thread sleeps (%" PRIu64
 		" idle halts, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
