@@ -94,6 +94,21 @@ ivm_kvm_node_fix() {
 # libvirtd (daemonized) when they are not running.  There is no systemd on
 # these machines.  Daemons started here are left running: they are what a
 # libvirt user expects, and a later run reuses them.
+# ivm_daemon CMD...: run a daemon that outlives us with only stdin, stdout
+# and stderr open.  Whatever else we hold would be held for as long as the
+# daemon runs: a `flock LOCK tests/e2e/run` that started libvirtd once
+# left the lock held by libvirtd and virtlogd, and every later flock on it
+# waited forever.
+ivm_daemon() {
+	(
+		for fd in /proc/self/fd/*; do
+			fd=${fd##*/}
+			[ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-"
+		done 2>/dev/null
+		exec "$@"
+	)
+}
+
 ivm_libvirt_ensure() {
 	ivm_kvm_node_fix
 	if timeout 5 $IVM_VIRSH version >/dev/null 2>&1; then
@@ -103,11 +118,11 @@ ivm_libvirt_ensure() {
 		ivm_die "libvirtd not installed (make deps)"
 	if ! pgrep -x virtlogd >/dev/null; then
 		ivm_log "starting virtlogd"
-		virtlogd -d || ivm_die "virtlogd -d failed"
+		ivm_daemon virtlogd -d || ivm_die "virtlogd -d failed"
 	fi
 	if ! pgrep -x libvirtd >/dev/null; then
 		ivm_log "starting libvirtd"
-		libvirtd -d || ivm_die "libvirtd -d failed"
+		ivm_daemon libvirtd -d || ivm_die "libvirtd -d failed"
 		IVM_STARTED_LIBVIRTD=1
 	fi
 	local i
