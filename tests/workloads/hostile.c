@@ -15,7 +15,7 @@
  * a process group of its own and starts one process per role:
  *
  *   elf     writes three crafted static ELF executables under DIR and runs
- *           them: tiny loops of 1 ms sleeps, each sleep at a pc whose
+ *           them: tiny loops of 10 ms sleeps, each sleep at a pc whose
  *           .eh_frame entry is hostile (a DW_OP_skip that jumps to itself,
  *           an FDE whose CIE is itself, remembered states past any cap, a
  *           64-bit length of a terabyte, 8 KiB of instructions, a CFA that
@@ -27,20 +27,22 @@
  *           (ESC, BEL, CSI sequences) and invalid UTF-8, and rewrites them
  *           in place every few ms (its /proc/PID/cmdline).
  *   names   four threads that rename themselves (prctl PR_SET_NAME, and
- *           /proc/self/task/TID/comm) with such bytes between 1 ms sleeps.
- *   deep    a thread that recurses 100,000 frames deep, then sleeps 1 ms
+ *           /proc/self/task/TID/comm) with such bytes every 5 ms.
+ *   deep    a thread that recurses 100,000 frames deep, then sleeps 10 ms
  *           at a time at the bottom (idle, with a 6 MiB stack).
  *   badregs threads whose stack pointer (0x1000, a kernel address, an
  *           unaligned unmapped one) or fs base (unmapped) is garbage while
- *           they sleep 1 ms at a time in raw system calls.
+ *           they sleep 10 ms at a time in raw system calls.
  *   maps    maps 4,000 one-page files (each starting with an ELF magic and
- *           garbage headers) and sleeps 1 ms at a time.
- *   forks   forks and reaps a child every 3 ms (~300 a second), each
+ *           garbage headers) and sleeps 10 ms at a time.
+ *   forks   forks and reaps a child every 5 ms (up to 200 a second), each
  *           child renaming itself before it exits.
  *
  *   hostile: ready pid=<pid> pgid=<pgid>
  *
- * is printed (and flushed) once every role runs.  At the end (SECONDS, or
+ * is printed (and flushed) once every role runs.  HOSTILE_SKIP (environment)
+ * lists roles to leave out by their digit, 0 to 5 in the order above
+ * ("5": no forks), to tell which one a change in idlevm's figures is due to.  At the end (SECONDS, or
  * SIGTERM) it kills its group, reaps it and removes what it made in DIR.
  * Needs no privilege.
  */
@@ -64,6 +66,16 @@
 #define TITLE_ARGS 16
 #define DEEP_FRAMES 100000
 #define MAP_FILES 4000
+/*
+ * How often each role wakes.  Every sleep is a switch to idle for the
+ * profiler to capture; on a 2-vCPU guest under TCG, roles that woke every
+ * ms (and forked every 3) took the guest from its server load (441 of
+ * nginx's switches to idle in 15 s fell to 58), so the run without and
+ * the run with it no longer compared the same load.
+ */
+#define NAP_MS 10
+#define RENAME_MS 5
+#define FORK_MS 5
 
 static const char *dir;
 
@@ -139,7 +151,7 @@ static void rename_self(pid_t tid)
 
 #define EVIL_BASE 0x400000ull
 #define EVIL_CODE 0x100u	/* entry, then one 16-byte block per FDE */
-#define EVIL_TS 0x300u		/* struct timespec { 0, 1 ms } */
+#define EVIL_TS 0x300u		/* struct timespec { 0, NAP_MS } */
 #define EVIL_HDR 0x400u		/* .eh_frame_hdr */
 #define EVIL_FRAME 0x800u	/* .eh_frame */
 #define EVIL_MAX 0x8000u
@@ -261,7 +273,7 @@ static uint32_t evil_build(struct evil *e, int variant)
 	put32(e->b + e->len, 0);		/* terminator */
 	size = e->len + 4;
 
-	/* code: lea ts(%rip),%r12, then blocks of sleep(1 ms) */
+	/* code: lea ts(%rip),%r12, then blocks of sleep(NAP_MS) */
 	i = EVIL_CODE;
 	memcpy(e->b + i, "\x4c\x8d\x25", 3);
 	put32(e->b + i + 3, EVIL_TS - (i + 7));
@@ -274,7 +286,7 @@ static uint32_t evil_build(struct evil *e, int variant)
 	/* jmp back to the first block */
 	e->b[code + 16 * nr] = 0xe9;
 	put32(e->b + code + 16 * nr + 1, code - (code + 16 * nr + 5));
-	put64(e->b + EVIL_TS + 8, 1000000);
+	put64(e->b + EVIL_TS + 8, NAP_MS * 1000000);
 
 	/* .eh_frame_hdr: version 1, pcrel sdata4, udata4, datarel sdata4 */
 	h = e->b + EVIL_HDR;
@@ -346,7 +358,7 @@ static void role_title(int argc, char **argv)
 			n = (size_t)(end - start) - at;
 		hostile_bytes(start + at, n);
 		rename_self((pid_t)syscall(SYS_gettid));
-		sleep_ms(2);
+		sleep_ms(RENAME_MS);
 	}
 }
 
@@ -380,7 +392,7 @@ static void *renamer(void *arg)
 	(void)arg;
 	for (;;) {
 		rename_self(tid);
-		sleep_ms(1);
+		sleep_ms(RENAME_MS);
 	}
 	return NULL;
 }
@@ -395,7 +407,7 @@ static __attribute__((noinline)) unsigned long recurse(unsigned long n)
 
 	if (!n) {
 		while (!deep_stop)
-			sleep_ms(1);
+			sleep_ms(NAP_MS);
 		return 0;
 	}
 	return recurse(n - 1) + here[0] + here[1];
@@ -409,10 +421,10 @@ static void *deep(void *arg)
 
 /* ---- badregs: garbage stack pointer or fs base while asleep ----------- */
 
-static const struct timespec one_ms = { 0, 1000000 };
+static const struct timespec nap = { 0, NAP_MS * 1000000 };
 
 /*
- * The end of an asm statement whose %0 is arg: nanosleep(&one_ms) in a
+ * The end of an asm statement whose %0 is arg: nanosleep(&nap) in a
  * loop with the system call's registers only, never the stack or TLS.
  */
 #define SLEEP_FOREVER(arg)						\
@@ -422,11 +434,11 @@ static const struct timespec one_ms = { 0, 1000000 };
 	"xor %%esi, %%esi\n\t"						\
 	"syscall\n\t"							\
 	"jmp 1b\n\t"							\
-	: : "r"(arg), "r"(&one_ms)					\
+	: : "r"(arg), "r"(&nap)					\
 	: "rax", "rdi", "rsi", "rcx", "r11", "memory"
 
 /*
- * Sleep 1 ms at a time forever with rsp (and rbp) set to sp: nothing
+ * Sleep NAP_MS at a time forever with rsp (and rbp) set to sp: nothing
  * here touches the stack, the system call takes its argument in a
  * register.
  */
@@ -478,7 +490,7 @@ static void role_maps(void)
 		(void)*(volatile char *)p;
 	}
 	for (;;)
-		sleep_ms(1);
+		sleep_ms(NAP_MS);
 }
 
 /* ---- forks: hundreds of children a second ----------------------------- */
@@ -494,7 +506,7 @@ static void role_forks(void)
 		}
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
-		sleep_ms(3);
+		sleep_ms(FORK_MS);
 	}
 }
 
@@ -602,7 +614,8 @@ int main(int argc, char **argv)
 	}
 	dir = argv[1];
 	seconds = strtol(argv[2], NULL, 10);
-	if (setpgid(0, 0))
+	/* A session leader (setsid) leads its group already. */
+	if (getpgrp() != getpid() && setpgid(0, 0))
 		die("setpgid");
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
@@ -615,6 +628,8 @@ int main(int argc, char **argv)
 					  role_badregs, role_maps, role_forks };
 
 		for (i = 0; i < 6; i++) {
+			if (getenv("HOSTILE_SKIP") && strchr(getenv("HOSTILE_SKIP"), '0' + i))
+				continue;
 			pids[i] = fork();
 			if (pids[i] < 0)
 				die("fork");
