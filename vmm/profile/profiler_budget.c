@@ -57,6 +57,8 @@ static void start_watching(struct profiler *p)
 		memset(vp->follow_at, 0, sizeof(vp->follow_at));
 		vp->was_idle = false;
 		vp->last_current = 0;
+		/* Its events of the gap were not recorded: as at the start. */
+		vp->halted = false;
 	}
 	p->first_cache_ok = false;
 	p->look_due = true;
