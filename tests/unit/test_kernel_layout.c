@@ -1041,9 +1041,13 @@ Test(kernel_layout, last_ran_refuses_stale_candidates)
 	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
 	ivm_error_destroy(err);
 	cr_expect_eq(ivm_last_ran_stats(lr)->stale_refused, 2);
-	/* The switch to idle stamped T52: exact whatever forked. */
-	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 900, t, &task));
+	/* The switch to idle stamped T52: exact whatever forked... */
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 900, 0, t, &task));
 	cr_expect_eq(task, task_va(T52));
+	/* ... also once the clock moved on, by the CPU's idle stamp. */
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 1200, 900, t, &task));
+	cr_expect_eq(task, task_va(T52));
+	cr_expect_eq(ivm_last_ran_stats(lr)->exact, 2);
 	/* Later, a walk of its own: the candidates are whole again. */
 	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t + stale_ns, &task));
 	cr_expect_eq(task, task_va(T52));
@@ -1101,17 +1105,17 @@ Test(kernel_layout, last_ran_by_stamps)
 	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
 
 	/* Clock 900 on CPU 1: sleeper-t2 switched out at it. */
-	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 900, t, &task));
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 900, 0, t, &task));
 	cr_expect_eq(task, task_va(T52));
 	/* It was woken onto CPU 0 since: still the one, by its stamp... */
 	w32(&f, task_va(T52) + f.off.task_cpu, 0);
-	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 900, t, &task));
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 900, 0, t, &task));
 	cr_expect_eq(task, task_va(T52));
 	/* ... where the plain lookup names an earlier task. */
 	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
 	cr_expect_eq(task, task_va(P1));
 	/* A clock nobody stamped: the plain lookup's answer. */
-	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 950, t, &task));
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 950, 0, t, &task));
 	cr_expect_eq(task, task_va(P1));
 	w32(&f, task_va(T52) + f.off.task_cpu, 1);
 
@@ -1232,7 +1236,7 @@ static void mark_at(struct ivm_last_ran *lr, uint64_t at)
 	uint64_t task;
 
 	ivm_last_ran_hold(lr);
-	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, at, 0, &task));
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, at, 0, 0, &task));
 	ivm_last_ran_mark(lr, 1, at, EPOCH);
 	ivm_last_ran_release(lr);
 }

@@ -197,6 +197,11 @@ struct ivm_kernel_offsets {
 	uint32_t task_sched_info_pcount;
 	/* optional: the run queue's clock, what last_arrival is stamped with */
 	uint32_t rq_clock;
+	/*
+	 * optional (SMP): the run queue's clock when its CPU last went idle
+	 * (set as it picks no task; 0 once a task is woken onto it).
+	 */
+	uint32_t rq_idle_stamp;
 };
 
 /*

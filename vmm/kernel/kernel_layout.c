@@ -501,6 +501,15 @@ struct ivm_error *ivm_kernel_cpu_rq_clock_va(
 	return rq_member_va(layout, cpu, layout->off.rq_clock, "clock", ret);
 }
 
+struct ivm_error *ivm_kernel_cpu_rq_idle_stamp_va(
+	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret)
+{
+	/* Offset 0 is the run queue's lock: an offset nobody filled in. */
+	return rq_member_va(layout, cpu, layout->off.rq_idle_stamp ?
+			    layout->off.rq_idle_stamp : IVM_KOFF_NONE,
+			    "idle_stamp", ret);
+}
+
 struct ivm_error *ivm_kernel_cpu_switches(const struct ivm_kernel_layout *layout,
 					  unsigned int cpu, uint64_t *ret)
 {

@@ -233,6 +233,16 @@ struct ivm_error *ivm_kernel_cpu_switches(const struct ivm_kernel_layout *layout
 struct ivm_error *ivm_kernel_cpu_rq_clock_va(
 	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret);
 
+/*
+ * Address of guest CPU cpu's rq->idle_stamp: the run queue's clock when
+ * the CPU found nothing to run, the same reading the task that went to
+ * idle was stamped with (se.exec_start), kept while the CPU idles even
+ * when the clock itself moves on; 0 once a task is woken onto it.
+ * Errors as above.
+ */
+struct ivm_error *ivm_kernel_cpu_rq_idle_stamp_va(
+	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret);
+
 /* What idlevm reads of a guest task_struct. */
 struct ivm_guest_task {
 	uint64_t addr;		/* task_struct address */

@@ -440,7 +440,8 @@ static struct ivm_error *refuse_stale(struct ivm_last_ran *lr,
 
 static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
 			      int32_t skip_tgid, bool at, uint64_t clock,
-			      uint64_t now_ns, uint64_t *ret)
+			      uint64_t idle_stamp, uint64_t now_ns,
+			      uint64_t *ret)
 {
 	uint64_t best = 0, best_start = 0;
 	struct ivm_error *err;
@@ -453,18 +454,20 @@ static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
 	if (err)
 		return err;
 exact:
-	for (i = 0; at && clock && i < lr->nr; i++) {
+	for (i = 0; at && (clock || idle_stamp) && i < lr->nr; i++) {
 		const uint8_t *b = lr->buf + i * lr->span;
+		uint64_t end = ivm_le64(b + lr->off_exec_start);
 
 		if (!lr->cand[i].ok ||
 		    (skip_tgid && lr->cand[i].tgid == skip_tgid) ||
-		    ivm_le64(b + lr->off_exec_start) != clock)
+		    !end || (end != clock && end != idle_stamp))
 			continue;
 		/* Two tasks on one stamp: only the one of this CPU is sure. */
 		if (!best || ivm_le32(b + lr->off_cpu) == cpu)
 			best = lr->cand[i].task;
 	}
 	if (best) {
+		lr->stats.exact++;
 		*ret = best;
 		return NULL;
 	}
@@ -504,6 +507,7 @@ exact:
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"no task found that last ran on CPU %u",
 					cpu);
+	lr->stats.latest++;
 	*ret = best;
 	return NULL;
 }
@@ -561,15 +565,15 @@ struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
 				    int32_t skip_tgid, uint64_t now_ns,
 				    uint64_t *ret)
 {
-	return find(lr, cpu, skip_tgid, false, 0, now_ns, ret);
+	return find(lr, cpu, skip_tgid, false, 0, 0, now_ns, ret);
 }
 
 struct ivm_error *ivm_last_ran_find_at(struct ivm_last_ran *lr,
 				       unsigned int cpu, int32_t skip_tgid,
-				       uint64_t clock, uint64_t now_ns,
-				       uint64_t *ret)
+				       uint64_t clock, uint64_t idle_stamp,
+				       uint64_t now_ns, uint64_t *ret)
 {
-	return find(lr, cpu, skip_tgid, true, clock, now_ns, ret);
+	return find(lr, cpu, skip_tgid, true, clock, idle_stamp, now_ns, ret);
 }
 
 /*

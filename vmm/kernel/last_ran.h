@@ -115,12 +115,15 @@ struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
  * something schedules there; so a task whose exec_start equals clock went
  * to idle on cpu at that switch, even if it was woken onto another CPU
  * since (its cpu field moved: ivm_last_ran_find alone would name an
- * earlier task).  Without such a task, as ivm_last_ran_find.
+ * earlier task).  The clock moves on while the CPU idles (a tick, a
+ * wakeup queued elsewhere), but idle_stamp, cpu's rq->idle_stamp read now
+ * (0: unknown), keeps the clock of the switch: a task stamped with either
+ * is the one.  Without such a task, as ivm_last_ran_find.
  */
 struct ivm_error *ivm_last_ran_find_at(struct ivm_last_ran *lr,
 				       unsigned int cpu, int32_t skip_tgid,
-				       uint64_t clock, uint64_t now_ns,
-				       uint64_t *ret);
+				       uint64_t clock, uint64_t idle_stamp,
+				       uint64_t now_ns, uint64_t *ret);
 
 /*
  * The first task switched in on guest CPU cpu after its run-queue clock
@@ -190,6 +193,8 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 
 /* What the lookups did about forks (see IVM_LAST_RAN_STALE_NS). */
 struct ivm_last_ran_stats {
+	uint64_t exact;		/* to-idle lookups answered by a stamp */
+	uint64_t latest;	/* ... by the CPU's latest task instead */
 	uint64_t walks;		/* task-list walks, all */
 	uint64_t stale_walks;	/* ... of them because tasks forked */
 	uint64_t stale_refused;	/* lookups refused: forks since the walk */

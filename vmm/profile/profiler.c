@@ -338,7 +338,9 @@ struct ivm_error *last_ran_task(struct profiler *p,
 		       ivm_last_ran_find_at(p->last_ran, (unsigned int)v->cpu,
 					    helper_tgid(p),
 					    view->rq_clock_ok ?
-					    view->rq_clock : 0, now, ret));
+					    view->rq_clock : 0,
+					    view->idle_stamp_ok ?
+					    view->idle_stamp : 0, now, ret));
 	if (err && err->code == IVM_ERROR_GONE)
 		return err;
 	if (err) {
@@ -986,6 +988,11 @@ static struct ivm_error *setup_watch(struct profiler *p)
 		err = ivm_kernel_cpu_rq_clock_va(g->layout,
 						 (unsigned int)g->vcpus[i].cpu,
 						 &targets[i].rq_clock_va);
+		ivm_error_destroy(err);
+		/* ... and the to-idle task exactly (last_ran.h). */
+		err = ivm_kernel_cpu_rq_idle_stamp_va(g->layout,
+						(unsigned int)g->vcpus[i].cpu,
+						&targets[i].rq_idle_stamp_va);
 		ivm_error_destroy(err);
 	}
 	if (!watched) {

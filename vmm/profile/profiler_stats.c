@@ -183,6 +183,8 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		const struct ivm_last_ran_stats *ls =
 			ivm_last_ran_stats(p->last_ran);
 
+		st[n++] = (struct ivm_stat){ "stamps_exact", ls->exact };
+		st[n++] = (struct ivm_stat){ "stamps_latest", ls->latest };
 		st[n++] = (struct ivm_stat){ "stamps_walks", ls->walks };
 		st[n++] = (struct ivm_stat){ "stamps_stale_walks",
 					     ls->stale_walks };

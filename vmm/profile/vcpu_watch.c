@@ -7,7 +7,7 @@
 
 /* The words watched per vCPU, in this order. */
 enum { W_CURRENT, W_NVCSW, W_NIVCSW, W_SWITCHES, W_IRQ_STAT, W_IRQ_SUM,
-       W_RQ_CLOCK, WORDS_PER_VCPU };
+       W_RQ_CLOCK, W_IDLE_STAMP, WORDS_PER_VCPU };
 
 /* irq_stat's fields span less than this (irq_stat.c checks). */
 #define MAX_WORD_LEN 512
@@ -108,6 +108,10 @@ struct ivm_error *ivm_vcpu_watch_create(const struct ivm_kernel_layout *layout,
 		if (targets[i].rq_clock_va) {
 			wd[W_RQ_CLOCK].wanted = true;
 			wd[W_RQ_CLOCK].va = targets[i].rq_clock_va;
+		}
+		if (targets[i].rq_idle_stamp_va) {
+			wd[W_IDLE_STAMP].wanted = true;
+			wd[W_IDLE_STAMP].va = targets[i].rq_idle_stamp_va;
 		}
 		if (!counters || !idle)
 			continue;
@@ -287,6 +291,10 @@ struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
 		if (wd[W_RQ_CLOCK].ok) {
 			v->rq_clock = ivm_le64(wd[W_RQ_CLOCK].value);
 			v->rq_clock_ok = true;
+		}
+		if (wd[W_IDLE_STAMP].ok) {
+			v->idle_stamp = ivm_le64(wd[W_IDLE_STAMP].value);
+			v->idle_stamp_ok = true;
 		}
 		if (w->irq_stat && (wd[W_IRQ_STAT].ok || wd[W_IRQ_SUM].ok))
 			ivm_irq_stat_decode(w->irq_stat,

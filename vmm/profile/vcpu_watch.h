@@ -42,6 +42,7 @@ struct ivm_vcpu_watch_target {
 	uint64_t idle_task;	/* that CPU's idle task; 0: unknown */
 	uint64_t switches_va;	/* its rq->nr_switches; 0: not watched */
 	uint64_t rq_clock_va;	/* its rq->clock; 0: not watched */
+	uint64_t rq_idle_stamp_va;	/* its rq->idle_stamp; 0: not watched */
 };
 
 /* One poll's view of one vCPU. */
@@ -55,6 +56,8 @@ struct ivm_vcpu_watch_view {
 	struct ivm_irq_counts irqs;	/* .known says which were read */
 	bool rq_clock_ok;
 	uint64_t rq_clock;	/* its run queue's clock (ns) */
+	bool idle_stamp_ok;
+	uint64_t idle_stamp;	/* its clock when it went idle; 0: not idle */
 };
 
 struct ivm_vcpu_watch;

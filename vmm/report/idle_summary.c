@@ -310,11 +310,18 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 		ST("discarded_runnable"), ST("capture_failed"), ST("lost_busy"),
 		ST("lost_missed") + ST("from_idle_unresolved"),
 		ST("lost_no_target"), ST("filtered"));
-	/* Not named rather than named wrongly (last_ran.h, forks). */
-	if (ST("stamps_stale_refused"))
-		fprintf(out, "  not named from guest memory: %" PRIu64
-			" lookups, tasks forked since the task list was walked (%" PRIu64
+	/*
+	 * How the stamps named to-idle tasks (last_ran.h): exactly, or as
+	 * the CPU's latest task; not at all rather than wrongly when tasks
+	 * forked since the task list was walked.
+	 */
+	if (ivm_idle_summary_has_stat(s, "stamps_exact"))
+		fprintf(out, "  to-idle tasks named from the scheduler's stamps: %" PRIu64
+			" by the switch's own stamp, %" PRIu64
+			" as the CPU's latest task; %" PRIu64
+			" not named (tasks forked since the walk of the task list; %" PRIu64
 			" walks, %" PRIu64 " of them for forks)\n",
+			ST("stamps_exact"), ST("stamps_latest"),
 			ST("stamps_stale_refused"), ST("stamps_walks"),
 			ST("stamps_stale_walks"));
 	/*
