@@ -4,7 +4,11 @@
 # matches the host kernel's own run_delay of those threads within 5% (read
 # by idlevm from /proc/TID/schedstat over the same span, and by this test
 # around the run), and the hog is named among the host tasks that ran
-# instead; without it, it is not.  The steal shares with and without it
+# instead; without it, it is not.  The timeline (-f timeline) draws each
+# vCPU's steal as spans whose sum, with the waits shorter than its
+# threshold it leaves out, is the run's STATS steal of that vCPU within
+# 1% (2 ms for a vCPU with little), and the drawn spans alone are at least
+# 90% of it with the hog (its waits are long).  The steal shares with and without it
 # are printed, not judged: on two shared cores QEMU's own threads and a
 # loaded host make the vCPUs wait too (the report names them).
 . tests/e2e/lib.sh
@@ -87,6 +91,41 @@ theirs=$(awk -v a="$d0" -v b="$d1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')
 echo "run_delay: idlevm's $ours s, this test's (around the run) $theirs s"
 awk -v o="$ours" -v t="$theirs" 'BEGIN { exit !(o <= t + 0.01 && o >= t * 0.5) }' ||
 	fail "idlevm's run_delay $ours s is not within the test's $theirs s"
+
+# The timeline's steal spans per vCPU against the run's STATS.
+"$idlevm" report -f timeline -o "$IVM_RUNDIR/t59.hog.json" "$IVM_RUNDIR/t59.hog" 2>/dev/null ||
+	fail "idlevm report -f timeline failed"
+[ -s "$IVM_RUNDIR/t59.hog.html" ] || fail "no timeline page beside the JSON"
+grep -q 'class="host-steal"' "$IVM_RUNDIR/t59.hog.html" ||
+	fail "the timeline page draws no host steal"
+python3 - "$IVM_RUNDIR/t59.hog.json" <<'PY' || fail "the timeline's steal and the STATS disagree"
+import json, sys
+t = json.load(open(sys.argv[1]))
+drawn = {}
+for e in t["traceEvents"]:
+    if e.get("ph") == "X" and e.get("cat") == "host_steal":
+        drawn[e["tid"] - 100000] = drawn.get(e["tid"] - 100000, 0) + e["dur"]
+hs = t["hostSpans"]
+bad = 0
+for v in hs["vcpus"]:
+    c = v["vcpu"]
+    stat = v.get("stats_steal_us")
+    if stat is None:
+        print("FAIL: no STATS steal for vCPU %d" % c); bad = 1; continue
+    d = drawn.get(c, 0.0)
+    total = d + v["left_out_us"]
+    print("vcpu%d: timeline steal %.3f s drawn + %.3f s in %d shorter waits; STATS %.3f s"
+          % (c, d / 1e6, v["left_out_us"] / 1e6, v["left_out"], stat / 1e6))
+    if abs(total - stat) > max(0.01 * stat, 2000):
+        print("FAIL: drawn + left out is not STATS within 1%"); bad = 1
+    if d < 0.9 * stat:
+        print("FAIL: under 90% of the steal drawn"); bad = 1
+w = hs["written"]
+secs = w["elapsed_ms"] / 1e3 or 1
+print("timeline spans written: %d (%d left out), %d bytes in %.1f s: %.0f spans/s, %.0f bytes/s"
+      % (w["spans"], w["dropped"], w["bytes"], secs, w["spans"] / secs, w["bytes"] / secs))
+sys.exit(bad)
+PY
 
 # The hog ran instead, and only when it ran.
 echo "$with" | grep -q "ran instead:.* ivm-hog [0-9]" ||

@@ -75,6 +75,23 @@ $(diff <(echo "$a") <(echo "$b") | head -20)"
 	echo "$kind: $want samples, $(echo "$b" | wc -l) user functions agree; top by cum:" \
 		$(echo "$b" | sort -k3,3nr -k1,1 | head -4 | awk '{ print $1 "=" $3 }')
 done
+# 3. The why-idle causes as labels: to-idle samples carry the wake cause
+# of the period they began, which -tagfocus filters by; no more of them
+# than there are to-idle samples, and some (the held ones are matched).
+all=$(pprof_total "$pb" to_idle)
+tagged=$(go tool pprof -symbolize=none -tags -sample_index=to_idle "$pb" 2>/dev/null |
+	awk '$1 == "wake:" && $2 == "Total" { print int($3) }')
+echo "to-idle samples with a wake label: ${tagged:-0} of $all"
+[ "${tagged:-0}" -gt 0 ] && [ "$tagged" -le "$all" ] ||
+	fail "to-idle samples with a wake label: ${tagged:-none} of $all"
+sum=0
+for w in device ipi timer unknown; do
+	n=$(go tool pprof -symbolize=none -top -sample_index=to_idle \
+		-tagfocus="wake=$w" "$pb" 2>/dev/null |
+		sed -n 's/^Showing nodes accounting for \([0-9]*\), .*/\1/p')
+	sum=$((sum + ${n:-0}))
+done
+assert_eq "$sum" "$tagged" "the wake causes' to-idle samples"
 # The plain command a user types names lockstorm's own functions.
 top=$(go tool pprof -top -cum -nodecount=30 "$pb" 2>&1) || fail "go tool pprof -top failed"
 echo "$top" | grep -Eq ' (worker_main|wait_for_lock)$' ||

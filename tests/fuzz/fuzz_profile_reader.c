@@ -3,7 +3,8 @@
  * Fuzz the profile-file reader: any bytes as a profile must decode without
  * crashing, reading out of bounds or looping, and everything it returns must
  * respect the caps promised in sample.h.  Thread records go through the
- * threads report too.
+ * threads report too; host spans must be in order, of known kinds, and
+ * drawn by the timeline.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    t->last_ns < t->first_ns)
 				abort();
 			ivm_error_destroy(ivm_threads_add(threads, t));
+		} else if (rec.type == IVM_RECORD_HOST_SPANS) {
+			const struct ivm_spans_record *sr = &rec.spans;
+
+			if (sr->nr > IVM_SPANS_MAX ||
+			    (sr->lane >= IVM_SPAN_MAX_VCPUS &&
+			     sr->lane != IVM_SPAN_LANE_DISK))
+				abort();
+			for (i = 0; i < sr->nr; i++)
+				if (sr->spans[i].kind >= IVM_SPAN_NR_KINDS ||
+				    (i && sr->spans[i].start_ns <
+					  sr->spans[i - 1].start_ns) ||
+				    sr->spans[i].start_ns + sr->spans[i].dur_ns <
+				    sr->spans[i].start_ns)
+					abort();
 		} else if (rec.type == IVM_RECORD_META) {
 			for (i = 0; i < rec.meta.nr; i++)
 				(void)strlen(rec.meta.items[i].value);

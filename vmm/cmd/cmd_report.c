@@ -27,6 +27,7 @@
 #include "report/report_svg.h"
 #include "report/idle_summary.h"
 #include "report/threads.h"
+#include "report/cause_labels.h"
 #include "report/timeline.h"
 #include "report/why_idle.h"
 #include "syms.h"
@@ -479,6 +480,9 @@ struct report_stream {
 	char *dims[IVM_SAMPLE_MAX_LABELS];
 	size_t nr_dims;
 	bool dims_set;
+	/* pprof: the why-idle causes are dimensions too (cause_labels.h). */
+	bool cause_dims;
+	struct ivm_cause_labels causes;
 	uint64_t bad_process;		/* malformed "process" items */
 	/* The last STATS/END counts of each label ("label.KEY.WHAT"). */
 	struct {
@@ -580,9 +584,17 @@ static struct ivm_error *stream_sample(struct report_stream *rs,
 	struct ivm_error *err;
 
 	if (!rs->dims_set) {
+		const char *dims[IVM_SAMPLE_MAX_LABELS];
+		size_t n = 0, i;
+
+		for (i = 0; i < rs->nr_dims; i++)
+			dims[n++] = rs->dims[i];
+		if (rs->cause_dims && n + 2 <= IVM_SAMPLE_MAX_LABELS) {
+			dims[n++] = IVM_CAUSE_LABEL_WAKE;
+			dims[n++] = IVM_CAUSE_LABEL_HOST_WAKE;
+		}
 		rs->dims_set = true;
-		err = ivm_calltree_set_dimensions(
-			tree, (const char *const *)rs->dims, rs->nr_dims);
+		err = ivm_calltree_set_dimensions(tree, dims, n);
 		if (err)
 			return err;
 	}
@@ -627,7 +639,8 @@ int ivm_report_file(const char *path, bool folded,
 	struct ivm_outfile outfile = { .fd = -1 };
 	struct ivm_threads *threads = NULL;
 	uint64_t *pcs = malloc(IVM_SAMPLE_MAX_FRAMES * sizeof(*pcs));
-	struct ivm_sample copy;
+	struct ivm_sample copy, labelled;
+	struct ivm_label labels[IVM_SAMPLE_MAX_LABELS];
 	size_t i;
 
 	if (!pcs || !mappings || !names) {
@@ -660,6 +673,8 @@ int ivm_report_file(const char *path, bool folded,
 		return ivm_error_report(err);
 	}
 	ivm_idle_summary_init(&idle);
+	ivm_cause_labels_init(&stream.causes);
+	stream.cause_dims = opts->format == IVM_REPORT_PPROF && !folded;
 	while (ivm_profile_reader_next(reader, &rec)) {
 		err = ivm_idle_summary_add(&idle, &rec);
 		if (err) {
@@ -673,15 +688,21 @@ int ivm_report_file(const char *path, bool folded,
 			if (rec.sample.time_ns > last_ns)
 				last_ns = rec.sample.time_ns;
 			err = stream_sample(&stream, tree,
-					    ivm_frame_names_sample(names,
-								   &rec.sample,
-								   &copy, pcs));
+					    ivm_cause_labels_sample(
+						    &stream.causes,
+						    ivm_frame_names_sample(
+							    names, &rec.sample,
+							    &copy, pcs),
+						    &labelled, labels));
 			if (err) {
 				add_errors++;
 				ivm_error_destroy(err);
 			} else {
 				samples++;
 			}
+			break;
+		case IVM_RECORD_IDLE_PERIOD:
+			ivm_cause_labels_period(&stream.causes, &rec.idle);
 			break;
 		case IVM_RECORD_META:
 			for (i = 0; i < rec.meta.nr; i++)

@@ -39,6 +39,12 @@ struct ivm_disk_service {
 	struct qthread qthreads[IVM_DISK_MAX_THREADS];
 	size_t nr_qthreads;		/* ever added */
 	struct ivm_disk_totals t;
+	/* Calls not yet taken for the file, and their merge. */
+	struct ivm_span *calls;		/* IVM_DISK_SPAN_CALLS */
+	size_t nr_calls;
+	uint32_t calls_dropped;
+	uint64_t calls_dropped_ns;
+	uint64_t taken_end;		/* the last span taken ends here */
 };
 
 static const uint64_t bounds[IVM_DISK_BUCKETS] = {
@@ -52,7 +58,10 @@ struct ivm_error *ivm_disk_service_create(struct ivm_disk_service **ret)
 	if (!ds)
 		return &ivm_enomem;
 	ds->history = calloc(IVM_DISK_HISTORY, sizeof(*ds->history));
-	if (!ds->history) {
+	ds->calls = calloc(IVM_DISK_SPAN_CALLS, sizeof(*ds->calls));
+	if (!ds->history || !ds->calls) {
+		free(ds->history);
+		free(ds->calls);
 		free(ds);
 		return &ivm_enomem;
 	}
@@ -65,6 +74,7 @@ void ivm_disk_service_destroy(struct ivm_disk_service *ds)
 	if (!ds)
 		return;
 	free(ds->history);
+	free(ds->calls);
 	free(ds);
 }
 
@@ -211,6 +221,79 @@ void ivm_disk_service_exit(struct ivm_disk_service *ds, int32_t tid,
 	ds->t.buckets[b]++;
 	sp->end = ts;
 	ds->history[ds->next++ % IVM_DISK_HISTORY] = *sp;
+	if (ds->nr_calls < IVM_DISK_SPAN_CALLS && ns <= UINT32_MAX) {
+		ds->calls[ds->nr_calls++] = (struct ivm_span){
+			.start_ns = sp->start, .dur_ns = (uint32_t)ns,
+			.kind = IVM_SPAN_DISK, .flags = (uint8_t)(1u << kind),
+		};
+	} else {
+		ds->calls_dropped++;
+		ds->calls_dropped_ns += ns;
+	}
+}
+
+static int span_by_start(const void *a, const void *b)
+{
+	const struct ivm_span *x = a, *y = b;
+
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+/* A merged span, into the output if long enough (else counted). */
+static void put_merged(struct ivm_disk_service *ds, size_t *nr,
+		       uint64_t start, uint64_t end, uint8_t flags)
+{
+	if (start < ds->taken_end)
+		start = ds->taken_end;
+	if (end <= start)
+		return;
+	if (end - start < IVM_DISK_SPAN_MIN_NS || end - start > UINT32_MAX) {
+		ds->calls_dropped++;
+		ds->calls_dropped_ns += end - start;
+		return;
+	}
+	/* Merged in place: the output never passes the calls it came from. */
+	ds->calls[(*nr)++] = (struct ivm_span){
+		.start_ns = start, .dur_ns = (uint32_t)(end - start),
+		.kind = IVM_SPAN_DISK, .flags = flags,
+	};
+	ds->taken_end = end;
+}
+
+void ivm_disk_service_take_spans(struct ivm_disk_service *ds,
+				 struct ivm_spans_record *ret)
+{
+	uint64_t start = 0, end = 0;
+	uint8_t flags = 0;
+	size_t i, nr = 0;
+
+	qsort(ds->calls, ds->nr_calls, sizeof(*ds->calls), span_by_start);
+	for (i = 0; i < ds->nr_calls; i++) {
+		const struct ivm_span c = ds->calls[i];
+
+		if (i && c.start_ns <= end) {
+			if (c.start_ns + c.dur_ns > end)
+				end = c.start_ns + c.dur_ns;
+			flags |= c.flags;
+			continue;
+		}
+		if (i)
+			put_merged(ds, &nr, start, end, flags);
+		start = c.start_ns;
+		end = c.start_ns + c.dur_ns;
+		flags = c.flags;
+	}
+	if (ds->nr_calls)
+		put_merged(ds, &nr, start, end, flags);
+	*ret = (struct ivm_spans_record){
+		.lane = IVM_SPAN_LANE_DISK, .min_ns = IVM_DISK_SPAN_MIN_NS,
+		.dropped = ds->calls_dropped,
+		.dropped_ns = ds->calls_dropped_ns, .nr = nr,
+		.spans = ds->calls,
+	};
+	ds->nr_calls = 0;
+	ds->calls_dropped = 0;
+	ds->calls_dropped_ns = 0;
 }
 
 void ivm_disk_service_lost(struct ivm_disk_service *ds)

@@ -107,6 +107,23 @@ void ivm_disk_service_lost(struct ivm_disk_service *ds);
 void ivm_disk_service_device_period(struct ivm_disk_service *ds,
 				    uint64_t start_ns, uint64_t end_ns);
 
+/*
+ * The host's service in time, for the timeline (a HOST_SPANS record of
+ * lane IVM_SPAN_LANE_DISK a flush): the calls that ended since the last
+ * take (up to IVM_DISK_SPAN_CALLS; the others are counted, and their
+ * time), merged into spans when at least one was in flight, each span's
+ * flags the kinds among them; spans shorter than IVM_DISK_SPAN_MIN_NS are
+ * counted, not kept.  A span never overlaps the ones taken before (a
+ * call that began before them is cut to what came after).
+ */
+#define IVM_DISK_SPAN_MIN_NS	10000u
+#define IVM_DISK_SPAN_CALLS	4096
+
+/* The spans since the last take into *ret (valid until the next call). */
+struct ivm_spans_record;
+void ivm_disk_service_take_spans(struct ivm_disk_service *ds,
+				 struct ivm_spans_record *ret);
+
 /* Running totals since create. */
 const struct ivm_disk_totals *
 ivm_disk_service_totals(const struct ivm_disk_service *ds);

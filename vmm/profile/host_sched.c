@@ -43,6 +43,11 @@ struct vcpu_thread {
 	uint64_t run_delay;	/* since then, as last read */
 	struct span *spans;	/* ring of IVM_HOST_HISTORY */
 	size_t next_span;
+	/* The waits not yet taken for the file (ivm_host_sched_take_spans). */
+	struct ivm_span *out;	/* IVM_HOST_SPANS_MAX */
+	size_t nr_out;
+	uint32_t out_dropped;
+	uint64_t out_dropped_ns;
 };
 
 struct ivm_host_sched {
@@ -92,7 +97,9 @@ struct ivm_error *ivm_host_sched_create(size_t nr_vcpus,
 	for (i = 0; i < nr_vcpus; i++) {
 		hs->threads[i].spans = calloc(IVM_HOST_HISTORY,
 					      sizeof(struct span));
-		if (!hs->threads[i].spans) {
+		hs->threads[i].out = calloc(IVM_HOST_SPANS_MAX,
+					    sizeof(struct ivm_span));
+		if (!hs->threads[i].spans || !hs->threads[i].out) {
 			ivm_host_sched_destroy(hs);
 			return &ivm_enomem;
 		}
@@ -111,6 +118,7 @@ void ivm_host_sched_destroy(struct ivm_host_sched *hs)
 		if (hs->threads[i].schedstat_fd >= 0)
 			close(hs->threads[i].schedstat_fd);
 		free(hs->threads[i].spans);
+		free(hs->threads[i].out);
 	}
 	free(hs->threads);
 	free(hs);
@@ -160,6 +168,37 @@ void ivm_host_sched_idle_period(struct ivm_host_sched *hs, size_t vcpu,
 		else
 			t->totals.sleep_idle_ns += b - a;
 	}
+}
+
+/* A wait, for the timeline: kept if long enough and there is room. */
+static void wait_span(struct vcpu_thread *t, uint64_t start, uint64_t ns,
+		      bool woken)
+{
+	if (ns < IVM_HOST_SPAN_MIN_NS || ns > UINT32_MAX ||
+	    t->nr_out >= IVM_HOST_SPANS_MAX) {
+		t->out_dropped++;
+		t->out_dropped_ns += ns;
+		return;
+	}
+	t->out[t->nr_out++] = (struct ivm_span){
+		.start_ns = start, .dur_ns = (uint32_t)ns,
+		.kind = woken ? IVM_SPAN_WAKE_DELAY : IVM_SPAN_PREEMPTED,
+	};
+}
+
+void ivm_host_sched_take_spans(struct ivm_host_sched *hs, size_t vcpu,
+			       struct ivm_spans_record *ret)
+{
+	struct vcpu_thread *t = &hs->threads[vcpu];
+
+	*ret = (struct ivm_spans_record){
+		.lane = (uint32_t)vcpu, .min_ns = IVM_HOST_SPAN_MIN_NS,
+		.dropped = t->out_dropped, .dropped_ns = t->out_dropped_ns,
+		.nr = t->nr_out, .spans = t->out,
+	};
+	t->nr_out = 0;
+	t->out_dropped = 0;
+	t->out_dropped_ns = 0;
 }
 
 static void charge_instead(struct ivm_host_sched *hs, const char *comm,
@@ -216,6 +255,7 @@ static void switched_in(struct ivm_host_sched *hs, struct vcpu_thread *t,
 		wait = ts - t->since;
 		t->totals.steal_ns += wait;
 		remember(t, t->since, ts, true);
+		wait_span(t, t->since, wait, t->woken);
 		if (t->woken) {
 			t->totals.wakeups++;
 			t->totals.wake_delay_ns += wait;

@@ -116,6 +116,26 @@ void ivm_host_sched_lost(struct ivm_host_sched *hs);
 bool ivm_host_sched_wake_delay(const struct ivm_host_sched *hs, int vcpu,
 			       uint64_t wake_ts, uint64_t *delay_ns);
 
+/*
+ * The waits themselves, for the timeline (a HOST_SPANS record per vCPU
+ * and flush): each wait of at least IVM_HOST_SPAN_MIN_NS, up to
+ * IVM_HOST_SPANS_MAX between two takes; the others are counted (and
+ * their time), so a vCPU's spans and dropped time sum to its steal_ns.
+ * 10 us keeps the waits a loaded host makes and leaves out the host's
+ * ordinary scheduling latency, which is most of the waits and little of
+ * their time; 2,048 a second bounds a vCPU's cost to 24 KiB/s.
+ */
+#define IVM_HOST_SPAN_MIN_NS	10000u
+#define IVM_HOST_SPANS_MAX	2048
+
+/*
+ * vcpu's spans since the last take into *ret (lane vcpu, by start;
+ * pointing into hs until its next event), and start afresh.
+ */
+struct ivm_spans_record;
+void ivm_host_sched_take_spans(struct ivm_host_sched *hs, size_t vcpu,
+			       struct ivm_spans_record *ret);
+
 /* Running totals (since create) of one vCPU; vcpu < nr_vcpus. */
 const struct ivm_host_vcpu *ivm_host_sched_vcpu(const struct ivm_host_sched *hs,
 						size_t vcpu);

@@ -303,6 +303,97 @@ struct ivm_error *ivm_profile_write_thread(struct ivm_profile_writer *w,
 	return emit_record(w, IVM_RECORD_THREAD);
 }
 
+/* A HOST_SPANS record's header, before its spans. */
+static void put_spans_header(struct ivm_buf *b,
+			     const struct ivm_spans_record *sr, uint64_t base,
+			     uint32_t nr, bool first)
+{
+	ivm_put_u32(b, sr->lane);
+	ivm_put_u32(b, sr->min_ns);
+	ivm_put_u64(b, base);
+	ivm_put_u32(b, nr);
+	ivm_put_u32(b, first ? sr->dropped : 0);
+	ivm_put_u64(b, first ? sr->dropped_ns : 0);
+}
+
+/* Offset of the nr_spans field in a HOST_SPANS payload. */
+#define SPANS_NR_AT	16
+#define SPANS_HEADER	32
+#define SPAN_SIZE	12
+
+/* Patch the span count of the record being built. */
+static void set_spans_nr(struct ivm_buf *b, uint32_t nr)
+{
+	if (b->nomem || b->len < SPANS_HEADER)
+		return;
+	b->data[SPANS_NR_AT] = (uint8_t)nr;
+	b->data[SPANS_NR_AT + 1] = (uint8_t)(nr >> 8);
+	b->data[SPANS_NR_AT + 2] = (uint8_t)(nr >> 16);
+	b->data[SPANS_NR_AT + 3] = (uint8_t)(nr >> 24);
+}
+
+/*
+ * Spans are relative to their record's base in 32 bits, so a record ends
+ * where the next span starts too far from it, or at IVM_SPANS_MAX.
+ */
+struct ivm_error *ivm_profile_write_spans(struct ivm_profile_writer *w,
+					  const struct ivm_spans_record *sr,
+					  uint64_t *bytes)
+{
+	struct ivm_error *err;
+	uint64_t base = 0;
+	uint32_t nr = 0;
+	bool open = false, first = true;
+	size_t i;
+
+	if (sr->lane >= IVM_SPAN_MAX_VCPUS && sr->lane != IVM_SPAN_LANE_DISK)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"span lane %u out of range", sr->lane);
+	for (i = 0; i < sr->nr; i++)
+		if (sr->spans[i].kind >= IVM_SPAN_NR_KINDS ||
+		    (i && sr->spans[i].start_ns < sr->spans[i - 1].start_ns) ||
+		    sr->spans[i].start_ns > UINT64_MAX - 2 * (uint64_t)UINT32_MAX)
+			return ivm_error_create(IVM_ERROR_INVALID,
+						"spans of lane %u not in order",
+						sr->lane);
+	if (!sr->nr && !sr->dropped)
+		return NULL;
+	w->rec.len = 0;
+	for (i = 0; i < sr->nr; i++) {
+		const struct ivm_span *sp = &sr->spans[i];
+
+		if (open && (nr == IVM_SPANS_MAX ||
+			     sp->start_ns - base > UINT32_MAX)) {
+			set_spans_nr(&w->rec, nr);
+			if (bytes)
+				*bytes += IVM_RECORD_HEADER_SIZE + w->rec.len;
+			err = emit_record(w, IVM_RECORD_HOST_SPANS);
+			if (err)
+				return err;
+			open = false;
+			first = false;
+		}
+		if (!open) {
+			base = sp->start_ns;
+			nr = 0;
+			put_spans_header(&w->rec, sr, base, 0, first);
+			open = true;
+		}
+		ivm_put_u32(&w->rec, (uint32_t)(sp->start_ns - base));
+		ivm_put_u32(&w->rec, sp->dur_ns);
+		ivm_put_u8(&w->rec, sp->kind);
+		ivm_put_u8(&w->rec, sp->flags);
+		ivm_put_u16(&w->rec, 0);
+		nr++;
+	}
+	if (!open)
+		put_spans_header(&w->rec, sr, 0, 0, true);
+	set_spans_nr(&w->rec, nr);
+	if (bytes)
+		*bytes += IVM_RECORD_HEADER_SIZE + w->rec.len;
+	return emit_record(w, IVM_RECORD_HOST_SPANS);
+}
+
 struct ivm_error *ivm_profile_writer_flush(struct ivm_profile_writer *w)
 {
 	struct ivm_error *err;
@@ -374,6 +465,7 @@ struct ivm_profile_reader {
 	uint8_t user_flags[IVM_SAMPLE_MAX_FRAMES];
 	struct ivm_label labels[IVM_SAMPLE_MAX_LABELS];
 	struct ivm_counter counters[IVM_SAMPLE_MAX_COUNTERS];
+	struct ivm_span spans[IVM_SPANS_MAX];
 	/* Strings are copied out NUL-terminated into this arena. */
 	/*
 	 * A payload of n bytes holds at most n/2 strings (each has a 2-byte
@@ -702,6 +794,51 @@ static bool decode_thread(struct ivm_profile_reader *r, struct ivm_cursor *c,
 	return !c->bad && !c->left;
 }
 
+/*
+ * A HOST_SPANS record: the header's fields, then exactly nr_spans spans,
+ * by start, within the 64-bit clock; spans of kinds this reader does not
+ * know are skipped.
+ */
+static bool decode_spans(struct ivm_profile_reader *r, struct ivm_cursor *c,
+			 struct ivm_spans_record *sr)
+{
+	uint64_t base, prev = 0;
+	uint32_t nr, i;
+	size_t kept = 0;
+
+	memset(sr, 0, sizeof(*sr));
+	sr->lane = ivm_get_u32(c);
+	sr->min_ns = ivm_get_u32(c);
+	base = ivm_get_u64(c);
+	nr = ivm_get_u32(c);
+	sr->dropped = ivm_get_u32(c);
+	sr->dropped_ns = ivm_get_u64(c);
+	if (c->bad || nr > IVM_SPANS_MAX ||
+	    (sr->lane >= IVM_SPAN_MAX_VCPUS &&
+	     sr->lane != IVM_SPAN_LANE_DISK) ||
+	    c->left != (size_t)nr * SPAN_SIZE ||
+	    base > UINT64_MAX - 2 * (uint64_t)UINT32_MAX)
+		return false;
+	for (i = 0; i < nr; i++) {
+		uint32_t start = ivm_get_u32(c), dur = ivm_get_u32(c);
+		uint8_t kind = ivm_get_u8(c), flags = ivm_get_u8(c);
+
+		ivm_get_u16(c);
+		if (i && start < prev)
+			return false;
+		prev = start;
+		if (kind >= IVM_SPAN_NR_KINDS)
+			continue;
+		r->spans[kept++] = (struct ivm_span){
+			.start_ns = base + start, .dur_ns = dur, .kind = kind,
+			.flags = flags,
+		};
+	}
+	sr->nr = kept;
+	sr->spans = r->spans;
+	return !c->bad && !c->left;
+}
+
 static bool checksum_ok(const uint8_t *h, uint32_t len, uint32_t crc)
 {
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
@@ -807,6 +944,9 @@ bool ivm_profile_reader_next(struct ivm_profile_reader *r,
 			break;
 		case IVM_RECORD_THREAD:
 			ok = decode_thread(r, &c, &rec->thread);
+			break;
+		case IVM_RECORD_HOST_SPANS:
+			ok = decode_spans(r, &c, &rec->spans);
 			break;
 		case IVM_RECORD_STATS:
 		case IVM_RECORD_END:

@@ -58,6 +58,20 @@
  *           thread's record is written again whenever its totals moved,
  *           at most once a flush, and once more at the end: the last one
  *           wins.  Added after version 1 shipped: older readers skip it.
+ *   HOST_SPANS  what the host did over time on one lane (a vCPU's thread,
+ *           or the guest's disks: lane IVM_SPAN_LANE_DISK), for the
+ *           timeline: u32 lane, u32 min_ns (shorter spans were left
+ *           out), u64 base_ns, u32 nr_spans (<= IVM_SPANS_MAX), u32
+ *           dropped, u64 dropped_ns (spans left out since the lane's last
+ *           record, shorter than min_ns or past the writer's cap, and
+ *           their time), then spans { u32 start (ns after base_ns), u32
+ *           duration ns, u8 kind (enum ivm_span_kind), u8 flags, u16 0 },
+ *           by start, never overlapping the lane's earlier ones.  A lane's
+ *           span sum plus its dropped_ns is what the STATS count for it
+ *           (a vCPU's host_steal_ns).  Written at each flush, one record
+ *           per lane that has something to say; spans of kinds a reader
+ *           does not know are skipped.  Added after version 1 shipped:
+ *           older readers skip it.
  * Unknown record types are skipped whole (their length is known), so newer
  * writers stay readable by older readers.
  *
@@ -92,6 +106,44 @@ enum ivm_record_type {
 	IVM_RECORD_IDLE_PERIOD = 5,
 	IVM_RECORD_SAMPLE2 = 6,
 	IVM_RECORD_THREAD = 7,
+	IVM_RECORD_HOST_SPANS = 8,
+};
+
+/* What a HOST_SPANS record's span was. */
+enum ivm_span_kind {
+	/* A vCPU's thread woken, waiting for a host CPU (wake delay). */
+	IVM_SPAN_WAKE_DELAY = 0,
+	/* A vCPU's thread preempted while runnable, waiting to run again. */
+	IVM_SPAN_PREEMPTED = 1,
+	/*
+	 * At least one of QEMU's disk calls in flight (the union of the
+	 * calls; flags: a bit per enum ivm_disk_kind among them).
+	 */
+	IVM_SPAN_DISK = 2,
+	IVM_SPAN_NR_KINDS,
+};
+
+/* The lane of the guest's disks; vCPU lanes are below IVM_SPAN_MAX_VCPUS. */
+#define IVM_SPAN_LANE_DISK	UINT32_MAX
+#define IVM_SPAN_MAX_VCPUS	4096
+/* Spans in one record (12 bytes each: well under the payload cap). */
+#define IVM_SPANS_MAX		4096
+
+struct ivm_span {
+	uint64_t start_ns;
+	uint32_t dur_ns;
+	uint8_t kind;		/* enum ivm_span_kind */
+	uint8_t flags;
+};
+
+/* A lane's spans as a HOST_SPANS record holds them. */
+struct ivm_spans_record {
+	uint32_t lane;		/* vCPU, or IVM_SPAN_LANE_DISK */
+	uint32_t min_ns;
+	uint32_t dropped;
+	uint64_t dropped_ns;
+	size_t nr;
+	const struct ivm_span *spans;	/* by start; borrowed */
 };
 
 /* IVM_THREAD_* flags of a THREAD record. */
@@ -179,6 +231,19 @@ struct ivm_error *ivm_profile_write_idle_period(struct ivm_profile_writer *w,
 struct ivm_error *ivm_profile_write_thread(struct ivm_profile_writer *w,
 					   const struct ivm_thread_record *t);
 
+/*
+ * A lane's spans (by start, none within 2^33 ns of the clock's end): as many
+ * records as they need (IVM_SPANS_MAX a record, a record's spans within
+ * 4.29 s of its base), the dropped counts in the first.  Nothing is
+ * written when there are neither spans nor dropped ones.
+ * IVM_ERROR_INVALID when the spans are not by start or their lane or
+ * kind is out of range.  *bytes (NULL: not wanted) grows by the bytes
+ * the records take in the file, for what the timeline costs.
+ */
+struct ivm_error *ivm_profile_write_spans(struct ivm_profile_writer *w,
+					  const struct ivm_spans_record *sr,
+					  uint64_t *bytes);
+
 /* Write buffered records to the file (whole records only). */
 struct ivm_error *ivm_profile_writer_flush(struct ivm_profile_writer *w);
 
@@ -215,6 +280,7 @@ struct ivm_profile_record {
 		} stats;
 		struct ivm_idle_record idle;	/* IDLE_PERIOD */
 		struct ivm_thread_record thread;	/* THREAD */
+		struct ivm_spans_record spans;	/* HOST_SPANS */
 	};
 };
 

@@ -1208,6 +1208,8 @@ static struct ivm_error *next_window(struct profiler *p, uint64_t now)
 	err = p->switches ? ivm_switch_sampler_end_window(p->switches) : NULL;
 	if (!err)
 		err = write_all_held(p);
+	if (!err)
+		err = write_spans(p);
 	if (err)
 		return err;
 	fill_stats(p, stats, &nr);
@@ -1356,8 +1358,10 @@ static struct ivm_error *flush_due(struct ivm_profiler *pr, uint64_t now)
 		end_with(p, "the guest shut down");
 	}
 	check_paused(p, state);
+	err = write_spans(p);
 	fill_stats(p, stats, &nr_stats);
-	err = write_new_ksyms(p);
+	if (!err)
+		err = write_new_ksyms(p);
 	if (!err && p->switches)
 		err = ivm_switch_sampler_flush(p->switches);
 	if (!err)
@@ -1524,6 +1528,12 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 		else
 			ivm_error_destroy(ferr);
 	}
+	/* The last waits, for the timeline (the file's STATS count them). */
+	ferr = write_spans(p);
+	if (ferr && !swerr)
+		swerr = ferr;
+	else
+		ivm_error_destroy(ferr);
 	pr->cpu_ns += thread_cpu_ns() - cpu0;
 	result->cpu_ns = pr->cpu_ns;
 	memcpy(result->stage_ns, p->stages.ns, sizeof(result->stage_ns));

@@ -62,7 +62,7 @@ static const uint64_t follow_ns[NR_FOLLOW] = {
  * (switch sampling's included), three per --label, the stages, the
  * budget's, the stamps', the disk's and the host's side.
  */
-#define MAX_STATS (104 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + 2 + 2 + 5 + \
+#define MAX_STATS (107 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + 2 + 2 + 5 + \
 		   IVM_DISK_MAX_STATS + IVM_HOST_MAX_STATS)
 
 struct profiler {
@@ -104,6 +104,8 @@ struct profiler {
 	struct ivm_disk_service *disk;
 	struct ivm_trace_session *disk_trace;
 	uint64_t disk_trace_records, disk_trace_lost;
+	/* The timeline's spans written (HOST_SPANS), left out, their bytes. */
+	uint64_t spans_written, spans_dropped, span_bytes;
 	/* Per vCPU: its open period's to-idle sample (sample_hold.h). */
 	struct ivm_sample_hold *held;
 	struct ivm_trace_session *trace;
@@ -186,5 +188,6 @@ struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu);
 
 /* profiler_stats.c */
 void fill_stats(const struct profiler *p, struct ivm_stat *st, size_t *nr);
+struct ivm_error *write_spans(struct profiler *p);
 
 #endif /* IVM_PROFILER_INT_H */

@@ -212,6 +212,14 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	for (i = 0; i < IVM_STAGE_NR; i++)
 		st[n++] = (struct ivm_stat){ stage_stat[i],
 					     p->stages.ns[i] / 1000 };
+	/* The timeline's spans (write_spans), before the tables that grow. */
+	if (p->host) {
+		st[n++] = (struct ivm_stat){ "timeline_spans", p->spans_written };
+		st[n++] = (struct ivm_stat){ "timeline_spans_dropped",
+					     p->spans_dropped };
+		st[n++] = (struct ivm_stat){ "timeline_span_bytes",
+					     p->span_bytes };
+	}
 	if (p->disk) {
 		st[n++] = (struct ivm_stat){ "disk_trace_records",
 					     p->disk_trace_records };
@@ -228,6 +236,40 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		if (st[i].value >= p->window_base[i].value)
 			st[i].value -= p->window_base[i].value;
 	*nr = n;
+}
+
+static struct ivm_error *write_lane(struct profiler *p,
+				    const struct ivm_spans_record *sr)
+{
+	p->spans_written += sr->nr;
+	p->spans_dropped += sr->dropped;
+	return ivm_profile_write_spans(p->writer, sr, &p->span_bytes);
+}
+
+/*
+ * What the host did in time since the last flush, for the timeline: one
+ * HOST_SPANS record per vCPU with waits to show and one for the disks
+ * (profile_file.h).  Taken even when the write fails: the spans are gone
+ * either way, and the next flush must not repeat them.
+ */
+struct ivm_error *write_spans(struct profiler *p)
+{
+	struct ivm_spans_record sr;
+	struct ivm_error *err = NULL;
+	size_t i;
+
+	for (i = 0; p->host && p->writer && i < p->guest->nr_vcpus &&
+		    i < IVM_SPAN_MAX_VCPUS; i++) {
+		ivm_host_sched_take_spans(p->host, i, &sr);
+		if (!err)
+			err = write_lane(p, &sr);
+	}
+	if (p->disk && p->writer) {
+		ivm_disk_service_take_spans(p->disk, &sr);
+		if (!err)
+			err = write_lane(p, &sr);
+	}
+	return err;
 }
 
 /* Running totals only: a window's stats are differences (next_window). */

@@ -15,6 +15,7 @@ void ivm_idle_summary_deinit(struct ivm_idle_summary *s)
 {
 	free(s->periods);
 	free(s->samples);
+	free(s->spans);
 	free(s->stats);
 	free(s->stat_names);
 	memset(s, 0, sizeof(*s));
@@ -151,6 +152,52 @@ static void add_idle_time(struct ivm_idle_summary *s,
 	s->cause_periods[c]++;
 }
 
+/* A HOST_SPANS record: its spans kept, its lane's sums counted. */
+static struct ivm_error *add_spans(struct ivm_idle_summary *s,
+				   const struct ivm_spans_record *sr)
+{
+	bool disk = sr->lane == IVM_SPAN_LANE_DISK;
+	struct ivm_error *err;
+	size_t i;
+
+	if (!disk && sr->lane >= IVM_IDLE_SUMMARY_MAX_VCPUS) {
+		s->dropped_spans += sr->nr;
+		return NULL;
+	}
+	s->span_records++;
+	if (disk) {
+		s->disk_left_out += sr->dropped;
+		s->disk_left_out_ns += sr->dropped_ns;
+	} else {
+		s->steal_left_out[sr->lane] += sr->dropped;
+		s->steal_left_out_ns[sr->lane] += sr->dropped_ns;
+		note_vcpu(s, sr->lane);
+	}
+	for (i = 0; i < sr->nr; i++) {
+		const struct ivm_span *sp = &sr->spans[i];
+
+		if (disk)
+			s->disk_span_ns += sp->dur_ns;
+		else
+			s->steal_span_ns[sr->lane] += sp->dur_ns;
+		if (s->nr_spans >= IVM_IDLE_SUMMARY_MAX_SPANS) {
+			s->dropped_spans++;
+			continue;
+		}
+		err = grow((void **)&s->spans, &s->cap_spans, s->nr_spans,
+			   sizeof(*s->spans), IVM_IDLE_SUMMARY_MAX_SPANS);
+		if (err)
+			return err;
+		/* The reader keeps start + duration within 64 bits. */
+		s->spans[s->nr_spans++] = (struct ivm_idle_summary_span){
+			.start_ns = sp->start_ns,
+			.end_ns = sp->start_ns + sp->dur_ns,
+			.lane = sr->lane, .kind = sp->kind, .flags = sp->flags,
+		};
+	}
+	return NULL;
+}
+
 struct ivm_error *ivm_idle_summary_add(struct ivm_idle_summary *s,
 				       const struct ivm_profile_record *rec)
 {
@@ -206,6 +253,8 @@ struct ivm_error *ivm_idle_summary_add(struct ivm_idle_summary *s,
 	case IVM_RECORD_META:
 		keep_meta(s, rec);
 		return NULL;
+	case IVM_RECORD_HOST_SPANS:
+		return add_spans(s, &rec->spans);
 	default:
 		return NULL;
 	}

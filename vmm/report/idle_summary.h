@@ -27,6 +27,15 @@
 #define IVM_IDLE_SUMMARY_MAX_PERIODS (1u << 21)
 #define IVM_IDLE_SUMMARY_MAX_VCPUS 256
 #define IVM_IDLE_SUMMARY_MAX_SAMPLES (1u << 20)
+#define IVM_IDLE_SUMMARY_MAX_SPANS (1u << 21)
+
+/* A span of the host's (HOST_SPANS), as the timeline draws it. */
+struct ivm_idle_summary_span {
+	uint64_t start_ns, end_ns;
+	uint32_t lane;		/* vCPU, or IVM_SPAN_LANE_DISK */
+	uint8_t kind;		/* enum ivm_span_kind */
+	uint8_t flags;		/* IVM_SPAN_DISK: a bit per ivm_disk_kind */
+};
 
 /* An on-CPU or transition sample, as the timeline shows it. */
 struct ivm_idle_summary_sample {
@@ -65,6 +74,20 @@ struct ivm_idle_summary {
 	struct ivm_idle_summary_sample *samples;
 	size_t nr_samples, cap_samples;
 	uint64_t dropped_samples;
+	/*
+	 * The host's spans (HOST_SPANS records), in file order (by start
+	 * within a lane), and per lane their time and what the writer left
+	 * out (shorter than its threshold, or past its cap): a vCPU's spans
+	 * plus its left-out time are its host_steal_ns.
+	 */
+	struct ivm_idle_summary_span *spans;
+	size_t nr_spans, cap_spans;
+	uint64_t dropped_spans;			/* past the cap, or lane */
+	uint64_t span_records;
+	uint64_t steal_span_ns[IVM_IDLE_SUMMARY_MAX_VCPUS];
+	uint64_t steal_left_out_ns[IVM_IDLE_SUMMARY_MAX_VCPUS];
+	uint64_t steal_left_out[IVM_IDLE_SUMMARY_MAX_VCPUS];
+	uint64_t disk_span_ns, disk_left_out_ns, disk_left_out;
 	struct ivm_stat *stats;			/* the last STATS/END seen */
 	char *stat_names;			/* their names, NUL-separated */
 	size_t nr_stats;

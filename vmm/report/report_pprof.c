@@ -7,6 +7,7 @@
 #include "base/hash.h"
 #include "report/mappings.h"
 #include "base/text_safe.h"
+#include "report/cause_labels.h"
 #include "report/report_pprof.h"
 
 /* Field numbers of profile.proto (see vmm/report/report_pprof.proto). */
@@ -444,6 +445,10 @@ static void context_labels(struct pprof *pp, const struct ivm_calltree *tree,
 		labels = ivm_calltree_labels(
 			tree, ivm_calltree_node(tree, ctx.labels)->key, &nr);
 	for (i = 0; i < nr; i++) {
+		/* A cause the sample does not have is no label. */
+		if (!strcmp(labels[i].value, "-") &&
+		    ivm_cause_label_key(labels[i].key))
+			continue;
 		label(pp, sample, labels[i].key, labels[i].value, 0);
 		group_is_label |= !strcmp(labels[i].key, group);
 	}

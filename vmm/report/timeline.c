@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/disk_syscalls.h"
 #include "report/timeline.h"
 
 /* The HTML page's drawing: pixels. */
@@ -26,6 +27,63 @@ const char *ivm_timeline_wake_color(uint32_t wake_mask)
 }
 
 #define RUNNING_COLOR "#d9d2c5"
+
+/*
+ * The host's spans (HOST_SPANS): a thin lane under each vCPU's track, and
+ * a track of the disks' service under the vCPUs; in the JSON, tracks of
+ * their own beside the vCPUs' (thread ids past any vCPU's).
+ */
+#define HOST_LANE_Y	(BAR + 9)	/* under the samples' ticks */
+#define HOST_LANE	10
+#define HOST_TID	100000u
+#define DISK_TID	200000u
+
+const char *ivm_timeline_span_color(uint8_t kind)
+{
+	switch (kind) {
+	case IVM_SPAN_WAKE_DELAY:
+		return "#b07aa1";
+	case IVM_SPAN_PREEMPTED:
+		return "#76338a";
+	default:
+		return "#8c564b";
+	}
+}
+
+const char *ivm_timeline_span_name(uint8_t kind)
+{
+	switch (kind) {
+	case IVM_SPAN_WAKE_DELAY:
+		return "host wake delay";
+	case IVM_SPAN_PREEMPTED:
+		return "host preempted";
+	default:
+		return "host disk service";
+	}
+}
+
+/* "write+flush": the disk calls a disk span merged. */
+static void disk_kinds(uint8_t flags, char *buf, size_t size)
+{
+	size_t len = 0;
+	int k;
+
+	buf[0] = '\0';
+	for (k = 0; k < IVM_DISK_NR_KINDS && k < 8; k++)
+		if (flags & (1u << k))
+			len += (size_t)snprintf(buf + len, len < size ?
+						size - len : 0, "%s%s",
+						len ? "+" : "",
+						ivm_disk_kind_name(k));
+	if (!buf[0])
+		snprintf(buf, size, "?");
+}
+
+/* Where a vCPU's track starts, with or without a host lane under it. */
+static unsigned int row_of(const struct ivm_idle_summary *s, uint32_t c)
+{
+	return TOP + (s->span_records ? ROW + HOST_LANE + 8 : ROW) * c;
+}
 
 /* Periods ordered by vCPU, then start. */
 static int by_vcpu_start(const void *a, const void *b)
@@ -71,6 +129,12 @@ static void span(const struct ivm_idle_summary *s, uint64_t *t0, uint64_t *t1)
 		if (s->samples[i].time_ns > *t1)
 			*t1 = s->samples[i].time_ns;
 	}
+	for (i = 0; i < s->nr_spans; i++) {
+		if (s->spans[i].start_ns < *t0)
+			*t0 = s->spans[i].start_ns;
+		if (s->spans[i].end_ns > *t1)
+			*t1 = s->spans[i].end_ns;
+	}
 	if (*t0 > *t1)
 		*t0 = *t1 = 0;
 }
@@ -114,6 +178,21 @@ struct ivm_error *ivm_timeline_json(const struct ivm_idle_summary *s,
 	for (c = 0; c < s->nr_vcpus; c++)
 		fprintf(out, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":%u,\"args\":{\"name\":\"vCPU %u\"}}",
 			SEP(), c, c);
+	/* The host's tracks, each beside (under) its vCPU's. */
+	for (c = 0; s->span_records && c < s->nr_vcpus; c++) {
+		fprintf(out, "%s{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":1,\"tid\":%u,\"args\":{\"sort_index\":%u}}",
+			SEP(), c, 2 * c);
+		fprintf(out, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":%u,\"args\":{\"name\":\"vCPU %u host steal\"}}",
+			SEP(), HOST_TID + c, c);
+		fprintf(out, "%s{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":1,\"tid\":%u,\"args\":{\"sort_index\":%u}}",
+			SEP(), HOST_TID + c, 2 * c + 1);
+	}
+	if (s->span_records) {
+		fprintf(out, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":%u,\"args\":{\"name\":\"host disk service\"}}",
+			SEP(), DISK_TID);
+		fprintf(out, "%s{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":1,\"tid\":%u,\"args\":{\"sort_index\":%u}}",
+			SEP(), DISK_TID, 2 * s->nr_vcpus);
+	}
 	for (i = 0; i < s->nr_periods; i++) {
 		const struct ivm_idle_record *r = v[i];
 		char wake[64], run[2 * IVM_COMM_LEN + 8];
@@ -146,8 +225,49 @@ struct ivm_error *ivm_timeline_json(const struct ivm_idle_summary *s,
 			SEP(), ivm_sample_kind_name(t->kind), t->comm, t->tid,
 			t->vcpu, us(t->time_ns, t0));
 	}
+	for (i = 0; i < s->nr_spans; i++) {
+		const struct ivm_idle_summary_span *sp = &s->spans[i];
+		bool disk = sp->lane == IVM_SPAN_LANE_DISK;
+		char kinds[48];
+
+		if (!disk && sp->lane >= s->nr_vcpus)
+			continue;
+		disk_kinds(sp->flags, kinds, sizeof(kinds));
+		fprintf(out, "%s{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"%s\":\"%s\"}}",
+			SEP(), disk ? "host_disk" : "host_steal",
+			ivm_timeline_span_name(sp->kind),
+			disk ? DISK_TID : HOST_TID + sp->lane,
+			us(sp->start_ns, t0),
+			(double)(sp->end_ns - sp->start_ns) / 1e3,
+			disk ? "calls" : "vcpu",
+			disk ? kinds : sp->kind == IVM_SPAN_WAKE_DELAY ?
+			"woken, waiting for a host CPU" :
+			"preempted, waiting for a host CPU");
+	}
 #undef SEP
-	fprintf(out, "\n]}\n");
+	/* What the lanes left out, so their sums can be checked. */
+	fprintf(out, "\n],\"hostSpans\":{\"records\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"disk_us\":%.3f,\"disk_left_out_us\":%.3f,\"vcpus\":[",
+		s->span_records, s->dropped_spans, (double)s->disk_span_ns / 1e3,
+		(double)s->disk_left_out_ns / 1e3);
+	for (c = 0; c < s->nr_vcpus; c++) {
+		char name[48];
+
+		/* The run's own count beside it (STATS), when it has one. */
+		snprintf(name, sizeof(name), "vcpu%u.host_steal_ns", c);
+		fprintf(out, "%s{\"vcpu\":%u,\"steal_us\":%.3f,\"left_out_us\":%.3f,\"left_out\":%" PRIu64,
+			c ? "," : "", c, (double)s->steal_span_ns[c] / 1e3,
+			(double)s->steal_left_out_ns[c] / 1e3,
+			s->steal_left_out[c]);
+		if (ivm_idle_summary_has_stat(s, name))
+			fprintf(out, ",\"stats_steal_us\":%.3f",
+				(double)ivm_idle_summary_stat(s, name) / 1e3);
+		fprintf(out, "}");
+	}
+	fprintf(out, "],\"written\":{\"spans\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64 "}}}\n",
+		ivm_idle_summary_stat(s, "timeline_spans"),
+		ivm_idle_summary_stat(s, "timeline_spans_dropped"),
+		ivm_idle_summary_stat(s, "timeline_span_bytes"),
+		ivm_idle_summary_stat(s, "elapsed_ms"));
 	free(v);
 	return NULL;
 }
@@ -167,18 +287,74 @@ static void legend(FILE *out, double x, double y, const char *color,
 		y + 12, name);
 }
 
+/*
+ * The host's spans: each vCPU's waits in a thin lane under its track, the
+ * disks' service in a track of its own at disk_y; at least a pixel wide.
+ */
+static void host_spans_html(const struct ivm_idle_summary *s, FILE *out,
+			    uint64_t t0, uint64_t t1, unsigned int disk_y)
+{
+	uint32_t c;
+	size_t i;
+
+	if (!s->span_records)
+		return;
+	for (c = 0; c < s->nr_vcpus; c++)
+		fprintf(out, "<text x=\"4\" y=\"%u\" style=\"font-size:10px\">host steal</text>"
+			"<title>vCPU %u: %.3f ms of host steal drawn, %.3f ms in %" PRIu64 " shorter waits not</title>\n",
+			row_of(s, c) + HOST_LANE_Y + HOST_LANE - 1, c,
+			(double)s->steal_span_ns[c] / 1e6,
+			(double)s->steal_left_out_ns[c] / 1e6,
+			s->steal_left_out[c]);
+	fprintf(out, "<text x=\"4\" y=\"%u\">host disk</text>\n"
+		"<rect class=\"track\" x=\"%d\" y=\"%u\" width=\"%d\" height=\"%d\" fill=\"#f4f4f4\"/>\n",
+		disk_y + BAR / 2 + 4, LEFT, disk_y, WIDTH - LEFT - 10, BAR);
+	for (i = 0; i < s->nr_spans; i++) {
+		const struct ivm_idle_summary_span *sp = &s->spans[i];
+		bool disk = sp->lane == IVM_SPAN_LANE_DISK;
+		double x0 = px(sp->start_ns, t0, t1), x1 = px(sp->end_ns, t0, t1);
+		char kinds[48];
+
+		if (!disk && sp->lane >= s->nr_vcpus)
+			continue;
+		if (x1 - x0 < 1)
+			x1 = x0 + 1;
+		disk_kinds(sp->flags, kinds, sizeof(kinds));
+		if (disk)
+			fprintf(out, "<rect class=\"host-disk\" x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\">"
+				"<title>host disk service %.1f us (%s)</title></rect>\n",
+				x0, disk_y, x1 - x0, BAR,
+				ivm_timeline_span_color(sp->kind),
+				(double)(sp->end_ns - sp->start_ns) / 1e3, kinds);
+		else
+			fprintf(out, "<rect class=\"host-steal\" data-kind=\"%s\" x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\">"
+				"<title>vCPU %u %s %.1f us</title></rect>\n",
+				sp->kind == IVM_SPAN_WAKE_DELAY ? "wake" : "preempted",
+				x0, row_of(s, sp->lane) + HOST_LANE_Y, x1 - x0,
+				HOST_LANE, ivm_timeline_span_color(sp->kind),
+				sp->lane, ivm_timeline_span_name(sp->kind),
+				(double)(sp->end_ns - sp->start_ns) / 1e3);
+	}
+}
+
 struct ivm_error *ivm_timeline_html(const struct ivm_idle_summary *s,
 				    FILE *out)
 {
 	const struct ivm_idle_record **v = sorted(s);
 	uint64_t t0, t1;
-	unsigned int height = TOP + ROW * (s->nr_vcpus ? s->nr_vcpus : 1) + 60;
+	/* The vCPUs, the disks' track (with spans), the legend's lines. */
+	unsigned int bottom = row_of(s, s->nr_vcpus ? s->nr_vcpus : 1);
+	unsigned int disk_y = bottom;
+	unsigned int height;
 	size_t i;
 	uint32_t c;
 	int tick;
 
 	if (!v)
 		return &ivm_enomem;
+	if (s->span_records)
+		bottom += ROW;
+	height = bottom + (s->span_records ? 90 : 60);
 	span(s, &t0, &t1);
 	fprintf(out, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>idlevm timeline</title>\n"
 		"<style>body{font-family:sans-serif;margin:12px;background:#fff}"
@@ -195,12 +371,12 @@ struct ivm_error *ivm_timeline_html(const struct ivm_idle_summary *s,
 
 		fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%u\" stroke=\"#eee\"/>"
 			"<text x=\"%.1f\" y=\"%d\"%s>%.3f s</text>\n", x, TOP - 14, x,
-			TOP + ROW * s->nr_vcpus, x, TOP - 18,
+			bottom, x, TOP - 18,
 			tick == 10 ? " text-anchor=\"end\"" : "",
 			(double)(t - t0) / 1e9);
 	}
 	for (c = 0; c < s->nr_vcpus; c++) {
-		unsigned int y = TOP + ROW * c;
+		unsigned int y = row_of(s, c);
 
 		fprintf(out, "<text x=\"4\" y=\"%u\">vCPU %u</text>\n"
 			"<rect class=\"track\" x=\"%d\" y=\"%u\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
@@ -221,7 +397,7 @@ struct ivm_error *ivm_timeline_html(const struct ivm_idle_summary *s,
 			running_name(r, v[i + 1], run, sizeof(run));
 			fprintf(out, "<rect class=\"running\" x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\">"
 				"<title>vCPU %u running %.1f us: %s</title></rect>\n",
-				x1, TOP + ROW * r->vcpu, x2 - x1, BAR,
+				x1, row_of(s, r->vcpu), x2 - x1, BAR,
 				RUNNING_COLOR, r->vcpu,
 				(double)(v[i + 1]->start_ns - r->end_ns) / 1e3, run);
 		}
@@ -230,7 +406,7 @@ struct ivm_error *ivm_timeline_html(const struct ivm_idle_summary *s,
 			x1 = x0 + 1;
 		fprintf(out, "<rect class=\"idle\" data-wake=\"%s\" x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\">"
 			"<title>vCPU %u idle %.1f us, woken by %s; %s/%u -&gt; %s/%u%s</title></rect>\n",
-			wake, x0, TOP + ROW * r->vcpu, x1 - x0, BAR,
+			wake, x0, row_of(s, r->vcpu), x1 - x0, BAR,
 			ivm_timeline_wake_color(r->wake_mask), r->vcpu,
 			(double)(r->end_ns - r->start_ns) / 1e3, wake,
 			r->to_idle.comm[0] ? r->to_idle.comm : "?", r->to_idle.tid,
@@ -248,11 +424,12 @@ struct ivm_error *ivm_timeline_html(const struct ivm_idle_summary *s,
 			continue;
 		fprintf(out, "<line class=\"sample\" x1=\"%.2f\" y1=\"%u\" x2=\"%.2f\" y2=\"%u\" stroke=\"#333\">"
 			"<title>%s %s/%u</title></line>\n", x,
-			TOP + ROW * t->vcpu + BAR, x, TOP + ROW * t->vcpu + BAR + 6,
+			row_of(s, t->vcpu) + BAR, x, row_of(s, t->vcpu) + BAR + 6,
 			ivm_sample_kind_name(t->kind), t->comm, t->tid);
 	}
+	host_spans_html(s, out, t0, t1, disk_y);
 	{
-		double y = TOP + ROW * s->nr_vcpus + 10;
+		double y = bottom + 10;
 
 		legend(out, LEFT, y, RUNNING_COLOR, "running");
 		legend(out, LEFT + 110, y, ivm_timeline_wake_color(1u << IVM_IRQ_TIMER), "idle, timer");
@@ -260,6 +437,15 @@ struct ivm_error *ivm_timeline_html(const struct ivm_idle_summary *s,
 		legend(out, LEFT + 420, y, ivm_timeline_wake_color(1u << IVM_IRQ_RESCHED), "idle, reschedule IPI");
 		legend(out, LEFT + 600, y, ivm_timeline_wake_color(1u << IVM_IRQ_DEVICE), "idle, device interrupt");
 		legend(out, LEFT + 790, y, ivm_timeline_wake_color(0), "idle, cause unknown");
+		if (s->span_records) {
+			y += 24;
+			legend(out, LEFT, y, ivm_timeline_span_color(IVM_SPAN_WAKE_DELAY),
+			       "host steal: woken, waiting for a host CPU (under each vCPU)");
+			legend(out, LEFT + 420, y, ivm_timeline_span_color(IVM_SPAN_PREEMPTED),
+			       "host steal: preempted, waiting for a host CPU");
+			legend(out, LEFT + 760, y, ivm_timeline_span_color(IVM_SPAN_DISK),
+			       "host disk service (QEMU&apos;s disk calls in flight)");
+		}
 	}
 	fprintf(out, "</svg></div>\n</body></html>\n");
 	free(v);
