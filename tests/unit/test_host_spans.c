@@ -336,6 +336,11 @@ Test(host_spans, timeline_tracks)
 	rec.idle.start_ns = 500;
 	rec.idle.end_ns = 30000;
 	cr_assert_null(ivm_idle_summary_add(&s, &rec));
+	/* vCPU 0 idle over 4 us of its second wait's 6. */
+	rec.idle.vcpu = 0;
+	rec.idle.start_ns = 18000;
+	rec.idle.end_ns = 24000;
+	cr_assert_null(ivm_idle_summary_add(&s, &rec));
 	/* Without spans: no host tracks, no legend for them. */
 	json = render(&s, false);
 	cr_assert_null(strstr(json, "host steal"), "%s", json);
@@ -346,12 +351,14 @@ Test(host_spans, timeline_tracks)
 	cr_assert(strstr(json, "\"name\":\"vCPU 0 host steal\""), "%s", json);
 	cr_assert(strstr(json, "\"name\":\"vCPU 1 host steal\""), "%s", json);
 	cr_assert(strstr(json, "{\"ph\":\"X\",\"cat\":\"host_steal\",\"name\":\"host wake delay\",\"pid\":1,\"tid\":100000,\"ts\":0.500,\"dur\":4.000"), "%s", json);
-	cr_assert(strstr(json, "\"name\":\"host preempted\",\"pid\":1,\"tid\":100000,\"ts\":19.500,\"dur\":6.000"), "%s", json);
+	cr_assert(strstr(json, "\"name\":\"host preempted\",\"pid\":1,\"tid\":100000,\"ts\":19.500,\"dur\":6.000,\"args\":{\"wait\":\"preempted, waiting for a host CPU\",\"in_idle_us\":4.000}"), "%s", json);
+	cr_assert(strstr(json, "\"in_idle_us\":0.000"), "%s", json);
 	cr_assert(strstr(json, "\"cat\":\"host_disk\",\"name\":\"host disk service\",\"pid\":1,\"tid\":200000,\"ts\":1.500,\"dur\":9.000,\"args\":{\"calls\":\"flush\"}"), "%s", json);
 	cr_assert(strstr(json, "{\"vcpu\":0,\"steal_us\":10.000,\"left_out_us\":7.000,\"left_out\":2}"), "%s", json);
 	html = render(&s, true);
 	cr_assert(strstr(html, "class=\"host-steal\" data-kind=\"wake\""), "%s", html);
 	cr_assert(strstr(html, "class=\"host-steal\" data-kind=\"preempted\""), "%s", html);
+	cr_assert(strstr(html, "fill-opacity=\"0.4\"><title>vCPU 0 host preempted 6.0 us, 4.0 us of it while the guest was idle"), "%s", html);
 	cr_assert(strstr(html, "class=\"host-disk\""), "%s", html);
 	cr_assert(strstr(html, "host steal: woken, waiting for a host CPU"), "%s", html);
 	cr_assert(strstr(html, "host disk service (QEMU"), "%s", html);

@@ -118,7 +118,8 @@ bool ivm_host_sched_wake_delay(const struct ivm_host_sched *hs, int vcpu,
 
 /*
  * The waits themselves, for the timeline (a HOST_SPANS record per vCPU
- * and flush): each wait of at least IVM_HOST_SPAN_MIN_NS, up to
+ * and flush): each wait of at least IVM_HOST_SPAN_MIN_NS (and under
+ * 4.29 s, a span's 32 bits: longer is a stopped guest), up to
  * IVM_HOST_SPANS_MAX between two takes; the others are counted (and
  * their time), so a vCPU's spans and dropped time sum to its steal_ns.
  * 10 us keeps the waits a loaded host makes and leaves out the host's

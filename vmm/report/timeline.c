@@ -110,6 +110,41 @@ static const struct ivm_idle_record **sorted(const struct ivm_idle_summary *s)
 	return v;
 }
 
+/*
+ * How much of [start, end) vCPU lane was idle, from its periods in v
+ * (sorted(): by vCPU, then start; one vCPU's periods never overlap): a
+ * halted vCPU's thread is kicked awake and waits inside idle periods too,
+ * which is not time the guest had work.
+ */
+static uint64_t idle_overlap(const struct ivm_idle_record *const *v, size_t nr,
+			     uint32_t lane, uint64_t start, uint64_t end)
+{
+	size_t lo = 0, hi = nr;
+	uint64_t ns = 0;
+
+	/* The first period of lane that starts at or after start... */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid]->vcpu < lane ||
+		    (v[mid]->vcpu == lane && v[mid]->start_ns < start))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ... and the one before it, which may reach into the span. */
+	if (lo && v[lo - 1]->vcpu == lane)
+		lo--;
+	for (; lo < nr && v[lo]->vcpu == lane && v[lo]->start_ns < end; lo++) {
+		uint64_t a = v[lo]->start_ns > start ? v[lo]->start_ns : start;
+		uint64_t b = v[lo]->end_ns < end ? v[lo]->end_ns : end;
+
+		if (b > a)
+			ns += b - a;
+	}
+	return ns;
+}
+
 /* The time span of everything drawn. */
 static void span(const struct ivm_idle_summary *s, uint64_t *t0, uint64_t *t1)
 {
@@ -232,17 +267,24 @@ struct ivm_error *ivm_timeline_json(const struct ivm_idle_summary *s,
 
 		if (!disk && sp->lane >= s->nr_vcpus)
 			continue;
-		disk_kinds(sp->flags, kinds, sizeof(kinds));
-		fprintf(out, "%s{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"%s\":\"%s\"}}",
-			SEP(), disk ? "host_disk" : "host_steal",
-			ivm_timeline_span_name(sp->kind),
-			disk ? DISK_TID : HOST_TID + sp->lane,
-			us(sp->start_ns, t0),
+		if (disk) {
+			disk_kinds(sp->flags, kinds, sizeof(kinds));
+			fprintf(out, "%s{\"ph\":\"X\",\"cat\":\"host_disk\",\"name\":\"%s\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"calls\":\"%s\"}}",
+				SEP(), ivm_timeline_span_name(sp->kind),
+				DISK_TID, us(sp->start_ns, t0),
+				(double)(sp->end_ns - sp->start_ns) / 1e3,
+				kinds);
+			continue;
+		}
+		fprintf(out, "%s{\"ph\":\"X\",\"cat\":\"host_steal\",\"name\":\"%s\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"wait\":\"%s\",\"in_idle_us\":%.3f}}",
+			SEP(), ivm_timeline_span_name(sp->kind),
+			HOST_TID + sp->lane, us(sp->start_ns, t0),
 			(double)(sp->end_ns - sp->start_ns) / 1e3,
-			disk ? "calls" : "vcpu",
-			disk ? kinds : sp->kind == IVM_SPAN_WAKE_DELAY ?
+			sp->kind == IVM_SPAN_WAKE_DELAY ?
 			"woken, waiting for a host CPU" :
-			"preempted, waiting for a host CPU");
+			"preempted, waiting for a host CPU",
+			(double)idle_overlap(v, s->nr_periods, sp->lane,
+					     sp->start_ns, sp->end_ns) / 1e3);
 	}
 #undef SEP
 	/* What the lanes left out, so their sums can be checked. */
@@ -288,10 +330,34 @@ static void legend(FILE *out, double x, double y, const char *color,
 }
 
 /*
+ * A vCPU's wait, paler when it fell mostly inside an idle period (its
+ * halted thread kicked awake: not time the guest had work).
+ */
+static void steal_rect(const struct ivm_idle_summary *s,
+		       const struct ivm_idle_record *const *v, FILE *out,
+		       const struct ivm_idle_summary_span *sp, double x0,
+		       double x1)
+{
+	uint64_t ns = sp->end_ns - sp->start_ns;
+	uint64_t idle = idle_overlap(v, s->nr_periods, sp->lane, sp->start_ns,
+				     sp->end_ns);
+
+	fprintf(out, "<rect class=\"host-steal\" data-kind=\"%s\" x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\"%s>"
+		"<title>vCPU %u %s %.1f us, %.1f us of it while the guest was idle</title></rect>\n",
+		sp->kind == IVM_SPAN_WAKE_DELAY ? "wake" : "preempted", x0,
+		row_of(s, sp->lane) + HOST_LANE_Y, x1 - x0, HOST_LANE,
+		ivm_timeline_span_color(sp->kind),
+		2 * idle > ns ? " fill-opacity=\"0.4\"" : "", sp->lane,
+		ivm_timeline_span_name(sp->kind), (double)ns / 1e3,
+		(double)idle / 1e3);
+}
+
+/*
  * The host's spans: each vCPU's waits in a thin lane under its track, the
  * disks' service in a track of its own at disk_y; at least a pixel wide.
  */
-static void host_spans_html(const struct ivm_idle_summary *s, FILE *out,
+static void host_spans_html(const struct ivm_idle_summary *s,
+			    const struct ivm_idle_record *const *v, FILE *out,
 			    uint64_t t0, uint64_t t1, unsigned int disk_y)
 {
 	uint32_t c;
@@ -300,8 +366,8 @@ static void host_spans_html(const struct ivm_idle_summary *s, FILE *out,
 	if (!s->span_records)
 		return;
 	for (c = 0; c < s->nr_vcpus; c++)
-		fprintf(out, "<text x=\"4\" y=\"%u\" style=\"font-size:10px\">host steal</text>"
-			"<title>vCPU %u: %.3f ms of host steal drawn, %.3f ms in %" PRIu64 " shorter waits not</title>\n",
+		fprintf(out, "<text x=\"4\" y=\"%u\" style=\"font-size:10px\">host steal"
+			"<title>vCPU %u: %.3f ms of host steal drawn, %.3f ms in %" PRIu64 " shorter waits not</title></text>\n",
 			row_of(s, c) + HOST_LANE_Y + HOST_LANE - 1, c,
 			(double)s->steal_span_ns[c] / 1e6,
 			(double)s->steal_left_out_ns[c] / 1e6,
@@ -327,13 +393,7 @@ static void host_spans_html(const struct ivm_idle_summary *s, FILE *out,
 				ivm_timeline_span_color(sp->kind),
 				(double)(sp->end_ns - sp->start_ns) / 1e3, kinds);
 		else
-			fprintf(out, "<rect class=\"host-steal\" data-kind=\"%s\" x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\">"
-				"<title>vCPU %u %s %.1f us</title></rect>\n",
-				sp->kind == IVM_SPAN_WAKE_DELAY ? "wake" : "preempted",
-				x0, row_of(s, sp->lane) + HOST_LANE_Y, x1 - x0,
-				HOST_LANE, ivm_timeline_span_color(sp->kind),
-				sp->lane, ivm_timeline_span_name(sp->kind),
-				(double)(sp->end_ns - sp->start_ns) / 1e3);
+			steal_rect(s, v, out, sp, x0, x1);
 	}
 }
 
@@ -427,7 +487,7 @@ struct ivm_error *ivm_timeline_html(const struct ivm_idle_summary *s,
 			row_of(s, t->vcpu) + BAR, x, row_of(s, t->vcpu) + BAR + 6,
 			ivm_sample_kind_name(t->kind), t->comm, t->tid);
 	}
-	host_spans_html(s, out, t0, t1, disk_y);
+	host_spans_html(s, v, out, t0, t1, disk_y);
 	{
 		double y = bottom + 10;
 

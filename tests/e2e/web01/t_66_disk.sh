@@ -9,7 +9,10 @@
 # exceeds the guest's, and on hardware KVM the storage's is within 20% of
 # it in sum (below: why not under TCG); and the report says which guest
 # tasks went idle before the device woke the vCPU (php-fpm, the SQLite
-# writers) with the host's storage time beside it.
+# writers) with the host's storage time beside it.  The timeline draws
+# the host's disk service in time: spans whose sum (calls in flight,
+# merged) is no more than the calls' time, and says what its spans cost
+# the profile (spans and bytes a second, printed).
 . tests/e2e/web01/lib_web01.sh
 
 prof=$IVM_RUNDIR/t66.prof
@@ -18,7 +21,7 @@ pid=""
 cleanup() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	guest_sh "rmdir $I 2>/dev/null; systemctl start web01-load" >/dev/null
-	rm -f "$prof"
+	rm -f "$prof" "$IVM_RUNDIR"/t66.json "$IVM_RUNDIR"/t66.html
 }
 trap cleanup EXIT
 
@@ -139,3 +142,26 @@ block=$(echo "$report" | sed -n '/woken by device/,/woken by [a-z]/p')
 echo "$block" | grep -E 'went idle after:.* php-fpm8\.2 [0-9.]+ s' ||
 	fail "php-fpm is not among the tasks a device woke the vCPU for"
 echo "$block" | grep -E 'host storage busy +[0-9.]+ s' || fail "no host storage time beside the device wakeups"
+
+# The timeline: the disks' service in time, never more than the calls'.
+"$idlevm" report -f timeline -o "$IVM_RUNDIR/t66.json" "$prof" 2>/dev/null ||
+	fail "idlevm report -f timeline failed"
+python3 - "$IVM_RUNDIR/t66.json" "$host_ns" <<'PY' || fail "the timeline's disk service is wrong"
+import json, sys
+t = json.load(open(sys.argv[1]))
+calls_us = int(sys.argv[2]) / 1e3
+disk = [e for e in t["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "host_disk"]
+steal = [e for e in t["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "host_steal"]
+drawn = sum(e["dur"] for e in disk)
+hs = t["hostSpans"]
+w = hs["written"]
+secs = w["elapsed_ms"] / 1e3 or 1
+print("timeline: %d disk service spans, %.3f s drawn + %.3f s left out, of the calls' %.3f s; %d steal spans"
+      % (len(disk), drawn / 1e6, hs["disk_left_out_us"] / 1e6, calls_us / 1e6, len(steal)))
+print("timeline spans written: %d (%d left out), %d bytes in %.1f s: %.0f spans/s, %.0f bytes/s"
+      % (w["spans"], w["dropped"], w["bytes"], secs, w["spans"] / secs, w["bytes"] / secs))
+if not disk:
+    print("FAIL: no disk service drawn"); sys.exit(1)
+if drawn > calls_us * 1.001 + 1:
+    print("FAIL: more disk service drawn than the calls took"); sys.exit(1)
+PY
