@@ -257,6 +257,47 @@ Test(host_spans, host_sched_waits)
 	ivm_host_sched_destroy(hs);
 }
 
+/*
+ * The host's CPUs' records come a CPU's batch at a time: a wait can be
+ * kept before one that began earlier and overlaps it.  Taken, the spans
+ * are in order, never overlap, and with the dropped time sum to the
+ * steal (t_59 found this on a real host).
+ */
+Test(host_spans, host_sched_waits_out_of_order)
+{
+	struct ivm_host_sched *hs;
+	struct ivm_spans_record sr;
+	uint64_t sum;
+	size_t i;
+
+	cr_assert_null(ivm_host_sched_create(1, &hs));
+	ivm_host_sched_switch(hs, 0, 0, "CPU 0/TCG", -1, "hog", 10000);
+	ivm_host_sched_switch(hs, -1, 0, "hog", 0, "CPU 0/TCG", 80000);
+	ivm_host_sched_switch(hs, 0, 0, "CPU 0/TCG", -1, "hog", 40000);
+	ivm_host_sched_switch(hs, -1, 0, "hog", 0, "CPU 0/TCG", 100000);
+	ivm_host_sched_switch(hs, 0, 0, "CPU 0/TCG", -1, "hog", 5000);
+	ivm_host_sched_switch(hs, -1, 0, "hog", 0, "CPU 0/TCG", 9000);
+	ivm_host_sched_take_spans(hs, 0, &sr);
+	cr_assert_eq(sr.nr, 2);
+	cr_assert_eq(sr.spans[0].start_ns, 10000);
+	cr_assert_eq(sr.spans[0].dur_ns, 70000);
+	cr_assert_eq(sr.spans[1].start_ns, 80000);
+	cr_assert_eq(sr.spans[1].dur_ns, 20000);
+	sum = sr.dropped_ns;
+	for (i = 0; i < sr.nr; i++)
+		sum += sr.spans[i].dur_ns;
+	cr_assert_eq(sum, ivm_host_sched_vcpu(hs, 0)->steal_ns);
+	cr_assert_eq(sr.dropped, 1);	/* the 4 us one */
+	/* A wait before the last one taken ends is cut to after it. */
+	ivm_host_sched_switch(hs, 0, 0, "CPU 0/TCG", -1, "hog", 90000);
+	ivm_host_sched_switch(hs, -1, 0, "hog", 0, "CPU 0/TCG", 130000);
+	ivm_host_sched_take_spans(hs, 0, &sr);
+	cr_assert_eq(sr.nr, 1);
+	cr_assert_eq(sr.spans[0].start_ns, 100000);
+	cr_assert_eq(sr.dropped_ns, 10000);
+	ivm_host_sched_destroy(hs);
+}
+
 /* The disks' calls merge into spans that never overlap earlier ones. */
 Test(host_spans, disk_service_merged)
 {

@@ -48,6 +48,7 @@ struct vcpu_thread {
 	size_t nr_out;
 	uint32_t out_dropped;
 	uint64_t out_dropped_ns;
+	uint64_t out_end;	/* where the last span taken ended */
 };
 
 struct ivm_host_sched {
@@ -186,15 +187,52 @@ static void wait_span(struct vcpu_thread *t, uint64_t start, uint64_t ns,
 	};
 }
 
+static int span_by_start(const void *a, const void *b)
+{
+	const struct ivm_span *x = a, *y = b;
+
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+/*
+ * The records of the host's CPUs come a CPU's batch at a time, not merged
+ * by time, so a wait can end (and be kept) before one that began earlier:
+ * the spans are sorted here, and a span that overlaps the one before it
+ * (or the last one taken) is cut to what follows it, the time cut counted
+ * with the dropped: the lane stays a row of spans one after another, and
+ * spans plus dropped time still sum to the steal.
+ */
 void ivm_host_sched_take_spans(struct ivm_host_sched *hs, size_t vcpu,
 			       struct ivm_spans_record *ret)
 {
 	struct vcpu_thread *t = &hs->threads[vcpu];
+	size_t i, nr = 0;
 
+	qsort(t->out, t->nr_out, sizeof(*t->out), span_by_start);
+	for (i = 0; i < t->nr_out; i++) {
+		struct ivm_span sp = t->out[i];
+		uint64_t end = sp.start_ns + sp.dur_ns;
+
+		if (sp.start_ns < t->out_end) {
+			uint64_t cut = (end < t->out_end ? end : t->out_end) -
+				       sp.start_ns;
+
+			t->out_dropped_ns += cut;
+			sp.start_ns += cut;
+			sp.dur_ns -= (uint32_t)cut;
+		}
+		if (sp.dur_ns < IVM_HOST_SPAN_MIN_NS) {
+			t->out_dropped++;
+			t->out_dropped_ns += sp.dur_ns;
+			continue;
+		}
+		t->out[nr++] = sp;
+		t->out_end = end;
+	}
 	*ret = (struct ivm_spans_record){
 		.lane = (uint32_t)vcpu, .min_ns = IVM_HOST_SPAN_MIN_NS,
 		.dropped = t->out_dropped, .dropped_ns = t->out_dropped_ns,
-		.nr = t->nr_out, .spans = t->out,
+		.nr = nr, .spans = t->out,
 	};
 	t->nr_out = 0;
 	t->out_dropped = 0;

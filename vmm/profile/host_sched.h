@@ -130,7 +130,9 @@ bool ivm_host_sched_wake_delay(const struct ivm_host_sched *hs, int vcpu,
 #define IVM_HOST_SPANS_MAX	2048
 
 /*
- * vcpu's spans since the last take into *ret (lane vcpu, by start;
+ * vcpu's spans since the last take into *ret (lane vcpu, by start, none
+ * overlapping another or one taken before: the host's CPUs' records do
+ * not come in time order, and what an overlap cuts counts as dropped;
  * pointing into hs until its next event), and start afresh.
  */
 struct ivm_spans_record;

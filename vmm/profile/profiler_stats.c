@@ -238,12 +238,25 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	*nr = n;
 }
 
+/*
+ * A lane that breaks the record's rules (a bug of the spans' producer)
+ * costs its spans, counted as dropped, not the run: the samples matter
+ * more.  Only the file's own errors end it.
+ */
 static struct ivm_error *write_lane(struct profiler *p,
 				    const struct ivm_spans_record *sr)
 {
+	struct ivm_error *err;
+
+	err = ivm_profile_write_spans(p->writer, sr, &p->span_bytes);
+	if (err && err->code == IVM_ERROR_INVALID) {
+		ivm_error_destroy(err);
+		p->spans_dropped += sr->nr + sr->dropped;
+		return NULL;
+	}
 	p->spans_written += sr->nr;
 	p->spans_dropped += sr->dropped;
-	return ivm_profile_write_spans(p->writer, sr, &p->span_bytes);
+	return err;
 }
 
 /*
