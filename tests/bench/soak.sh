@@ -47,7 +47,8 @@ echo "soak: web01 and demo up; $MINUTES min, windows of $WINDOW s; host $(nproc)
 pid=$!
 printf '%5s %9s %5s %7s %8s %9s %7s %8s\n' min "rss KiB" fds threads children instances windows "cpu s"
 end=$((SECONDS + MINUTES * 60))
-while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$end" ]; do
+# Rows while the run is under way, not as it ends.
+while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt $((end - 60)) ]; do
 	sleep 60
 	kill -0 "$pid" 2>/dev/null || break
 	rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")
