@@ -102,15 +102,22 @@ guest_idle_trace_count() {
 }
 
 # check_timeline_json FILE NR_VCPUS: a Chrome trace-event JSON object whose
-# traceEvents are metadata naming each vCPU track, complete events (idle,
-# running) with non-negative times on those tracks, and instants.
+# traceEvents are metadata naming each vCPU track (and the host's tracks
+# beside them: a vCPU's steal at tid 100000 + N, the disks' service),
+# complete events with non-negative times (idle and running on the vCPU
+# tracks, host steal on the vCPUs' host tracks), and instants.
 check_timeline_json() {
 	jq -e --argjson n "$2" '
 		(.traceEvents | type == "array") and
-		([.traceEvents[] | select(.ph == "M" and .name == "thread_name")] | length == $n) and
+		([.traceEvents[] | select(.ph == "M" and .name == "thread_name" and
+		  (.args.name | test("^vCPU [0-9]+$")))] | length == $n) and
 		([.traceEvents[] | select(.ph == "X" and .cat == "idle")] | length > 0) and
 		([.traceEvents[] | select(.ph == "X") |
-		  select((.ts | type) != "number" or .ts < 0 or .dur < 0 or .tid < 0 or .tid >= $n or .pid != 1)] | length == 0) and
+		  select((.ts | type) != "number" or .ts < 0 or .dur < 0 or .pid != 1)] | length == 0) and
+		([.traceEvents[] | select(.ph == "X" and (.cat == "idle" or .cat == "running")) |
+		  select(.tid < 0 or .tid >= $n)] | length == 0) and
+		([.traceEvents[] | select(.ph == "X" and .cat == "host_steal") |
+		  select(.tid < 100000 or .tid >= 100000 + $n)] | length == 0) and
 		([.traceEvents[] | select(.ph != "M" and .ph != "X" and .ph != "i")] | length == 0)
 	' "$1" >/dev/null || return 1
 	jq -r '[.traceEvents[] | select(.ph == "X") | .cat] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' "$1"
