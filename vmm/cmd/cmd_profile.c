@@ -1367,6 +1367,7 @@ int ivm_cmd_profile(int argc, char **argv)
 		    (!o.end_ns || now < o.end_ns) && now >= next_scan) {
 			scan_domains(runs, &nr_runs, &o, glob, later,
 				     &nr_later, rt);
+			ivm_profiler_cpu_sync();	/* no run's cost */
 			next_scan = ivm_mono_ns() + SCAN_NS;
 		}
 		for (i = 0; i < nr_runs; i++) {

@@ -1264,6 +1264,21 @@ static uint64_t thread_cpu_ns(void)
 }
 
 /*
+ * The loop thread's CPU clock at the end of the last step of any run.  A
+ * step is charged everything since (one clock read, a system call, per
+ * step rather than two): its own work and the loop's wait and wakeup that
+ * led to it, which perf puts at a sixth of what idlevm spends and which
+ * is as much this run's cost, and its budget's (cpu_budget.h).  0: none
+ * yet, or the loop did something that is no run's (ivm_profiler_cpu_sync).
+ */
+static _Thread_local uint64_t loop_cpu;
+
+void ivm_profiler_cpu_sync(void)
+{
+	loop_cpu = thread_cpu_ns();
+}
+
+/*
  * Whether the guest runs, from its lifecycle state, confirmed by the
  * monitor when that says paused (a RESUME event, our own in stop capture
  * mode, may not have been read yet) or nothing yet.  Each second found paused counts.
@@ -1321,7 +1336,8 @@ struct ivm_error *ivm_profiler_start(struct ivm_guest *guest,
 	if (config->window_s > 0 && config->next_window)
 		pr->p.window_end_ns = pr->p.start_ns +
 				      (uint64_t)(config->window_s * 1e9);
-	pr->cpu_ns = thread_cpu_ns() - cpu0;
+	loop_cpu = thread_cpu_ns();
+	pr->cpu_ns = loop_cpu - cpu0;
 	result->cpu_ns = pr->cpu_ns;
 	/* Opening the run counts against its budget too. */
 	ivm_cpu_budget_charge(&pr->p.budget, pr->cpu_ns);
@@ -1379,7 +1395,7 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 {
 	struct profiler *p = &pr->p;
 	const struct ivm_profiler_config *config = p->cfg;
-	uint64_t cpu0 = thread_cpu_ns(), now = ivm_mono_ns(), step_cpu;
+	uint64_t cpu0 = loop_cpu, now = ivm_mono_ns(), step_cpu;
 	uint64_t window_ns = (uint64_t)(config->window_s * 1e9);
 	bool running = false;
 
@@ -1429,7 +1445,8 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 	running = !p->gone;
 out:
 	ivm_stage_stop(&p->stages);
-	step_cpu = thread_cpu_ns() - cpu0;
+	loop_cpu = thread_cpu_ns();
+	step_cpu = cpu0 && loop_cpu > cpu0 ? loop_cpu - cpu0 : 0;
 	step_cpu -= pr->cpu_lent < step_cpu ? pr->cpu_lent : step_cpu;
 	pr->cpu_lent = 0;
 	pr->cpu_ns += step_cpu;
@@ -1534,7 +1551,8 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 		swerr = ferr;
 	else
 		ivm_error_destroy(ferr);
-	pr->cpu_ns += thread_cpu_ns() - cpu0;
+	loop_cpu = thread_cpu_ns();
+	pr->cpu_ns += loop_cpu - cpu0;
 	result->cpu_ns = pr->cpu_ns;
 	memcpy(result->stage_ns, p->stages.ns, sizeof(result->stage_ns));
 	fill_stats(p, stats, &nr_stats);

@@ -235,6 +235,14 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 		       struct ivm_error **err);
 
 /*
+ * Each step is charged the loop thread's CPU since the end of the last
+ * step of any run (the wait and wakeup that led to it included).  A loop
+ * that spends CPU on no run's behalf (looking for new domains, opening a
+ * guest) calls this after it, so that no run is charged for it.
+ */
+void ivm_profiler_cpu_sync(void);
+
+/*
  * During the current step of pr, ns of the thread's CPU time went to other
  * runs (stepped while pr waited for its helper): not pr's cost.
  */
