@@ -19,6 +19,7 @@
 
 #include "access/libvirt_domain.h"
 #include "base/clock.h"
+#include "cmd/boot_watch.h"
 #include "cmd/commands.h"
 #include "cmd/window_run.h"
 #include "profile/capture_pin.h"
@@ -293,6 +294,18 @@ struct guest_run {
 	/* The loop's last wait: whether it was in it, and its descriptors. */
 	bool waited;
 	size_t fd_first, nr_fds;
+	struct ivm_boot_watch boot;	/* whether the boot profiled goes on */
+	/*
+	 * Between two boots of the guest (a continuous run follows it): no
+	 * profiler, the guest opened again at retry_at until its kernel is
+	 * usable.  g stays open (a panicked kernel) until a reset says a new
+	 * boot is under way.
+	 */
+	bool waiting;
+	uint64_t waiting_since, retry_at, retry_ns;
+	uint64_t partial_since;		/* opened, some vCPU without a CPU yet */
+	char last_try[256];		/* what the last try said */
+	char after[256];		/* the next window's "after" metadata */
 };
 
 /* The runs of this process, for serve_others(). */
@@ -308,12 +321,21 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* One step of r's run; a run that ends is left for the loop to close. */
+/*
+ * One step of r's run; a run that ends is left for the loop to close.
+ * A boot that ended ends the run before the step: nothing of the next
+ * boot goes into its file.
+ */
 static void step_run(struct guest_run *r)
 {
 	struct ivm_error *err;
+	unsigned int end;
 
 	r->busy = true;
+	ivm_boot_watch_poll(&r->boot, ivm_mono_ns());
+	end = ivm_boot_watch_first(&r->boot);
+	if (end)
+		ivm_profiler_end(r->pr, ivm_boot_end_reason(end));
 	if (!ivm_profiler_step(r->pr, stop_requested, &err)) {
 		r->ended = true;
 		r->end_err = err;
@@ -462,9 +484,10 @@ static void print_stages(const struct profile_opts *o, const struct guest_run *r
 	fputc('\n', stderr);
 }
 
-/* Free what run_start made (not the profiler, which finish frees). */
+/* Free what run_attach made (not the profiler, which finish frees). */
 static void run_release(struct guest_run *r)
 {
+	ivm_boot_watch_detach(&r->boot);
 	/* Before the guest: closing the channel ends any lease left. */
 	ivm_pin_capture_destroy(r->pin);
 	ivm_tcg_env_destroy(r->tcg_env);
@@ -474,28 +497,55 @@ static void run_release(struct guest_run *r)
 	r->g = NULL;
 }
 
+/* How long a guest whose vCPUs are not all its kernel's CPUs yet may stay so. */
+#define PARTIAL_NS 20000000000ull
+
 /*
- * Open a guest and start profiling it: its registers' source, the
- * helper for pin captures, its file (or first window), its profiler.
+ * A guest opened again after a boot ended: usable once every vCPU is one
+ * of its kernel's CPUs (the kernel has brought them all up), or after
+ * PARTIAL_NS of being found otherwise (a guest that runs with CPUs
+ * offline).  A kernel caught earlier in its boot has half its per-CPU
+ * state unset.
  */
-static struct ivm_error *run_start(struct guest_run *r,
-				   const struct profile_opts *o,
-				   const char *domain)
+static struct ivm_error *booted_enough(struct guest_run *r)
+{
+	uint64_t now = ivm_mono_ns();
+	size_t i;
+
+	for (i = 0; i < r->g->nr_vcpus; i++)
+		if (r->g->vcpus[i].cpu < 0)
+			break;
+	if (i == r->g->nr_vcpus)
+		return NULL;
+	if (!r->partial_since)
+		r->partial_since = now;
+	if (now - r->partial_since >= PARTIAL_NS)
+		return NULL;
+	return ivm_error_create(IVM_ERROR_NOT_FOUND,
+				"vCPU %zu is none of kernel %s's CPUs yet (still booting)",
+				i, r->g->release);
+}
+
+/*
+ * Open the guest and start profiling it: its registers' source, the
+ * helper for pin captures, its file (or next window), its profiler.  On
+ * error, what it opened is left for run_release.
+ */
+static struct ivm_error *run_attach(struct guest_run *r,
+				    const struct profile_opts *o)
 {
 	struct ivm_guest_options gopts = o->gopts;
 	struct ivm_profile_writer *writer;
 	struct ivm_error *err;
 	bool kvm = false;
 
-	memset(r, 0, sizeof(*r));
 	r->attach_ns = thread_cpu_ns();
-	r->name = strdup(domain ? domain : o->gopts.qmp_path);
-	if (!r->name)
-		return &ivm_enomem;
 	r->cfg = o->cfg;
-	if (domain)
-		gopts.domain = domain;
+	if (!o->gopts.qmp_path)
+		gopts.domain = r->name;
 	err = ivm_guest_open(&gopts, &r->g);
+	if (!err && r->waiting)
+		err = booted_enough(r);
 	if (err)
 		return err;
 	kvm = r->g->kvm;
@@ -575,7 +625,8 @@ static struct ivm_error *run_start(struct guest_run *r,
 		struct ivm_window_dir_config wcfg = o->wcfg;
 
 		wcfg.name = r->g->name;
-		err = ivm_window_run_init(&r->windows, &wcfg, o->window_pprof);
+		err = r->windows.dir ? NULL :
+		      ivm_window_run_init(&r->windows, &wcfg, o->window_pprof);
 		if (!err)
 			err = ivm_window_run_open(&r->windows, &writer);
 		if (!err && r->cfg.window_s > 0) {
@@ -587,6 +638,14 @@ static struct ivm_error *run_start(struct guest_run *r,
 	}
 	if (err)
 		return err;
+	/* A window after a boot ended says so, and which window was before. */
+	if (r->after[0]) {
+		err = ivm_profile_write_meta(writer, "after", r->after);
+		if (err) {
+			ivm_profile_writer_destroy(writer);
+			return err;
+		}
+	}
 	/* -D is the run's: a guest found later gets what is left of it. */
 	if (o->end_ns) {
 		uint64_t now = ivm_mono_ns();
@@ -611,8 +670,21 @@ static struct ivm_error *run_start(struct guest_run *r,
 	err = ivm_profiler_start(r->g, &r->cfg, writer, &r->res, &r->pr);
 	if (err)
 		return err;
+	ivm_boot_watch_attach(&r->boot, r->g);
 	r->running = true;
 	return NULL;
+}
+
+/* Start profiling a guest (domain, or NULL: the --qmp socket). */
+static struct ivm_error *run_start(struct guest_run *r,
+				   const struct profile_opts *o,
+				   const char *domain)
+{
+	memset(r, 0, sizeof(*r));
+	r->name = strdup(domain ? domain : o->gopts.qmp_path);
+	if (!r->name)
+		return &ivm_enomem;
+	return run_attach(r, o);
 }
 
 /* What a guest's run did, on stderr, as its closing lines. */
@@ -821,14 +893,155 @@ static struct ivm_error *run_end(struct guest_run *r,
 	return ferr;
 }
 
-/* Whether a run of this domain is going on. */
+/* How often a guest between two boots is opened again, at most. */
+#define RETRY_FIRST_NS 1000000000ull
+#define RETRY_MAX_NS 5000000000ull
+
+/*
+ * Whether r's run, which its profiler ended, follows the guest to its
+ * next boot rather than ending: a continuous run (--window) whose guest's
+ * boot ended (not a stop, the duration or an error).  With --all-domains
+ * only while the machine is there (a reset, a panic): a domain that went
+ * away is joined again by the scan once it runs.
+ */
+static bool follows(const struct guest_run *r, const struct profile_opts *o,
+		    bool all_domains)
+{
+	unsigned int seen = ivm_boot_watch_seen(&r->boot);
+	enum ivm_qmp_lifecycle state = r->g && r->g->qmp ?
+		ivm_qmp_lifecycle_cached(r->g->qmp) : IVM_QMP_GONE;
+	bool gone = (seen & (IVM_BOOT_GONE | IVM_BOOT_SHUTDOWN)) ||
+		    state == IVM_QMP_GONE || state == IVM_QMP_SHUTDOWN;
+
+	if (o->cfg.window_s <= 0 || r->end_err || stop_requested ||
+	    (o->end_ns && ivm_mono_ns() >= o->end_ns))
+		return false;
+	if (!seen && !gone)
+		return false;
+	return !all_domains || !gone;
+}
+
+/*
+ * r's boot ended and its run follows the guest: the window ends whole
+ * (its pprof made, the closing lines for this boot said), the guest is
+ * closed (a panicked one kept until a reset), and run_resume opens it
+ * again.  Returns the error of writing the window's end, if any.
+ */
+static struct ivm_error *run_between(struct guest_run *r,
+				     const struct profile_opts *o)
+{
+	struct ivm_error *ferr = ivm_profiler_finish(r->pr);
+	unsigned int seen = ivm_boot_watch_seen(&r->boot);
+	char *last = r->windows.path ? strdup(r->windows.path) : NULL;
+	const char *base = last && strrchr(last, '/') ?
+			   strrchr(last, '/') + 1 : last;
+	struct tm tm;
+	time_t t = time(NULL);
+	char when[32];
+
+	r->pr = NULL;
+	r->running = false;
+	r->ended = false;
+	if (seen == IVM_BOOT_PANIC && r->g && r->g->qmp &&
+	    ivm_qmp_lifecycle_cached(r->g->qmp) != IVM_QMP_GONE) {
+		/* The panicked kernel stays until a reset: keep watching. */
+		ivm_pin_capture_destroy(r->pin);
+		ivm_tcg_env_destroy(r->tcg_env);
+		r->pin = NULL;
+		r->tcg_env = NULL;
+	} else {
+		run_release(r);
+	}
+	ivm_window_run_finished(&r->windows);
+	run_summary(o, r);
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(r->after, sizeof(r->after), "%s at %s; the window before: %s",
+		 r->res.end_reason, when, base ? base : "none");
+	who(o, r);
+	fprintf(stderr, "%s: window %s ended, whole; following the guest to its next boot%s\n",
+		r->res.end_reason, base ? base : "(none)",
+		r->g ? " (waiting for a reset)" : "");
+	free(last);
+	r->waiting = true;
+	r->waiting_since = ivm_mono_ns();
+	r->retry_ns = RETRY_FIRST_NS;
+	r->retry_at = r->waiting_since + r->retry_ns;
+	r->partial_since = 0;
+	r->last_try[0] = '\0';
+	return ferr;
+}
+
+/* A run waiting for its guest's next boot ends there (stop, -D). */
+static void run_stop_waiting(struct guest_run *r, const struct profile_opts *o)
+{
+	run_release(r);
+	r->waiting = false;
+	ivm_window_run_deinit(&r->windows);
+	who(o, r);
+	fprintf(stderr, "stopped while waiting %.1f s for the guest's next boot; %u windows in %s\n",
+		(double)(ivm_mono_ns() - r->waiting_since) / 1e9,
+		r->windows.windows, o->wcfg.dir);
+}
+
+/*
+ * A run between two boots, at its retry time: a panicked kernel kept
+ * open is let go once a reset (or the end of QEMU) was seen; then the
+ * guest is opened again, and profiled from a new window once its kernel
+ * is usable.  Each new reason to wait is said once.
+ */
+static void run_resume(struct guest_run *r, const struct profile_opts *o,
+		       bool rt)
+{
+	uint64_t now = ivm_mono_ns();
+	struct ivm_error *err;
+
+	if (r->g) {
+		ivm_boot_watch_poll(&r->boot, now);
+		if (!(ivm_boot_watch_seen(&r->boot) &
+		      (IVM_BOOT_RESET | IVM_BOOT_GONE | IVM_BOOT_SHUTDOWN)))
+			return;
+		run_release(r);
+		r->retry_at = now;
+	}
+	if (now < r->retry_at)
+		return;
+	err = run_attach(r, o);
+	if (!err) {
+		r->waiting = false;
+		ivm_profiler_set_realtime(r->pr, rt);
+		who(o, r);
+		fprintf(stderr, "the guest is back after %.1f s: kernel %s, kaslr_offset 0x%" PRIx64 ", window %s\n",
+			(double)(ivm_mono_ns() - r->waiting_since) / 1e9,
+			r->g->release, ivm_kernel_layout_slide(r->g->layout),
+			r->windows.path ? r->windows.path : "?");
+		return;
+	}
+	if (strcmp(r->last_try, ivm_error_string(err))) {
+		snprintf(r->last_try, sizeof(r->last_try), "%s",
+			 ivm_error_string(err));
+		who(o, r);
+		fprintf(stderr, "waiting for the guest's next kernel: %s (trying again, every %llu s at most)\n",
+			r->last_try, RETRY_MAX_NS / 1000000000ull);
+	}
+	ivm_error_destroy(err);
+	run_release(r);
+	/* The writer of a window that could not start was removed. */
+	ivm_window_run_finished(&r->windows);
+	r->retry_ns = r->retry_ns * 2 > RETRY_MAX_NS ? RETRY_MAX_NS :
+		      r->retry_ns * 2;
+	r->retry_at = ivm_mono_ns() + r->retry_ns;
+}
+
+/* Whether a run of this domain is going on (or waits for its next boot). */
 static bool profiling(const struct guest_run *runs, size_t nr,
 		      const char *name)
 {
 	size_t i;
 
 	for (i = 0; i < nr; i++)
-		if (runs[i].running && !strcmp(runs[i].name, name))
+		if ((runs[i].running || runs[i].waiting) &&
+		    !strcmp(runs[i].name, name))
 			return true;
 	return false;
 }
@@ -876,7 +1089,7 @@ static void scan_domains(struct guest_run *runs, size_t *nr,
 		if (ny && now < ny->retry_at)
 			continue;
 		/* A slot: a new one, or one whose run ended. */
-		for (k = 0; k < *nr && runs[k].running; k++)
+		for (k = 0; k < *nr && (runs[k].running || runs[k].waiting); k++)
 			;
 		if (k == MAX_GUESTS) {
 			if (!ny && *nr_later < MAX_GUESTS)
@@ -1302,8 +1515,11 @@ int ivm_cmd_profile(int argc, char **argv)
 	if (o.wcfg.dir)
 		report = false;		/* files and their pprof, no text */
 	t0 = ivm_mono_ns();
-	/* Several guests: -D ends the run; one guest: its profile's. */
-	if (o.cfg.duration_s > 0 && o.several)
+	/*
+	 * Several guests, or one followed across its boots: -D ends the
+	 * run; one guest: its profile's.
+	 */
+	if (o.cfg.duration_s > 0 && (o.several || o.cfg.window_s > 0))
 		o.end_ns = t0 + (uint64_t)(o.cfg.duration_s * 1e9);
 
 	memset(&sa, 0, sizeof(sa));
@@ -1373,6 +1589,17 @@ int ivm_cmd_profile(int argc, char **argv)
 		for (i = 0; i < nr_runs; i++) {
 			struct guest_run *r = &runs[i];
 
+			if (!r->waiting)
+				;
+			else if (stop_requested ||
+				 (o.end_ns && ivm_mono_ns() >= o.end_ns))
+				run_stop_waiting(r, &o);
+			else
+				run_resume(r, &o, rt);
+		}
+		for (i = 0; i < nr_runs; i++) {
+			struct guest_run *r = &runs[i];
+
 			/* One new since the last wait is stepped at once. */
 			if (steppable(r) &&
 			    (!r->waited || step_due(r, fds, r->fd_first,
@@ -1382,6 +1609,25 @@ int ivm_cmd_profile(int argc, char **argv)
 		for (i = 0; i < nr_runs; i++) {
 			struct guest_run *r = &runs[i];
 
+			if (r->running && r->ended &&
+			    follows(r, &o, all_domains)) {
+				/* Its boot is over; the run waits for the next. */
+				err = run_between(r, &o);
+				if (err) {
+					who(&o, r);
+					fprintf(stderr, "%s\n", ivm_error_string(err));
+					ivm_error_destroy(err);
+					err = NULL;
+				}
+			}
+			if (r->waiting) {
+				running++;
+				if (r->g && ivm_mono_ns() + 100000000ull < wake)
+					wake = ivm_mono_ns() + 100000000ull;
+				else if (!r->g && r->retry_at < wake)
+					wake = r->retry_at;
+				continue;
+			}
 			if (r->running && r->ended) {
 				/* This guest's run is over; the others go on. */
 				err = run_end(r, &o, r->end_err);

@@ -1252,6 +1252,7 @@ struct ivm_profiler {
 	uint64_t last_flush, end_ns;
 	uint64_t cpu_ns;	/* this thread's CPU time in start/steps */
 	uint64_t cpu_lent;	/* of it, spent on other runs meanwhile */
+	bool end_asked;		/* ivm_profiler_end() */
 };
 
 /* CPU time of the calling thread, for what a guest's run costs the host. */
@@ -1345,6 +1346,12 @@ struct ivm_error *ivm_profiler_start(struct ivm_guest *guest,
 	return NULL;
 }
 
+void ivm_profiler_end(struct ivm_profiler *pr, const char *reason)
+{
+	end_with(&pr->p, reason);
+	pr->end_asked = true;
+}
+
 void ivm_profiler_lend_cpu(struct ivm_profiler *pr, uint64_t ns)
 {
 	pr->cpu_lent += ns;
@@ -1401,7 +1408,7 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 
 	*err = NULL;
 	ivm_stage_enter(&p->stages, IVM_STAGE_OTHER);
-	if (p->gone)
+	if (p->gone || pr->end_asked)
 		goto out;
 	if (stop) {
 		end_with(p, "interrupted");
@@ -1570,6 +1577,10 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 		ivm_error_destroy(ferr);	/* the samples matter more */
 		ferr = NULL;
 	}
+	/* The guest's end, not the user's: the file says which. */
+	if (p->writer && (p->gone || pr->end_asked))
+		ivm_error_destroy(ivm_profile_write_meta(p->writer, "end_reason",
+							 result->end_reason));
 	if (p->writer)
 		ferr = ivm_profile_writer_finish(p->writer, ivm_mono_ns(),
 						 stats, nr_stats);

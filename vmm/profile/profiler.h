@@ -243,6 +243,14 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 void ivm_profiler_cpu_sync(void);
 
 /*
+ * End the run at its next step, for reason (copied): the guest's boot
+ * ended (it rebooted, panicked, went away), so that no sample of the
+ * next boot goes into this file.  The file's metadata says why
+ * ("end_reason"), as it does when the run sees the guest go itself.
+ */
+void ivm_profiler_end(struct ivm_profiler *pr, const char *reason);
+
+/*
  * During the current step of pr, ns of the thread's CPU time went to other
  * runs (stepped while pr waited for its helper): not pr's cost.
  */

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+/*
+ * boot_watch: which monitor events end a guest's boot, and why, on
+ * events recorded from QEMU 7.2 (reset-quit.json: `system_reset`, the
+ * guest's own resets, `quit`, the monitor closing) and on the sequences
+ * libvirt's domain events give (named alike by qmp.c).
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "access/qmp.h"
+#include "base/clock.h"
+#include "cmd/boot_watch.h"
+#include "kernel/guest.h"
+#include "test_qmp_fake.h"
+
+/* As test_qmp.c: long enough for a loaded machine to schedule the fake. */
+#define FAKE_GREETS_WITHIN_MS 30000
+
+static void feed(struct ivm_boot_watch *w, const char *const *names)
+{
+	for (; *names; names++)
+		ivm_boot_watch_event(w, *names);
+}
+
+Test(boot_watch, pause_and_resume_end_no_boot)
+{
+	static const char *const ev[] = { "STOP", "RESUME", "STOP", "RESUME",
+					  "SUSPEND", "WAKEUP", NULL };
+	struct ivm_boot_watch w = { 0 };
+
+	feed(&w, ev);
+	cr_expect_eq(ivm_boot_watch_seen(&w), 0);
+	cr_expect_eq(ivm_boot_watch_first(&w), 0);
+	cr_expect_not(ivm_boot_watch_new_boot(&w));
+}
+
+/* libvirt, on_reboot restart: its reboot event, named RESET. */
+Test(boot_watch, reboot_is_a_new_boot_on_the_same_machine)
+{
+	static const char *const ev[] = { "RESET", "RESUME", NULL };
+	struct ivm_boot_watch w = { 0 };
+
+	feed(&w, ev);
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_RESET);
+	cr_expect(ivm_boot_watch_new_boot(&w));
+	cr_expect_str_eq(ivm_boot_end_reason(ivm_boot_watch_first(&w)),
+			 "the guest rebooted");
+	ivm_boot_watch_reset(&w);
+	cr_expect_eq(ivm_boot_watch_seen(&w), 0);
+}
+
+/*
+ * A panic (libvirt's CRASHED event, or QEMU's GUEST_PANICKED with a
+ * pvpanic device) is the reason; the machine is no new boot until the
+ * reset of a kernel that reboots after a panic.
+ */
+Test(boot_watch, panic_then_reset)
+{
+	struct ivm_boot_watch w = { 0 };
+
+	ivm_boot_watch_event(&w, "GUEST_PANICKED");
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_PANIC);
+	cr_expect_not(ivm_boot_watch_new_boot(&w));
+	ivm_boot_watch_event(&w, "RESET");
+	cr_expect(ivm_boot_watch_new_boot(&w));
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_PANIC);
+	cr_expect_str_eq(ivm_boot_end_reason(ivm_boot_watch_first(&w)),
+			 "the guest's kernel panicked");
+}
+
+/*
+ * virsh destroy, QEMU killed by SIGKILL: libvirt's STOPPED event
+ * (DOMAIN_STOPPED), maybe after a SHUTDOWN; no new boot on this QEMU.
+ */
+Test(boot_watch, destroy_and_kill_are_the_end_of_the_machine)
+{
+	static const char *const destroyed[] = { "DOMAIN_STOPPED", NULL };
+	static const char *const off[] = { "SHUTDOWN", "DOMAIN_STOPPED", NULL };
+	static const char *const reboot_off[] = { "RESET", "DOMAIN_STOPPED",
+						  NULL };
+	struct ivm_boot_watch w = { 0 };
+
+	feed(&w, destroyed);
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_GONE);
+	cr_expect_not(ivm_boot_watch_new_boot(&w));
+	ivm_boot_watch_reset(&w);
+	feed(&w, off);
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_SHUTDOWN);
+	cr_expect_not(ivm_boot_watch_new_boot(&w));
+	ivm_boot_watch_reset(&w);
+	/* A reset whose QEMU then went: the domain must be found again. */
+	feed(&w, reboot_off);
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_RESET);
+	cr_expect_not(ivm_boot_watch_new_boot(&w));
+}
+
+/* QEMU's own events on its socket, as recorded, through the monitor. */
+Test(boot_watch, recorded_reset_quit_and_close)
+{
+	struct ivm_guest guest = { 0 };
+	struct ivm_boot_watch w = { 0 };
+	struct fake_qemu fake;
+	struct ivm_error *err;
+	int fd, i;
+
+	fake_init(&fake, "reset-quit.json", &fd);
+	fake_start(&fake);
+	err = ivm_qmp_connect_fd(fd, "fake", FAKE_GREETS_WITHIN_MS, &guest.qmp);
+	cr_assert_null(err, "connect: %s", ivm_error_string(err));
+	/* No kernel: events only. */
+	ivm_boot_watch_attach(&w, &guest);
+	ivm_boot_watch_poll(&w, ivm_mono_ns());
+	cr_expect_eq(ivm_boot_watch_seen(&w), 0);
+
+	err = ivm_qmp_execute(guest.qmp, "system_reset", NULL, NULL);
+	cr_assert_null(err, "%s", ivm_error_string(err));
+	/* The reply comes after the first RESET: seen by now. */
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_RESET);
+	cr_expect(ivm_boot_watch_new_boot(&w));
+
+	err = ivm_qmp_execute(guest.qmp, "quit", NULL, NULL);
+	cr_assert_null(err, "%s", ivm_error_string(err));
+	cr_expect(ivm_boot_watch_seen(&w) & IVM_BOOT_SHUTDOWN);
+	cr_expect_not(ivm_boot_watch_new_boot(&w));
+	/* The monitor closes after quit: as long as a loaded machine needs. */
+	for (i = 0; i < 3000 && !(ivm_boot_watch_seen(&w) & IVM_BOOT_GONE); i++) {
+		usleep(10000);
+		ivm_boot_watch_poll(&w, ivm_mono_ns() + 1000000000ull * (uint64_t)(i + 1));
+	}
+	cr_expect(ivm_boot_watch_seen(&w) & IVM_BOOT_GONE);
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_RESET);
+
+	ivm_boot_watch_detach(&w);
+	ivm_qmp_destroy(guest.qmp);
+	fake_join(&fake);
+	cr_expect_eq(fake.unexpected, 0);
+}

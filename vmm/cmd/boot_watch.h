@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * boot_watch: whether the guest kernel a run profiles is still the boot
+ * it opened, for a run that must never mix two boots in one file.
+ *
+ * A boot ends with a reset (a reboot, `virsh reset`, a kernel that
+ * reboots after a panic: the next kernel may have another KASLR offset,
+ * release, layout), a kernel panic, a shutdown, or QEMU going away
+ * (destroyed, killed, crashed).  The watch learns it from the monitor's
+ * events (QMP's RESET, GUEST_PANICKED, SHUTDOWN; under libvirt its reboot
+ * and lifecycle events, named alike, and DOMAIN_STOPPED when QEMU exited),
+ * from the monitor closing, and from the guest kernel's own panic_cpu
+ * (set by panic() before anything else; a guest without a pvpanic device
+ * sends no event when it panics, and one that does not reboot after a
+ * panic sends nothing at all).
+ *
+ * Invariants:
+ *  - what the watch saw only grows: a boot that ended never goes on;
+ *  - the reason is the first end seen (a panic followed by the reset
+ *    that reboots the guest is a panic), and it never changes after;
+ *  - ivm_boot_watch_event() is safe on any thread (it runs on the event
+ *    thread under libvirt), the others on the run's thread only.
+ *
+ * A guest that is paused (STOP) or whose libvirtd restarts has not
+ * ended its boot: the watch does not count those as ends.
+ */
+#ifndef IVM_BOOT_WATCH_H
+#define IVM_BOOT_WATCH_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernel/guest.h"
+
+/* What ended a boot, as bits (several may come, in any order). */
+enum ivm_boot_end {
+	IVM_BOOT_RESET = 1u << 0,	/* a new boot starts on the same QEMU */
+	IVM_BOOT_PANIC = 1u << 1,	/* the kernel panicked */
+	IVM_BOOT_SHUTDOWN = 1u << 2,	/* the guest is going down */
+	IVM_BOOT_GONE = 1u << 3,	/* QEMU exited, the monitor closed */
+};
+
+struct ivm_boot_watch {
+	_Atomic unsigned int seen;	/* enum ivm_boot_end bits */
+	_Atomic unsigned int first;	/* the first of them, 0 none */
+	/* Run's thread only: */
+	struct ivm_guest *guest;	/* attached to, or NULL */
+	uint64_t panic_cpu;		/* its run-time address, 0 unknown */
+	uint64_t next_drain_ns, next_panic_ns;
+};
+
+/* A fresh boot: nothing seen.  Fine on a zeroed struct, attached or not. */
+void ivm_boot_watch_reset(struct ivm_boot_watch *w);
+
+/*
+ * Take one monitor event (its name, and data as QMP's or NULL): any
+ * thread.  Events that do not end a boot are ignored.
+ */
+void ivm_boot_watch_event(struct ivm_boot_watch *w, const char *name);
+
+/*
+ * Watch guest's events (the monitor's event callback, which nothing else
+ * uses) and its kernel's panic_cpu, from a fresh boot.  Detach before the
+ * guest is closed.
+ */
+void ivm_boot_watch_attach(struct ivm_boot_watch *w, struct ivm_guest *guest);
+void ivm_boot_watch_detach(struct ivm_boot_watch *w);
+
+/*
+ * What is due at now (CLOCK_MONOTONIC ns): the monitor's queued events
+ * read (a plain socket's arrive only when read; at most every 100 ms) and
+ * panic_cpu (at most once a second).  Cheap to call every loop.
+ */
+void ivm_boot_watch_poll(struct ivm_boot_watch *w, uint64_t now);
+
+/* The bits seen so far, and the first (0: the boot goes on). */
+unsigned int ivm_boot_watch_seen(const struct ivm_boot_watch *w);
+unsigned int ivm_boot_watch_first(const struct ivm_boot_watch *w);
+
+/* Why a boot ended, in words, for one bit ("the guest rebooted", ...). */
+const char *ivm_boot_end_reason(unsigned int end);
+
+/*
+ * Whether the machine is still there, with a new boot coming or under
+ * way (a reset was seen and QEMU did not go away): the guest can be
+ * opened again as it is.  False after a panic alone: the panicked kernel
+ * is still in memory, and opening it would give the same boot again.
+ */
+bool ivm_boot_watch_new_boot(const struct ivm_boot_watch *w);
+
+#endif /* IVM_BOOT_WATCH_H */
