@@ -137,3 +137,37 @@ Test(boot_watch, recorded_reset_quit_and_close)
 	fake_join(&fake);
 	cr_expect_eq(fake.unexpected, 0);
 }
+
+/*
+ * The kernel looked at once a second (banner still in place, jiffies_64):
+ * a reboot whose event was lost.  Jiffies as a 6.1 guest at HZ 250 gives
+ * them (INITIAL_JIFFIES 0xfffb6c20, then 250 a second).
+ */
+Test(boot_watch, kernel_looks_find_a_reboot_nobody_announced)
+{
+	struct ivm_boot_watch w = { .last_jiffies = 0xfffb6c20ull + 250 * 600 };
+	uint64_t j = w.last_jiffies;
+
+	/* The same boot: jiffies go on, the banner stays. */
+	ivm_boot_watch_look(&w, true, j += 250);
+	ivm_boot_watch_look(&w, true, j += 250);
+	cr_expect_eq(ivm_boot_watch_seen(&w), 0);
+	/* One odd look (a torn read, a read that failed) is no reboot. */
+	ivm_boot_watch_look(&w, false, 0);
+	ivm_boot_watch_look(&w, true, j += 250);
+	ivm_boot_watch_look(&w, true, 3);
+	ivm_boot_watch_look(&w, true, j += 250);
+	cr_expect_eq(ivm_boot_watch_seen(&w), 0);
+	/* Same offset, new boot: jiffies start again. */
+	ivm_boot_watch_look(&w, true, 0xfffb6c20ull + 250 * 4);
+	ivm_boot_watch_look(&w, true, 0xfffb6c20ull + 250 * 5);
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_CHANGED);
+	cr_expect(ivm_boot_watch_new_boot(&w));
+
+	/* Another offset: the banner is gone from where it was. */
+	ivm_boot_watch_reset(&w);
+	w.strikes = 0;
+	ivm_boot_watch_look(&w, false, j += 250);
+	ivm_boot_watch_look(&w, false, j += 250);
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_CHANGED);
+}

@@ -6,9 +6,9 @@
 #include "kernel/kernel_layout.h"
 #include "kernel/ksyms.h"
 
-/* How often a plain socket's events are read, and panic_cpu. */
+/* How often a plain socket's events are read, and the kernel looked at. */
 #define DRAIN_NS 100000000ull
-#define PANIC_NS 1000000000ull
+#define LOOK_NS 1000000000ull
 
 static void saw(struct ivm_boot_watch *w, unsigned int end)
 {
@@ -49,13 +49,15 @@ static void on_event(void *arg, const struct ivm_qmp_event *event)
 
 void ivm_boot_watch_attach(struct ivm_boot_watch *w, struct ivm_guest *guest)
 {
-	uint64_t link;
+	uint64_t link, slide;
 	struct ivm_error *err;
 
 	ivm_boot_watch_reset(w);
 	w->guest = guest;
-	w->panic_cpu = 0;
-	w->next_drain_ns = w->next_panic_ns = 0;
+	w->panic_cpu = w->banner = w->jiffies = 0;
+	w->last_jiffies = 0;
+	w->strikes = 0;
+	w->next_drain_ns = w->next_look_ns = 0;
 	if (guest->qmp)
 		ivm_qmp_set_event_callback(guest->qmp, on_event, w);
 	/*
@@ -65,12 +67,42 @@ void ivm_boot_watch_attach(struct ivm_boot_watch *w, struct ivm_guest *guest)
 	 */
 	if (!guest->has_kernel || !guest->ksyms)
 		return;
+	slide = ivm_kernel_layout_slide(guest->layout);
 	err = ivm_ksyms_lookup(guest->ksyms, "panic_cpu", &link);
-	if (err) {
-		ivm_error_destroy(err);
+	if (!err)
+		w->panic_cpu = link + slide;
+	ivm_error_destroy(err);
+	/* The boot as opened: its banner's first bytes, its jiffies. */
+	err = ivm_ksyms_lookup(guest->ksyms, "linux_banner", &link);
+	if (!err)
+		err = ivm_kernel_read(guest->layout, link + slide,
+				      w->banner_text, sizeof(w->banner_text));
+	if (!err)
+		w->banner = link + slide;
+	ivm_error_destroy(err);
+	err = ivm_ksyms_lookup(guest->ksyms, "jiffies_64", &link);
+	if (!err)
+		err = ivm_kernel_read(guest->layout, link + slide,
+				      &w->last_jiffies, sizeof(w->last_jiffies));
+	if (!err)
+		w->jiffies = link + slide;
+	ivm_error_destroy(err);
+}
+
+void ivm_boot_watch_look(struct ivm_boot_watch *w, bool banner_same,
+			 uint64_t jiffies)
+{
+	/*
+	 * Two in a row: one torn or early read is no reboot.  Jiffies only
+	 * go back with a new boot (INITIAL_JIFFIES again).
+	 */
+	if (banner_same && jiffies >= w->last_jiffies) {
+		w->last_jiffies = jiffies;
+		w->strikes = 0;
 		return;
 	}
-	w->panic_cpu = link + ivm_kernel_layout_slide(guest->layout);
+	if (++w->strikes >= IVM_BOOT_CHANGED_LOOKS)
+		saw(w, IVM_BOOT_CHANGED);
 }
 
 void ivm_boot_watch_detach(struct ivm_boot_watch *w)
@@ -96,15 +128,28 @@ void ivm_boot_watch_poll(struct ivm_boot_watch *w, uint64_t now)
 			saw(w, IVM_BOOT_GONE);
 		w->next_drain_ns = now + DRAIN_NS;
 	}
-	if (w->panic_cpu && now >= w->next_panic_ns &&
-	    !(ivm_boot_watch_seen(w) & (IVM_BOOT_PANIC | IVM_BOOT_RESET))) {
+	if (now < w->next_look_ns || ivm_boot_watch_seen(w))
+		return;
+	w->next_look_ns = now + LOOK_NS;
+	if (w->panic_cpu) {
 		/* A read that fails is no panic: the events still say. */
 		err = ivm_kernel_read(g->layout, w->panic_cpu, &cpu,
 				      sizeof(cpu));
 		if (!err && cpu != -1)
 			saw(w, IVM_BOOT_PANIC);
 		ivm_error_destroy(err);
-		w->next_panic_ns = now + PANIC_NS;
+	}
+	if (w->banner && w->jiffies) {
+		char text[sizeof(w->banner_text)];
+		uint64_t jiffies = 0;
+
+		err = ivm_kernel_read(g->layout, w->banner, text, sizeof(text));
+		if (!err)
+			err = ivm_kernel_read(g->layout, w->jiffies, &jiffies,
+					      sizeof(jiffies));
+		ivm_boot_watch_look(w, !err && !memcmp(text, w->banner_text,
+						       sizeof(text)), jiffies);
+		ivm_error_destroy(err);
 	}
 }
 
@@ -129,6 +174,8 @@ const char *ivm_boot_end_reason(unsigned int end)
 		return "the guest shut down";
 	case IVM_BOOT_GONE:
 		return "the guest went away";
+	case IVM_BOOT_CHANGED:
+		return "the guest's kernel is not the boot opened (a reboot unannounced)";
 	default:
 		return "the guest's boot ended";
 	}
@@ -138,6 +185,6 @@ bool ivm_boot_watch_new_boot(const struct ivm_boot_watch *w)
 {
 	unsigned int seen = ivm_boot_watch_seen(w);
 
-	return (seen & IVM_BOOT_RESET) &&
+	return (seen & (IVM_BOOT_RESET | IVM_BOOT_CHANGED)) &&
 	       !(seen & (IVM_BOOT_GONE | IVM_BOOT_SHUTDOWN));
 }

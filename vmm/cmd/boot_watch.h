@@ -9,10 +9,13 @@
  * (destroyed, killed, crashed).  The watch learns it from the monitor's
  * events (QMP's RESET, GUEST_PANICKED, SHUTDOWN; under libvirt its reboot
  * and lifecycle events, named alike, and DOMAIN_STOPPED when QEMU exited),
- * from the monitor closing, and from the guest kernel's own panic_cpu
+ * from the monitor closing, from the guest kernel's own panic_cpu
  * (set by panic() before anything else; a guest without a pvpanic device
  * sends no event when it panics, and one that does not reboot after a
- * panic sends nothing at all).
+ * panic sends nothing at all), and from the kernel itself: once a
+ * second its linux_banner must still be where it was, and its jiffies_64
+ * must not go back (a reboot whose event was lost, libvirtd being down
+ * then, shows either as a moved banner or as jiffies that start again).
  *
  * Invariants:
  *  - what the watch saw only grows: a boot that ended never goes on;
@@ -39,7 +42,11 @@ enum ivm_boot_end {
 	IVM_BOOT_PANIC = 1u << 1,	/* the kernel panicked */
 	IVM_BOOT_SHUTDOWN = 1u << 2,	/* the guest is going down */
 	IVM_BOOT_GONE = 1u << 3,	/* QEMU exited, the monitor closed */
+	IVM_BOOT_CHANGED = 1u << 4,	/* the kernel is not the one opened */
 };
+
+/* Looks in a row that must find the kernel changed before it is said. */
+#define IVM_BOOT_CHANGED_LOOKS 2
 
 struct ivm_boot_watch {
 	_Atomic unsigned int seen;	/* enum ivm_boot_end bits */
@@ -47,7 +54,11 @@ struct ivm_boot_watch {
 	/* Run's thread only: */
 	struct ivm_guest *guest;	/* attached to, or NULL */
 	uint64_t panic_cpu;		/* its run-time address, 0 unknown */
-	uint64_t next_drain_ns, next_panic_ns;
+	uint64_t banner, jiffies;	/* run-time addresses, 0 unknown */
+	char banner_text[32];		/* its first bytes, as opened */
+	uint64_t last_jiffies;
+	unsigned int strikes;		/* looks in a row that found a change */
+	uint64_t next_drain_ns, next_look_ns;
 };
 
 /* A fresh boot: nothing seen.  Fine on a zeroed struct, attached or not. */
@@ -73,6 +84,15 @@ void ivm_boot_watch_detach(struct ivm_boot_watch *w);
  * panic_cpu (at most once a second).  Cheap to call every loop.
  */
 void ivm_boot_watch_poll(struct ivm_boot_watch *w, uint64_t now);
+
+/*
+ * One look at the kernel (what ivm_boot_watch_poll reads once a second):
+ * whether its banner was read and is the same, and jiffies_64 as read.
+ * IVM_BOOT_CHANGED_LOOKS looks in a row with the banner gone or jiffies
+ * behind the last ones seen end the boot.  For tests on recorded looks.
+ */
+void ivm_boot_watch_look(struct ivm_boot_watch *w, bool banner_same,
+			 uint64_t jiffies);
 
 /* The bits seen so far, and the first (0: the boot goes on). */
 unsigned int ivm_boot_watch_seen(const struct ivm_boot_watch *w);

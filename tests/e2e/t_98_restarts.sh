@@ -1,0 +1,189 @@
+# e2e-timeout: 900
+# A continuous run (`profile --window`) follows one guest through four
+# boots: a reboot (a new KASLR offset), `virsh destroy` and a start with
+# another kernel (Debian 11's 5.10: other symbols, BTF and layout), QEMU
+# killed by SIGKILL and a start with the suite's kernel again.  Every
+# window is whole, names the kernel and kaslr_offset of the boot it was
+# taken in (read by the guest itself from /proc/kallsyms), the windows go
+# boot by boot, the last window of each boot says why it ended
+# (end_reason) and the first of the next what came before (after), and
+# no window mixes two boots (its to-idle stacks switch away in
+# __schedule, as read with its own boot's offset and symbols).
+#
+# Restarts the shared guest: it ends as it began (the suite's domain.xml,
+# kernel and workload), also when the test fails, for t_99.
+case $IVM_WORKLOAD in
+lockstorm*) ;;
+*) echo "skip: needs lockstorm, guest runs $IVM_WORKLOAD"; exit 0 ;;
+esac
+IVM_PROG=t98
+. images/lib.sh
+bullseye_env=${IVM_BULLSEYE_ENV:-$IVM_BUILD/guest-bullseye/image.env}
+if [ ! -f "$bullseye_env" ]; then
+	echo "skip: no $bullseye_env (IVM_GUEST_SUITE=bullseye images/build-image)"
+	exit 77
+fi
+
+dir=$IVM_RUNDIR/t98
+rm -rf "$dir" "$IVM_RUNDIR"/t98-*.xml
+log=$IVM_RUNDIR/t98.log
+xml=$IVM_RUNDIR/domain.xml
+pid=""
+restored=0
+
+# boot XML: start the domain from XML; wait for its workload.
+boot() {
+	: >"$IVM_CONSOLE_LOG"
+	ivm_virsh create "$1" >/dev/null || fail "virsh create $1 failed"
+	ivm_wait_ready "$IVM_CONSOLE_LOG" 300 "$(ivm_domain_qemu_pid "$IVM_DOMAIN")" >/dev/null ||
+		fail "the guest did not boot from $1"
+}
+
+cleanup() {
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	if [ "$restored" = 0 ]; then
+		# Back to the suite's guest, whatever state this left it in.
+		ivm_domain_destroy "$IVM_DOMAIN"
+		: >"$IVM_CONSOLE_LOG"
+		ivm_virsh create "$xml" >/dev/null &&
+			ivm_wait_ready "$IVM_CONSOLE_LOG" 300 >/dev/null
+	fi
+	rm -f "$IVM_RUNDIR"/t98-*.xml
+	true
+}
+trap cleanup EXIT
+
+# kaslr: this boot's KASLR offset as the guest sees it (_text's place).
+kaslr() {
+	local text
+	text=$(guest_sh 'grep " _text$" /proc/kallsyms' | awk '{ print $1 }')
+	[ -n "$text" ] || fail "no _text in the guest's /proc/kallsyms"
+	printf '0x%x\n' $((0x$text - 0xffffffff81000000))
+}
+
+# wait_back N: wait until idlevm said N times that the guest is back,
+# and a window of that boot is whole (one more window was started).
+wait_back() {
+	local n0
+	until [ "$(grep -c 'the guest is back after' "$log")" -ge "$1" ]; do
+		kill -0 "$pid" 2>/dev/null || fail "idlevm ended: $(cat "$log")"
+		sleep 0.5
+	done
+	# The boot's first window has its file by now (flushed each second).
+	sleep 2
+	n0=$(ls "$dir"/*.prof 2>/dev/null | wc -l)
+	until [ "$(ls "$dir"/*.prof 2>/dev/null | wc -l)" -gt "$n0" ]; do
+		kill -0 "$pid" 2>/dev/null || fail "idlevm ended: $(cat "$log")"
+		sleep 0.5
+	done
+}
+
+# The suite's guest as a domain that reboots rather than stops.
+sed 's|<on_reboot>destroy</on_reboot>|<on_reboot>restart</on_reboot>|' "$xml" \
+	>"$IVM_RUNDIR/t98-reboot.xml"
+grep -q '<on_reboot>restart' "$IVM_RUNDIR/t98-reboot.xml" || fail "no on_reboot in $xml"
+# ... and on Debian 11's kernel.
+(
+	ivm_image_env "$bullseye_env"
+	sed -e "s|<kernel>.*</kernel>|<kernel>$IVM_KERNEL</kernel>|" \
+	    -e "s|<initrd>.*</initrd>|<initrd>$IVM_INITRD</initrd>|" "$xml"
+) >"$IVM_RUNDIR/t98-bullseye.xml" || fail "no bullseye domain XML"
+kver_b=$(. "$bullseye_env" && echo "$IVM_KVER")
+
+ivm_domain_destroy "$IVM_DOMAIN"
+boot "$IVM_RUNDIR/t98-reboot.xml"
+k1=$(kaslr)
+"$idlevm" profile --domain "$IVM_DOMAIN" --window 8 --output-dir "$dir" \
+	--no-pprof -D 1200 >"$log" 2>&1 &
+pid=$!
+until [ "$(ls "$dir"/*.prof 2>/dev/null | wc -l)" -ge 2 ]; do
+	kill -0 "$pid" 2>/dev/null || fail "idlevm ended: $(cat "$log")"
+	sleep 0.5
+done
+
+# 1. A reboot.
+n0=$(grep -a -c '^IDLEVM-READY ' "$IVM_CONSOLE_LOG")
+guest_sh 'reboot -f' >/dev/null 2>&1
+end=$((SECONDS + 300))
+until [ "$(grep -a -c '^IDLEVM-READY ' "$IVM_CONSOLE_LOG")" -gt "$n0" ]; do
+	[ $SECONDS -lt $end ] || fail "the guest did not come back from its reboot"
+	sleep 0.5
+done
+k2=$(kaslr)
+wait_back 1
+
+# 2. Destroyed, started on another kernel.
+ivm_domain_destroy "$IVM_DOMAIN"
+boot "$IVM_RUNDIR/t98-bullseye.xml"
+k3=$(kaslr)
+assert_eq "$(guest_sh 'uname -r')" "$kver_b" "kernel of the third boot"
+wait_back 2
+
+# 3. QEMU killed, started as the suite's guest again.
+qpid=$(ivm_domain_qemu_pid "$IVM_DOMAIN")
+[ -n "$qpid" ] || fail "no QEMU pid"
+kill -KILL "$qpid"
+for i in $(seq 1 100); do
+	[ -d "/proc/$qpid" ] || break
+	sleep 0.2
+done
+ivm_domain_destroy "$IVM_DOMAIN"	# libvirt may still list it
+boot "$xml"
+restored=1
+k4=$(kaslr)
+wait_back 3
+kill -INT "$pid"
+wait "$pid" || fail "idlevm failed: $(cat "$log")"
+pid=""
+grep -E "ended, whole|is back|waiting for|stopped" "$log"
+echo "boots: kaslr $k1, $k2 (reboot), $k3 ($kver_b), $k4"
+
+# What it said on stderr.
+grep -q "^idlevm: the guest rebooted: window .* ended, whole" "$log" ||
+	fail "no word of the reboot"
+assert_eq "$(grep -c "^idlevm: the guest went away: window .* ended, whole" "$log")" 2 \
+	"boots that ended with their QEMU"
+assert_eq "$(grep -c "^idlevm: the guest is back after" "$log")" 3 "boots followed"
+
+# Every window: whole, and of one boot: the boots start at the windows
+# that say what came before ("after"), and each window names its boot's
+# kernel and offset.
+want=("$IVM_KVER $k1" "$IVM_KVER $k2" "$kver_b $k3" "$IVM_KVER $k4")
+[ "$k1" = "$k2" ] && echo "note: the reboot drew the same KASLR offset ($k1): it happens"
+i=-1
+last=""
+for prof in "$dir"/*.prof; do
+	name=$(basename "$prof" .prof)
+	"$idlevm" report -n 1 "$prof" >"$dir/$name.txt" 2>"$dir/$name.err" ||
+		fail "report of $name failed: $(cat "$dir/$name.err")"
+	grep -q "cut short\|skipped" "$dir/$name.err" &&
+		fail "$name is not whole: $(cat "$dir/$name.err")"
+	meta() { sed -n "s/^  $1: //p" "$dir/$2.txt" | head -n 1; }
+	after=$(meta after "$name")
+	if [ "$i" -lt 0 ] || [ -n "$after" ]; then
+		i=$((i + 1))
+		# The window before says why its boot ended, this one names it.
+		if [ -n "$last" ]; then
+			echo "$after" | grep -q "the window before: $last.prof" ||
+				fail "$name, first of boot $((i + 1)), does not name $last: $after"
+			meta end_reason "$last" | grep -q "^the guest \(rebooted\|went away\)" ||
+				fail "$last, last of boot $i, says no end_reason"
+		fi
+	fi
+	[ "$i" -lt 4 ] || fail "$name: more boots than 4"
+	b="$(meta kernel "$name") $(meta kaslr_offset "$name")"
+	assert_eq "$b" "${want[$i]}" "$name's kernel and kaslr_offset (boot $((i + 1)))"
+	# Its kernel frames are this boot's: a to-idle task's stack shows
+	# the switch away from it, which a stack read with another boot's
+	# offset or symbols would not.
+	stacks=$("$idlevm" report -f folded -K to_idle "$prof" 2>/dev/null)
+	n=$(echo "$stacks" | awk 'NF { n += $NF } END { print n + 0 }')
+	s=$(echo "$stacks" | awk '/__schedule/ { n += $NF } END { print n + 0 }')
+	echo "$name: boot $((i + 1)) ($b), to_idle $n (__schedule in $s)${after:+, after: $after}"
+	if [ "$n" -gt 0 ]; then
+		awk -v n="$n" -v s="$s" 'BEGIN { exit !(s * 10 >= n * 9) }' ||
+			fail "$name: only $s of $n to-idle stacks switch away in __schedule"
+	fi
+	last=$name
+done
+assert_eq "$((i + 1))" 4 "boots the windows went through"
