@@ -1622,7 +1622,9 @@ int ivm_cmd_profile(int argc, char **argv)
 			}
 			if (r->waiting) {
 				running++;
-				if (r->g && ivm_mono_ns() + 100000000ull < wake)
+				if (stop_requested)
+					wake = ivm_mono_ns();	/* ended next */
+				else if (r->g && ivm_mono_ns() + 100000000ull < wake)
 					wake = ivm_mono_ns() + 100000000ull;
 				else if (!r->g && r->retry_at < wake)
 					wake = r->retry_at;
