@@ -1,8 +1,10 @@
 # e2e-timeout: 900
-# A continuous run (`profile --window`) follows one guest through four
-# boots: a reboot (a new KASLR offset), `virsh destroy` and a start with
-# another kernel (Debian 11's 5.10: other symbols, BTF and layout), QEMU
-# killed by SIGKILL and a start with the suite's kernel again.  Every
+# A continuous run (`profile --window`) follows one guest through five
+# boots: a reboot (a new KASLR offset), a pause (the same boot: the
+# window goes on), a kernel panic and `virsh reset`, `virsh destroy` and a
+# start with another kernel (Debian 11's 5.10: other symbols, BTF and
+# layout), QEMU killed by SIGKILL and a start with the suite's kernel
+# again.  Every
 # window is whole, names the kernel and kaslr_offset of the boot it was
 # taken in (read by the guest itself from /proc/kallsyms), the windows go
 # boot by boot, the last window of each boot says why it ended
@@ -112,14 +114,41 @@ done
 k2=$(kaslr)
 wait_back 1
 
-# 2. Destroyed, started on another kernel.
-ivm_domain_destroy "$IVM_DOMAIN"
-boot "$IVM_RUNDIR/t98-bullseye.xml"
+# A pause is no new boot: the window goes on, and says the guest was not
+# running.
+ended=$(grep -c "ended, whole" "$log")
+ivm_virsh suspend "$IVM_DOMAIN" >/dev/null || fail "virsh suspend failed"
+until "$idlevm" report -n 1 "$(ls "$dir"/*.prof | tail -n 1)" 2>/dev/null |
+	grep -q "the guest was not running for"; do
+	kill -0 "$pid" 2>/dev/null || fail "idlevm ended: $(cat "$log")"
+	sleep 0.5
+done
+ivm_virsh resume "$IVM_DOMAIN" >/dev/null || fail "virsh resume failed"
+assert_eq "$(grep -c "ended, whole" "$log")" "$ended" "windows ended by the pause"
+
+# 2. A kernel panic (no pvpanic device, the kernel does not reboot by
+# itself), then a reset.
+n0=$(grep -a -c '^IDLEVM-READY ' "$IVM_CONSOLE_LOG")
+guest_sh 'echo c >/proc/sysrq-trigger' 30 >/dev/null 2>&1
+wait_for_output "$log" "^idlevm: the guest's kernel panicked: window .* ended, whole" "$pid" ||
+	fail "no word of the panic: $(cat "$log")"
+ivm_virsh reset "$IVM_DOMAIN" >/dev/null || fail "virsh reset failed"
+end=$((SECONDS + 300))
+until [ "$(grep -a -c '^IDLEVM-READY ' "$IVM_CONSOLE_LOG")" -gt "$n0" ]; do
+	[ $SECONDS -lt $end ] || fail "the guest did not come back from its reset"
+	sleep 0.5
+done
 k3=$(kaslr)
-assert_eq "$(guest_sh 'uname -r')" "$kver_b" "kernel of the third boot"
 wait_back 2
 
-# 3. QEMU killed, started as the suite's guest again.
+# 3. Destroyed, started on another kernel.
+ivm_domain_destroy "$IVM_DOMAIN"
+boot "$IVM_RUNDIR/t98-bullseye.xml"
+k4=$(kaslr)
+assert_eq "$(guest_sh 'uname -r')" "$kver_b" "kernel of the fourth boot"
+wait_back 3
+
+# 4. QEMU killed, started as the suite's guest again.
 qpid=$(ivm_domain_qemu_pid "$IVM_DOMAIN")
 [ -n "$qpid" ] || fail "no QEMU pid"
 kill -KILL "$qpid"
@@ -130,25 +159,27 @@ done
 ivm_domain_destroy "$IVM_DOMAIN"	# libvirt may still list it
 boot "$xml"
 restored=1
-k4=$(kaslr)
-wait_back 3
+k5=$(kaslr)
+wait_back 4
 kill -INT "$pid"
 wait "$pid" || fail "idlevm failed: $(cat "$log")"
 pid=""
 grep -E "ended, whole|is back|waiting for|stopped" "$log"
-echo "boots: kaslr $k1, $k2 (reboot), $k3 ($kver_b), $k4"
+echo "boots: kaslr $k1, $k2 (reboot), $k3 (panic, reset), $k4 ($kver_b), $k5"
 
 # What it said on stderr.
 grep -q "^idlevm: the guest rebooted: window .* ended, whole" "$log" ||
 	fail "no word of the reboot"
 assert_eq "$(grep -c "^idlevm: the guest went away: window .* ended, whole" "$log")" 2 \
 	"boots that ended with their QEMU"
-assert_eq "$(grep -c "^idlevm: the guest is back after" "$log")" 3 "boots followed"
+grep -q "^idlevm: the guest's kernel panicked: window .* ended, whole; .*(waiting for a reset)" "$log" ||
+	fail "no word of waiting for a reset after the panic"
+assert_eq "$(grep -c "^idlevm: the guest is back after" "$log")" 4 "boots followed"
 
 # Every window: whole, and of one boot: the boots start at the windows
 # that say what came before ("after"), and each window names its boot's
 # kernel and offset.
-want=("$IVM_KVER $k1" "$IVM_KVER $k2" "$kver_b $k3" "$IVM_KVER $k4")
+want=("$IVM_KVER $k1" "$IVM_KVER $k2" "$IVM_KVER $k3" "$kver_b $k4" "$IVM_KVER $k5")
 [ "$k1" = "$k2" ] && echo "note: the reboot drew the same KASLR offset ($k1): it happens"
 i=-1
 last=""
@@ -166,11 +197,11 @@ for prof in "$dir"/*.prof; do
 		if [ -n "$last" ]; then
 			echo "$after" | grep -q "the window before: $last.prof" ||
 				fail "$name, first of boot $((i + 1)), does not name $last: $after"
-			meta end_reason "$last" | grep -q "^the guest \(rebooted\|went away\)" ||
+			meta end_reason "$last" | grep -q "^the guest\('s kernel panicked\| rebooted\| went away\)" ||
 				fail "$last, last of boot $i, says no end_reason"
 		fi
 	fi
-	[ "$i" -lt 4 ] || fail "$name: more boots than 4"
+	[ "$i" -lt 5 ] || fail "$name: more boots than 5"
 	b="$(meta kernel "$name") $(meta kaslr_offset "$name")"
 	assert_eq "$b" "${want[$i]}" "$name's kernel and kaslr_offset (boot $((i + 1)))"
 	# Its kernel frames are this boot's: a to-idle task's stack shows
@@ -186,4 +217,7 @@ for prof in "$dir"/*.prof; do
 	fi
 	last=$name
 done
-assert_eq "$((i + 1))" 4 "boots the windows went through"
+assert_eq "$((i + 1))" 5 "boots the windows went through"
+# The pause is in a window of the second boot.
+grep -l "the guest was not running for" "$dir"/*.txt >/dev/null ||
+	fail "no window says the guest was paused"
