@@ -1009,6 +1009,7 @@ static void run_resume(struct guest_run *r, const struct profile_opts *o,
 	err = run_attach(r, o);
 	if (!err) {
 		r->waiting = false;
+		r->waited = false;	/* stepped at once, not by old descriptors */
 		ivm_profiler_set_realtime(r->pr, rt);
 		who(o, r);
 		fprintf(stderr, "the guest is back after %.1f s: kernel %s, kaslr_offset 0x%" PRIx64 ", window %s\n",
