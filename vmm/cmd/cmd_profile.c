@@ -910,8 +910,15 @@ static bool follows(const struct guest_run *r, const struct profile_opts *o,
 	unsigned int seen = ivm_boot_watch_seen(&r->boot);
 	enum ivm_qmp_lifecycle state = r->g && r->g->qmp ?
 		ivm_qmp_lifecycle_cached(r->g->qmp) : IVM_QMP_GONE;
+	/*
+	 * QEMU's end may reach the profiler first (a read of its memory
+	 * that finds no process), before libvirt's event: its process is
+	 * the fact.
+	 */
 	bool gone = (seen & (IVM_BOOT_GONE | IVM_BOOT_SHUTDOWN)) ||
-		    state == IVM_QMP_GONE || state == IVM_QMP_SHUTDOWN;
+		    state == IVM_QMP_GONE || state == IVM_QMP_SHUTDOWN ||
+		    !r->g || (r->g->qemu_pid > 0 &&
+			      kill(r->g->qemu_pid, 0) && errno == ESRCH);
 
 	if (o->cfg.window_s <= 0 || r->end_err || stop_requested ||
 	    (o->end_ns && ivm_mono_ns() >= o->end_ns))
