@@ -66,7 +66,7 @@ GUEST_BINS := $(BUILD)/idlevm-helper $(BUILD)/guest/lockstorm-fp \
 	$(BUILD)/guest/labelset $(BUILD)/guest/labelset-dyn \
 	$(BUILD)/guest/labelset-pie $(BUILD)/guest/hostile
 
-.PHONY: all deps deps-demo check unit fuzz-replay e2e e2e-demo e2e-kernels e2e-web01 web01 fuzz fuzz-long \
+.PHONY: all deps deps-demo check unit fuzz-replay e2e e2e-demo image-bullseye e2e-kernels e2e-web01 web01 fuzz fuzz-long \
 	mutate-long bench \
 	asan demo image clean \
 	guest workloads-check asan-check FORCE
@@ -264,6 +264,11 @@ workloads-check: $(BUILD)/guest/lockstorm-fp $(BUILD)/guest/lockstorm-nofp
 image: guest
 	@BUILD=$(BUILD) images/build-image
 
+# The demo guest's image with Debian 11's kernel too: t_98 restarts the
+# guest into it (a kernel change across boots).
+image-bullseye: guest
+	@BUILD=$(BUILD) IVM_GUEST_SUITE=bullseye images/build-image
+
 # The web01 guest: a Debian 12 server image with the helper installed from
 # its package (images/build-web01; cached, rebuilt when an input changes).
 web01: image deb-helper
@@ -272,13 +277,13 @@ web01: image deb-helper
 # Both test guests, then the demo guest on the other kernels, one after
 # the other (two TCG guests at once would share the two cores); fails if
 # any suite failed.
-e2e: all image web01 $(BUILD)/tests/core-mutate
+e2e: all image image-bullseye web01 $(BUILD)/tests/core-mutate
 	@BUILD=$(BUILD) tests/e2e/run; demo=$$?; \
 	BUILD=$(BUILD) IVM_E2E_GUEST=web01 tests/e2e/run; web01=$$?; \
 	$(MAKE) --no-print-directory e2e-kernels; kernels=$$?; \
 	[ $$demo = 0 ] && [ $$web01 = 0 ] && [ $$kernels = 0 ]
 
-e2e-demo: all image $(BUILD)/tests/core-mutate
+e2e-demo: all image image-bullseye $(BUILD)/tests/core-mutate
 	@BUILD=$(BUILD) tests/e2e/run
 
 # The demo guest on the other guest kernels people run: Debian 11's 5.10
