@@ -899,10 +899,13 @@ static struct ivm_error *run_end(struct guest_run *r,
 
 /*
  * Whether r's run, which its profiler ended, follows the guest to its
- * next boot rather than ending: a continuous run (--window) whose guest's
- * boot ended (not a stop, the duration or an error).  With --all-domains
- * only while the machine is there (a reset, a panic): a domain that went
- * away is joined again by the scan once it runs.
+ * next boot rather than ending: a continuous run (--window) that was not
+ * stopped, out of time or failed, so the guest's boot ended (a reset, a
+ * panic, a shutdown, QEMU gone: whichever saw it first, the watch, the
+ * monitor or a read of QEMU's memory that found no process, QEMU maybe
+ * still a zombie then).  With --all-domains only while the machine is
+ * there (a reset, a panic): a domain that went away is joined again by
+ * the scan once it runs.
  */
 static bool follows(const struct guest_run *r, const struct profile_opts *o,
 		    bool all_domains)
@@ -910,22 +913,15 @@ static bool follows(const struct guest_run *r, const struct profile_opts *o,
 	unsigned int seen = ivm_boot_watch_seen(&r->boot);
 	enum ivm_qmp_lifecycle state = r->g && r->g->qmp ?
 		ivm_qmp_lifecycle_cached(r->g->qmp) : IVM_QMP_GONE;
-	/*
-	 * QEMU's end may reach the profiler first (a read of its memory
-	 * that finds no process), before libvirt's event: its process is
-	 * the fact.
-	 */
-	bool gone = (seen & (IVM_BOOT_GONE | IVM_BOOT_SHUTDOWN)) ||
-		    state == IVM_QMP_GONE || state == IVM_QMP_SHUTDOWN ||
-		    !r->g || (r->g->qemu_pid > 0 &&
-			      kill(r->g->qemu_pid, 0) && errno == ESRCH);
 
 	if (o->cfg.window_s <= 0 || r->end_err || stop_requested ||
 	    (o->end_ns && ivm_mono_ns() >= o->end_ns))
 		return false;
-	if (!seen && !gone)
-		return false;
-	return !all_domains || !gone;
+	if (!all_domains)
+		return true;
+	return (seen & (IVM_BOOT_RESET | IVM_BOOT_PANIC | IVM_BOOT_CHANGED)) &&
+	       !(seen & (IVM_BOOT_GONE | IVM_BOOT_SHUTDOWN)) &&
+	       state != IVM_QMP_GONE && state != IVM_QMP_SHUTDOWN;
 }
 
 /*
