@@ -5,7 +5,8 @@
 #     t_62): the per-thread to-idle and from-idle splits hold within t_62's
 #     bounds; the closing line says what share was watched (under 90%:
 #     unbudgeted, lockstorm costs several times 2% of a core here); the
-#     text report and the pprof say the figures are estimated, and agree.
+#     text report and the pprof say the figures are estimated, and agree
+#     within 1% (each rounds its stacks' scaled counts).
 #  2. A continuous run keeps to 1% by default: two windows, each whole,
 #     estimated, its pprof's totals the report's.
 # idlevm's CPU against the budget is printed, not asserted (a timing:
@@ -48,10 +49,16 @@ pb=$IVM_RUNDIR/t62b.pb.gz
 "$idlevm" report -f pprof -o "$pb" "$prof" 2>/dev/null || fail "pprof report failed"
 go tool pprof -comments "$pb" 2>/dev/null | grep -q 'counts: estimated' ||
 	fail "the pprof does not say its values are estimated"
+# The same estimate, each stack rounded on its own (the pprof's stacks
+# are split further, by their cause labels): within 1%.
+close() {
+	awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 0.01 * b + 2) }' ||
+		fail "$3: $1 against $2"
+}
 i=1
 for kind in to_idle from_idle on_cpu; do
 	i=$((i + 1))
-	assert_eq "$(pprof_total "$pb" "$kind")" "$(echo "$t" | cut -d' ' -f$i)" "pprof $kind total"
+	close "$(pprof_total "$pb" "$kind")" "$(echo "$t" | cut -d' ' -f$i)" "pprof $kind total"
 done
 
 # 2. The continuous default: 1% of a core.
@@ -69,7 +76,7 @@ for prof in "$dir"/*.prof; do
 	echo "$text" | grep -q '^  estimated: the guest was watched' ||
 		fail "$prof does not say its counts are estimated"
 	t=$(echo "$text" | sed -n 's/^  samples: [0-9]* (to_idle \([0-9]*\), from_idle \([0-9]*\), on_cpu \([0-9]*\))$/\1/p')
-	assert_eq "$(pprof_total "${prof%.prof}.pb.gz" to_idle)" "$t" "$(basename "$prof") pprof to_idle total"
+	close "$(pprof_total "${prof%.prof}.pb.gz" to_idle)" "$t" "$(basename "$prof") pprof to_idle total"
 done
 rm -f "$dir.err"
 assert_eq "$n" 2 "windows"
