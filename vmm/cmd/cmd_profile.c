@@ -19,20 +19,15 @@
 
 #include "access/libvirt_domain.h"
 #include "base/clock.h"
-#include "cmd/boot_watch.h"
 #include "cmd/commands.h"
-#include "cmd/window_run.h"
-#include "profile/capture_pin.h"
-#include "kernel/guest.h"
-#include "profile/profiler.h"
-#include "access/tcg_env.h"
+#include "cmd/profile_runs.h"
 
-static volatile sig_atomic_t stop_requested;
+volatile sig_atomic_t profile_stop_requested;
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	stop_requested = 1;
+	profile_stop_requested = 1;
 }
 
 static void profile_usage(FILE *out)
@@ -137,79 +132,6 @@ IVM_GUEST_USAGE
 		(double)IVM_SWITCH_INTERVAL_DEFAULT_NS / 1e6, IVM_LABELS_MAX);
 }
 
-/*
- * What each --label read: values, "?" (and why the last one was); guest:
- * the guest's name before each line when a run has several, or NULL.
- */
-static void print_label_stats(const struct ivm_label_spec *labels, size_t n,
-			      const struct ivm_profiler_result *res,
-			      const char *guest)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		const struct ivm_label_stats *st = &res->labels[i];
-		uint64_t all = st->read + st->unreadable;
-
-		fprintf(stderr,
-			"idlevm: %s%slabel %s: %" PRIu64 " samples with a value, %"
-			PRIu64 " unreadable ('?', %.1f%%)%s%s, %" PRIu64
-			" samples of processes without %s\n",
-			guest ? guest : "", guest ? ": " : "",
-			labels[i].key, st->read, st->unreadable,
-			all ? 100.0 * (double)st->unreadable / (double)all : 0.0,
-			res->label_why[i] ? ": the last because " : "",
-			res->label_why[i] ? res->label_why[i] : "",
-			st->absent, labels[i].symbol);
-	}
-}
-
-static double mean_ms(uint64_t total_ns, uint64_t n)
-{
-	return n ? (double)total_ns / 1e6 / (double)n : 0;
-}
-
-/*
- * What the helper did in the guest for this profile, as the helper counted
- * it (protocol 2), else as idlevm asked for it: the cost of watching.
- */
-static void print_footprint(const struct ivm_profiler_result *res)
-{
-	const struct ivm_helper_stats *hs = &res->helper;
-	uint64_t req = 0, wake = 0, holds = 0, hold_ns = 0, pins = 0, hp = 0,
-		 pin_ns = 0, ends = 0, late = 0, rt = 0;
-	double el = res->elapsed_s > 0 ? res->elapsed_s : 1;
-
-	if (!hs->nr) {
-		fprintf(stderr,
-			"helper footprint (asked by idlevm; this helper does not count): %" PRIu64
-			" requests (%.1f/s), %" PRIu64 " holds, %" PRIu64
-			" pins\n",
-			res->pin.requests, res->pin.requests / el,
-			res->pin.holds, res->pin.pins);
-		return;
-	}
-	ivm_helper_stats_get(hs, "requests", &req);
-	ivm_helper_stats_get(hs, "wakeups", &wake);
-	ivm_helper_stats_get(hs, "holds", &holds);
-	ivm_helper_stats_get(hs, "hold_ns", &hold_ns);
-	ivm_helper_stats_get(hs, "pins", &pins);
-	ivm_helper_stats_get(hs, "held_pins", &hp);
-	ivm_helper_stats_get(hs, "held_pin_ns", &pin_ns);
-	ivm_helper_stats_get(hs, "lease_ends", &ends);
-	ivm_helper_stats_get(hs, "late_holds", &late);
-	ivm_helper_stats_get(hs, "refused_rt", &rt);
-	fprintf(stderr,
-		"helper footprint: %" PRIu64 " requests (%.1f/s), %"
-		PRIu64 " wakeups of its loop; %" PRIu64
-		" holds spinning %.1f ms in all (%.2f%% of one vCPU), %" PRIu64
-		" pins keeping threads %.1f ms in all; %" PRIu64
-		" holds ended by their lease, %" PRIu64 " too late to pin, %"
-		PRIu64 " real-time targets not pinned\n",
-		req, req / el, wake, holds, hold_ns / 1e6,
-		hold_ns / 1e7 / el, pins + hp, pin_ns / 1e6, ends, late, rt);
-}
-
 /* "123", "64K", "10M", "2G" (powers of 1024). */
 static bool parse_size(const char *s, uint64_t *ret)
 {
@@ -252,803 +174,8 @@ static bool parse_double(const char *s, double *ret)
 	return *s && !*end && *ret >= 0;
 }
 
-/* Guests one run profiles at most. */
-#define MAX_GUESTS 64
 /* How often --all-domains looks for domains that started. */
 #define SCAN_NS 5000000000ull
-
-enum regs_source { REGS_AUTO, REGS_MEMORY, REGS_MONITOR };
-
-/* What every guest's run shares: the command line. */
-struct profile_opts {
-	struct ivm_profiler_config cfg;	/* each run copies it */
-	struct ivm_guest_options gopts;	/* --connect, --qmp, --vmlinux */
-	bool auto_source;
-	enum regs_source regs;
-	const char *helper_socket;
-	unsigned int pin_lease_us;
-	enum ivm_pin_policy pin_policy;
-	bool no_readahead;	/* --no-readahead */
-	struct ivm_window_dir_config wcfg;	/* dir: a file per guest */
-	bool window_pprof;
-	const char *output;		/* no dir: the one guest's file */
-	uint64_t end_ns;		/* -D: the run's end; 0 none */
-	bool several;			/* say which guest each line is of */
-};
-
-/* One guest's run. */
-struct guest_run {
-	char *name;			/* the domain (or QMP socket) */
-	struct ivm_guest *g;
-	struct ivm_tcg_env *tcg_env;
-	struct ivm_pin_capture *pin;
-	struct ivm_profiler_config cfg;
-	struct ivm_window_run windows;
-	struct ivm_profiler_result res;
-	struct ivm_profiler *pr;
-	bool running;
-	bool busy;			/* in its step (maybe waiting for its helper) */
-	bool ended;			/* its step said the run is over */
-	struct ivm_error *end_err;	/* and why, if an error */
-	uint64_t attach_ns;		/* CPU time opening the guest took */
-	/* The loop's last wait: whether it was in it, and its descriptors. */
-	bool waited;
-	size_t fd_first, nr_fds;
-	struct ivm_boot_watch boot;	/* whether the boot profiled goes on */
-	/*
-	 * Between two boots of the guest (a continuous run follows it): no
-	 * profiler, the guest opened again at retry_at until its kernel is
-	 * usable.  g stays open (a panicked kernel) until a reset says a new
-	 * boot is under way.
-	 */
-	bool waiting;
-	uint64_t waiting_since, retry_at, retry_ns;
-	uint64_t partial_since;		/* opened, some vCPU without a CPU yet */
-	char last_try[256];		/* what the last try said */
-	char after[256];		/* the next window's "after" metadata */
-};
-
-/* The runs of this process, for serve_others(). */
-static struct guest_run *all_runs;
-static size_t *nr_all_runs;
-
-/* CPU time of this thread (one thread runs every guest). */
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * One step of r's run; a run that ends is left for the loop to close.
- * A boot that ended ends the run before the step: nothing of the next
- * boot goes into its file.
- */
-static void step_run(struct guest_run *r)
-{
-	struct ivm_error *err;
-	unsigned int end;
-
-	r->busy = true;
-	ivm_boot_watch_poll(&r->boot, ivm_mono_ns());
-	end = ivm_boot_watch_first(&r->boot);
-	if (end)
-		ivm_profiler_end(r->pr, ivm_boot_end_reason(end));
-	if (!ivm_profiler_step(r->pr, stop_requested, &err)) {
-		r->ended = true;
-		r->end_err = err;
-	}
-	r->busy = false;
-}
-
-/* Whether r can be stepped now (running, not over, not in a step). */
-static bool steppable(const struct guest_run *r)
-{
-	return r->running && !r->ended && !r->busy;
-}
-
-/*
- * Whether a step of r is due after a wait on fds, where r's descriptors
- * were fds[first, first + n): one of them is ready, or its wake time has
- * come, or a stop was asked.  The others are not stepped: a wakeup for one
- * guest's event costs nothing for the other guests (ivm_profiler_wake_at()
- * is when a step is due at the latest).
- */
-static bool step_due(const struct guest_run *r, const struct pollfd *fds,
-		     size_t first, size_t n, uint64_t now)
-{
-	size_t i;
-
-	if (stop_requested || now >= ivm_profiler_wake_at(r->pr))
-		return true;
-	for (i = first; i < first + n; i++)
-		if (fds[i].revents)
-			return true;
-	return false;
-}
-
-/*
- * A guest's helper round trip (tens of ms under TCG) waits here rather
- * than in poll(): meanwhile the other guests' events are served, as if
- * each had the thread to itself, except that their captures make no
- * round trip of their own (unpinned reads, counted as skipped pins): one
- * pin in flight per process, so this guest's reply is taken as soon as it
- * comes, while its leases hold.  A guest in a step is never stepped again
- * before that step ends.  The CPU time the others take is lent: not the
- * waiting guest's cost.
- */
-static int serve_others(void *ctx, int fd, uint64_t deadline_ns)
-{
-	struct guest_run *me = ctx;
-	struct pollfd fds[4 * IVM_PROFILER_MAX_POLLFDS];
-	size_t first[MAX_GUESTS], count[MAX_GUESTS];
-	uint64_t lent = 0;
-	int ret;
-
-	for (;;) {
-		uint64_t now = ivm_mono_ns(), wake = deadline_ns;
-		struct timespec ts;
-		size_t n = 1, i;
-		int r;
-
-		fds[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
-		for (i = 0; i < *nr_all_runs; i++) {
-			struct guest_run *o = &all_runs[i];
-
-			first[i] = n;
-			count[i] = 0;
-			if (o == me || !steppable(o))
-				continue;
-			count[i] = ivm_profiler_pollfds(o->pr, fds + n,
-							sizeof(fds) / sizeof(fds[0]) - n);
-			n += count[i];
-			if (ivm_profiler_wake_at(o->pr) < wake)
-				wake = ivm_profiler_wake_at(o->pr);
-		}
-		if (now >= deadline_ns) {
-			ret = 0;
-			break;
-		}
-		ts.tv_sec = wake > now ? (time_t)((wake - now) / 1000000000ull) : 0;
-		ts.tv_nsec = wake > now ? (long)((wake - now) % 1000000000ull) : 0;
-		r = ppoll(fds, (nfds_t)n, &ts, NULL);
-		if (r < 0 && errno != EINTR) {
-			ret = -1;
-			break;
-		}
-		if (r > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-			ret = 1;
-			break;
-		}
-		now = ivm_mono_ns();
-		for (i = 0; i < *nr_all_runs; i++) {
-			struct guest_run *o = &all_runs[i];
-			uint64_t cpu0;
-
-			if (o == me || !steppable(o) ||
-			    !step_due(o, fds, first[i], count[i], now))
-				continue;
-			/*
-			 * No round trip of theirs meanwhile: their steps stay
-			 * short, and this guest's reply is taken while its
-			 * leases hold (one pin in flight per process).
-			 */
-			if (o->pin)
-				ivm_pin_capture_pause(o->pin, true);
-			cpu0 = thread_cpu_ns();
-			step_run(o);
-			lent += thread_cpu_ns() - cpu0;
-			if (o->pin)
-				ivm_pin_capture_pause(o->pin, false);
-		}
-	}
-	ivm_profiler_lend_cpu(me->pr, lent);
-	return ret;
-}
-
-/* "idlevm: " or "idlevm: NAME: " before a guest's lines. */
-static void who(const struct profile_opts *o, const struct guest_run *r)
-{
-	if (o->several)
-		fprintf(stderr, "idlevm: %s: ", r->name);
-	else
-		fprintf(stderr, "idlevm: ");
-}
-
-/*
- * Where the loop's time went (stage_clock.h), and per recorded sample:
- * what a user weighs against the profile's worth.
- */
-static void print_stages(const struct profile_opts *o, const struct guest_run *r)
-{
-	const struct ivm_profiler_result *res = &r->res;
-	uint64_t all = 0, kept = 0;
-	int i;
-
-	for (i = 0; i < IVM_STAGE_NR; i++)
-		all += res->stage_ns[i];
-	for (i = 0; i < IVM_SAMPLE_NR_KINDS; i++)
-		kept += res->kept[i];
-	if (!all)
-		return;
-	who(o, r);
-	fprintf(stderr, "time by stage:");
-	for (i = 0; i < IVM_STAGE_NR; i++)
-		fprintf(stderr, " %s %.0f%%", ivm_stage_name(i),
-			100.0 * (double)res->stage_ns[i] / (double)all);
-	if (kept)
-		fprintf(stderr, "; %.1f us of host CPU per sample recorded",
-			(double)res->cpu_ns / 1e3 / (double)kept);
-	fputc('\n', stderr);
-}
-
-/* Free what run_attach made (not the profiler, which finish frees). */
-static void run_release(struct guest_run *r)
-{
-	ivm_boot_watch_detach(&r->boot);
-	/* Before the guest: closing the channel ends any lease left. */
-	ivm_pin_capture_destroy(r->pin);
-	ivm_tcg_env_destroy(r->tcg_env);
-	ivm_guest_close(r->g);
-	r->pin = NULL;
-	r->tcg_env = NULL;
-	r->g = NULL;
-}
-
-/* How long a guest whose vCPUs are not all its kernel's CPUs yet may stay so. */
-#define PARTIAL_NS 20000000000ull
-
-/*
- * A guest opened again after a boot ended: usable once every vCPU is one
- * of its kernel's CPUs (the kernel has brought them all up), or after
- * PARTIAL_NS of being found otherwise (a guest that runs with CPUs
- * offline).  A kernel caught earlier in its boot has half its per-CPU
- * state unset.
- */
-static struct ivm_error *booted_enough(struct guest_run *r)
-{
-	uint64_t now = ivm_mono_ns();
-	size_t i;
-
-	for (i = 0; i < r->g->nr_vcpus; i++)
-		if (r->g->vcpus[i].cpu < 0)
-			break;
-	if (i == r->g->nr_vcpus)
-		return NULL;
-	if (!r->partial_since)
-		r->partial_since = now;
-	if (now - r->partial_since >= PARTIAL_NS)
-		return NULL;
-	return ivm_error_create(IVM_ERROR_NOT_FOUND,
-				"vCPU %zu is none of kernel %s's CPUs yet (still booting)",
-				i, r->g->release);
-}
-
-/*
- * Open the guest and start profiling it: its registers' source, the
- * helper for pin captures, its file (or next window), its profiler.  On
- * error, what it opened is left for run_release.
- */
-static struct ivm_error *run_attach(struct guest_run *r,
-				    const struct profile_opts *o)
-{
-	struct ivm_guest_options gopts = o->gopts;
-	struct ivm_profile_writer *writer;
-	struct ivm_error *err;
-	bool kvm = false;
-
-	r->attach_ns = thread_cpu_ns();
-	r->cfg = o->cfg;
-	if (!o->gopts.qmp_path)
-		gopts.domain = r->name;
-	err = ivm_guest_open(&gopts, &r->g);
-	if (!err && r->waiting)
-		err = booted_enough(r);
-	if (err)
-		return err;
-	kvm = r->g->kvm;
-	/*
-	 * The host scheduler's events on the vCPU threads mark every halt
-	 * and wakeup, under TCG and KVM alike (kvm_exit adds the exit reason
-	 * on KVM); without a usable tracefs, the profiler polls the threads
-	 * instead and says so.
-	 */
-	if (o->auto_source) {
-		r->cfg.idle_source = IVM_IDLE_SOURCE_SCHED;
-		r->cfg.source_fallback = true;
-	}
-	err = NULL;
-	if (o->regs == REGS_MEMORY && kvm)
-		err = ivm_error_create(IVM_ERROR_INVALID,
-				       "--registers memory needs a guest under TCG, and %s runs on KVM",
-				       r->g->name);
-	else if (o->regs != REGS_MONITOR && !kvm)
-		err = ivm_tcg_env_locate(r->g->qemu_pid, r->g->qmp, &r->tcg_env);
-	if (err && o->regs == REGS_MEMORY)
-		return err;
-	if (err) {
-		/* Slower, but it works: say so and go on. */
-		who(o, r);
-		fprintf(stderr, "warning: registers through the monitor (%s)\n",
-			ivm_error_string(err));
-		ivm_error_destroy(err);
-	}
-	r->cfg.tcg_env = r->tcg_env;
-	if (r->cfg.capture_mode == IVM_CAPTURE_MODE_PIN) {
-		/*
-		 * Pin needs the helper: one HELLO within a short timeout
-		 * says whether it is there.  Without it, go on optimistic,
-		 * saying why; a profiler that refused to run would help
-		 * nobody, and the mode is printed below.
-		 */
-		err = ivm_pin_capture_create(r->g, o->helper_socket,
-					     gopts.qmp_path,
-					     IVM_PIN_TIMEOUT_DEFAULT_MS,
-					     o->pin_lease_us, &r->pin);
-		if (err) {
-			who(o, r);
-			fprintf(stderr, "warning: no pin capture (%s), capturing optimistic\n",
-				ivm_error_string(err));
-			ivm_error_destroy(err);
-			r->cfg.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC;
-		} else {
-			ivm_pin_capture_set_policy(r->pin, o->pin_policy);
-			/* One thread for all: others go on during round trips. */
-			if (o->several)
-				ivm_pin_capture_set_wait(r->pin, serve_others, r);
-		}
-		r->cfg.pin = r->pin;
-	} else if (r->cfg.capture_mode == IVM_CAPTURE_MODE_OPTIMISTIC &&
-		   !o->no_readahead) {
-		/*
-		 * No pinning, but a helper that answers can still read the
-		 * CFI the guest lacks into its page cache (pages of a
-		 * server's .eh_frame that no process ever touched), so that
-		 * later stacks unwind whole.  No helper: quietly without.
-		 */
-		err = ivm_pin_capture_create(r->g, o->helper_socket,
-					     gopts.qmp_path,
-					     IVM_PIN_TIMEOUT_DEFAULT_MS,
-					     o->pin_lease_us, &r->pin);
-		if (err) {
-			ivm_error_destroy(err);
-			r->pin = NULL;
-		} else if (o->several) {
-			ivm_pin_capture_set_wait(r->pin, serve_others, r);
-		}
-		r->cfg.pin = r->pin;
-	}
-	if (o->wcfg.dir) {
-		/* A whole profile per window (or per run), in the directory. */
-		struct ivm_window_dir_config wcfg = o->wcfg;
-
-		wcfg.name = r->g->name;
-		err = r->windows.dir ? NULL :
-		      ivm_window_run_init(&r->windows, &wcfg, o->window_pprof);
-		if (!err)
-			err = ivm_window_run_open(&r->windows, &writer);
-		if (!err && r->cfg.window_s > 0) {
-			r->cfg.next_window = ivm_window_run_next;
-			r->cfg.window_ctx = &r->windows;
-		}
-	} else {
-		err = ivm_profile_writer_create(o->output, &writer);
-	}
-	if (err)
-		return err;
-	/* A window after a boot ended says so, and which window was before. */
-	if (r->after[0]) {
-		err = ivm_profile_write_meta(writer, "after", r->after);
-		if (err) {
-			ivm_profile_writer_destroy(writer);
-			return err;
-		}
-	}
-	/* -D is the run's: a guest found later gets what is left of it. */
-	if (o->end_ns) {
-		uint64_t now = ivm_mono_ns();
-
-		r->cfg.duration_s = o->end_ns > now ?
-				    (double)(o->end_ns - now) / 1e9 : 0.001;
-	}
-	who(o, r);
-	fprintf(stderr,
-		"profiling %s (kernel %s, %zu vCPUs, %s): idle source %s%s%s, capture %s, registers from %s, %g Hz on-CPU, writing %s\n",
-		r->g->name, r->g->release, r->g->nr_vcpus,
-		r->g->kvm ? "KVM" : "TCG",
-		ivm_idle_source_name(r->cfg.idle_source),
-		r->g->kvm && r->cfg.idle_source == IVM_IDLE_SOURCE_SCHED ?
-			" with kvm HLT exits and wakeups" : "",
-		r->cfg.source_fallback ? " (thread if tracefs is not usable)" : "",
-		ivm_capture_mode_name(r->cfg.capture_mode),
-		r->tcg_env ? "qemu memory" : "the monitor",
-		r->cfg.frequency_hz,
-		o->wcfg.dir ? r->windows.path : o->output);
-	r->attach_ns = thread_cpu_ns() - r->attach_ns;
-	err = ivm_profiler_start(r->g, &r->cfg, writer, &r->res, &r->pr);
-	if (err)
-		return err;
-	ivm_boot_watch_attach(&r->boot, r->g);
-	r->running = true;
-	return NULL;
-}
-
-/* Start profiling a guest (domain, or NULL: the --qmp socket). */
-static struct ivm_error *run_start(struct guest_run *r,
-				   const struct profile_opts *o,
-				   const char *domain)
-{
-	memset(r, 0, sizeof(*r));
-	r->name = strdup(domain ? domain : o->gopts.qmp_path);
-	if (!r->name)
-		return &ivm_enomem;
-	return run_attach(r, o);
-}
-
-/* What a guest's run did, on stderr, as its closing lines. */
-static void run_summary(const struct profile_opts *o,
-			const struct guest_run *r)
-{
-	const struct ivm_profiler_result *res = &r->res;
-
-	who(o, r);
-	fprintf(stderr,
-		"stopped after %.1f s (%s): %" PRIu64 " to_idle, %" PRIu64
-		" from_idle, %" PRIu64 " on_cpu samples; discarded %" PRIu64
-		" (target ran during the read) + %" PRIu64
-		" (target runnable); lost %" PRIu64
-		" (capture busy) + %" PRIu64 " (target missed); %" PRIu64
-		" idle periods too short to see\n",
-		res->elapsed_s, res->end_reason, res->kept[IVM_SAMPLE_TO_IDLE],
-		res->kept[IVM_SAMPLE_FROM_IDLE], res->kept[IVM_SAMPLE_ON_CPU],
-		res->outcomes[IVM_CAPTURE_DISCARDED_RAN],
-		res->outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE],
-		res->dispatch.lost_busy, res->dispatch.lost_missed,
-		res->dispatch.missed_idle);
-	print_label_stats(r->cfg.labels, r->cfg.nr_labels, res,
-			  o->several ? r->name : NULL);
-	if (res->paused_s) {
-		who(o, r);
-		fprintf(stderr,
-			"the guest was not running for %" PRIu64
-			" s of the run (paused, or stopped by QEMU: `idlevm info` says which): no samples then\n",
-			res->paused_s);
-	}
-	who(o, r);
-	fprintf(stderr,
-		"targets read from their saved frame: %" PRIu64
-		" kept, %" PRIu64 " discarded\n",
-		res->blocked_outcomes[IVM_CAPTURE_KEPT],
-		res->blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
-		res->blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE]);
-	if (res->objects.objects) {
-		who(o, r);
-		fprintf(stderr,
-			"user objects: %zu, unwound by the CFI the guest holds: %zu; CFI rows: %"
-			PRIu64 " looked up, %" PRIu64
-			" read from the file's page cache (not the process's page tables), %"
-			PRIu64 " whose bytes the guest did not hold\n",
-			res->objects.objects, res->objects.with_image,
-			res->objects.row_lookups,
-			res->objects.row_page_cache +
-			res->objects.row_other_mapping,
-			res->objects.row_faults);
-	}
-	if ((res->to_idle_resolved || res->to_idle_unresolved) &&
-	    res->idle_source != IVM_IDLE_SOURCE_SCHED) {
-		who(o, r);
-		fprintf(stderr,
-			"to-idle targets the poll could not be sure of: %" PRIu64
-			" found in guest memory (%" PRIu64
-			" not the task last seen, %" PRIu64
-			" in idle periods between two polls), %" PRIu64
-			" not found\n",
-			res->to_idle_resolved, res->to_idle_retargeted,
-			res->dispatch.unseen_to_idle, res->to_idle_unresolved);
-	}
-	who(o, r);
-	fprintf(stderr,
-		"idle source %s: %" PRIu64 " idle periods seen (%" PRIu64
-		" ended, recorded), %" PRIu64
-		" came and went unseen (%" PRIu64
-		" rebuilt from the guest scheduler's stamps, %" PRIu64
-		" of them with no start: hidden by a second run of their to-idle thread); %" PRIu64
-		" vCPU-thread sleeps (%" PRIu64
-		" idle, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
-		" trace records read, %" PRIu64 " trace events lost%s\n",
-		ivm_idle_source_name(res->idle_source), res->idle.periods_seen,
-		res->periods_written, res->idle.unseen_periods,
-		res->idle.recovered_periods, res->periods_no_start,
-		res->idle.host_sleeps,
-		res->idle.host_sleeps_idle, res->idle.host_sleeps_busy,
-		res->trace_records, res->idle.lost_events,
-		res->realtime ? "; waited at real-time priority" : "");
-	if (res->idle.host_sleeps_idle) {
-		const struct ivm_idle_stats *is = &res->idle;
-		char looks[160];
-
-		/*
-		 * Late looks miss the idle periods shorter than their
-		 * delay: say so, and what helps, when there are many.
-		 */
-		ivm_idle_looks_text(is, looks, sizeof(looks));
-		who(o, r);
-		fprintf(stderr, "%s%s\n", looks,
-			is->halt_looked_late * 100 >=
-			IVM_IDLE_LOOK_LATE_HINT_PCT * is->host_sleeps_idle &&
-			!res->realtime ?
-			"; idle periods shorter than the delay came and went unseen: on a busy host, --realtime looks sooner, at a cost to the guest's latency" :
-			"");
-	}
-	if (r->cfg.capture_mode == IVM_CAPTURE_MODE_PIN) {
-		who(o, r);
-		fprintf(stderr,
-			"pin: %" PRIu64 " pinned, %" PRIu64
-			" held only, %" PRIu64 " unneeded, %" PRIu64
-			" running (not pinned), %" PRIu64
-			" read again (asleep again), %" PRIu64
-			" skipped, %" PRIu64
-			" refused, %" PRIu64 " ran before the pin, %" PRIu64
-			" lease expired, %" PRIu64 " unanswered in time, %" PRIu64
-			" pin_failed (helper lost), %"
-			PRIu64 " unpinned after it; mean round trips: hold+pin %.2f ms, unpin+release %.2f ms\n",
-			res->pin.ok, res->pin.hold_only, res->pin.unneeded,
-			res->pin.running, res->pin.reread, res->pin.skipped,
-			res->pin.refused, res->pin.ran_before_pin,
-			res->pin.lease_expired, res->pin.timed_out,
-			res->pin.failed, res->pin.unpinned,
-			mean_ms(res->pin.pin_ns, res->pin.ok +
-						 res->pin.hold_only +
-						 res->pin.refused),
-			mean_ms(res->pin.restore_ns, res->pin.ok +
-						     res->pin.hold_only));
-		who(o, r);
-		print_footprint(res);
-	}
-	if (res->pin.readaheads || res->pin.readahead_failed) {
-		who(o, r);
-		fprintf(stderr,
-			"CFI the guest did not hold, read into its page cache by the helper: %"
-			PRIu64 " files, %.1f KiB, %.0f ms; %" PRIu64
-			" refused or failed\n",
-			res->pin.readaheads,
-			(double)res->pin.readahead_bytes / 1024,
-			(double)res->pin.readahead_ns / 1e6,
-			res->pin.readahead_failed);
-	}
-	if (r->cfg.switch_every) {
-		const struct ivm_switch_sampler_stats *ss = &res->switches;
-
-		who(o, r);
-		fprintf(stderr,
-			"switch sampling every %u switches: %" PRIu64
-			" threads watched (%" PRIu64 " met, %" PRIu64
-			" gone, %" PRIu64 " past the cap); %" PRIu64
-			" crossings, %" PRIu64 " samples kept, %" PRIu64
-			" discarded (the thread ran during the read), %" PRIu64
-			" capture failed; %" PRIu64 " looks, %.1f us each (max %.1f us), %" PRIu64
-			" sweeps of the task lists (%" PRIu64 " cut short)\n",
-			r->cfg.switch_every, ss->watched, ss->threads_met,
-			ss->gone, ss->unwatched, ss->crossings,
-			res->kept[IVM_SAMPLE_SWITCH], ss->discarded,
-			ss->capture_failed, ss->looks,
-			ss->looks ? (double)ss->look_ns / 1e3 /
-				    (double)ss->looks : 0.0,
-			(double)ss->look_max_ns / 1e3, ss->sweeps,
-			ss->sweeps_truncated);
-	}
-	who(o, r);
-	fprintf(stderr, "host CPU %.2f s over %.1f s (%.1f%% of a core), and %.2f s opening the guest\n",
-		(double)res->cpu_ns / 1e9, res->elapsed_s,
-		res->elapsed_s > 0 ?
-		100.0 * (double)res->cpu_ns / 1e9 / res->elapsed_s : 0,
-		(double)r->attach_ns / 1e9);
-	if (r->cfg.cpu_budget > 0) {
-		who(o, r);
-		fprintf(stderr, "CPU budget %g%% of a core: the guest was watched %.1f s of %.1f s (%.1f%%, %" PRIu64 " of %" PRIu64 " slices); reports scale counts by %.2f\n",
-			r->cfg.cpu_budget, (double)res->watched_ns / 1e9,
-			res->elapsed_s,
-			res->elapsed_s > 0 ? 100.0 * (double)res->watched_ns /
-					     1e9 / res->elapsed_s : 0,
-			res->watched_slices, res->slices,
-			res->watched_ns ? res->elapsed_s * 1e9 /
-					  (double)res->watched_ns : 0);
-	}
-	print_stages(o, r);
-	if (o->wcfg.dir) {
-		who(o, r);
-		fprintf(stderr, "%u windows in %s (%u pprof made, %u failed); %zu old windows removed by --keep\n",
-			r->windows.windows, o->wcfg.dir, r->windows.pprofs,
-			r->windows.pprof_failures, r->windows.pruned);
-	}
-}
-
-/*
- * End a guest's run: its file's END record (its last window's pprof),
- * the closing lines, the guest closed.  Returns err, or the error of
- * writing the file's end.
- */
-static struct ivm_error *run_end(struct guest_run *r,
-				 const struct profile_opts *o,
-				 struct ivm_error *err)
-{
-	struct ivm_error *ferr = ivm_profiler_finish(r->pr);
-
-	r->pr = NULL;
-	r->running = false;
-	r->ended = false;
-	run_release(r);
-	if (o->wcfg.dir) {
-		/* The last window is whole now (or cut short by an error). */
-		ivm_window_run_finished(&r->windows);
-		ivm_window_run_deinit(&r->windows);
-	}
-	run_summary(o, r);
-	if (err) {
-		ivm_error_destroy(ferr);
-		return err;
-	}
-	return ferr;
-}
-
-/* How often a guest between two boots is opened again, at most. */
-#define RETRY_FIRST_NS 1000000000ull
-#define RETRY_MAX_NS 5000000000ull
-
-/*
- * Whether r's run, which its profiler ended, follows the guest to its
- * next boot rather than ending: a continuous run (--window) that was not
- * stopped, out of time or failed, so the guest's boot ended (a reset, a
- * panic, a shutdown, QEMU gone: whichever saw it first, the watch, the
- * monitor or a read of QEMU's memory that found no process, QEMU maybe
- * still a zombie then).  With --all-domains only while the machine is
- * there (a reset, a panic): a domain that went away is joined again by
- * the scan once it runs.
- */
-static bool follows(const struct guest_run *r, const struct profile_opts *o,
-		    bool all_domains)
-{
-	unsigned int seen = ivm_boot_watch_seen(&r->boot);
-	enum ivm_qmp_lifecycle state = r->g && r->g->qmp ?
-		ivm_qmp_lifecycle_cached(r->g->qmp) : IVM_QMP_GONE;
-
-	if (o->cfg.window_s <= 0 || r->end_err || stop_requested ||
-	    (o->end_ns && ivm_mono_ns() >= o->end_ns))
-		return false;
-	if (!all_domains)
-		return true;
-	return (seen & (IVM_BOOT_RESET | IVM_BOOT_PANIC | IVM_BOOT_CHANGED)) &&
-	       !(seen & (IVM_BOOT_GONE | IVM_BOOT_SHUTDOWN)) &&
-	       state != IVM_QMP_GONE && state != IVM_QMP_SHUTDOWN;
-}
-
-/*
- * r's boot ended and its run follows the guest: the window ends whole
- * (its pprof made, the closing lines for this boot said), the guest is
- * closed (a panicked one kept until a reset), and run_resume opens it
- * again.  Returns the error of writing the window's end, if any.
- */
-static struct ivm_error *run_between(struct guest_run *r,
-				     const struct profile_opts *o)
-{
-	struct ivm_error *ferr = ivm_profiler_finish(r->pr);
-	unsigned int seen = ivm_boot_watch_seen(&r->boot);
-	char *last = r->windows.path ? strdup(r->windows.path) : NULL;
-	const char *base = last && strrchr(last, '/') ?
-			   strrchr(last, '/') + 1 : last;
-	struct tm tm;
-	time_t t = time(NULL);
-	char when[32];
-
-	r->pr = NULL;
-	r->running = false;
-	r->ended = false;
-	if (seen == IVM_BOOT_PANIC && r->g && r->g->qmp &&
-	    ivm_qmp_lifecycle_cached(r->g->qmp) != IVM_QMP_GONE) {
-		/* The panicked kernel stays until a reset: keep watching. */
-		ivm_pin_capture_destroy(r->pin);
-		ivm_tcg_env_destroy(r->tcg_env);
-		r->pin = NULL;
-		r->tcg_env = NULL;
-	} else {
-		run_release(r);
-	}
-	ivm_window_run_finished(&r->windows);
-	run_summary(o, r);
-	gmtime_r(&t, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(r->after, sizeof(r->after), "%s at %s; the window before: %s",
-		 r->res.end_reason, when, base ? base : "none");
-	who(o, r);
-	fprintf(stderr, "%s: window %s ended, whole; following the guest to its next boot%s\n",
-		r->res.end_reason, base ? base : "(none)",
-		r->g ? " (waiting for a reset)" : "");
-	free(last);
-	r->waiting = true;
-	r->waiting_since = ivm_mono_ns();
-	r->retry_ns = RETRY_FIRST_NS;
-	r->retry_at = r->waiting_since + r->retry_ns;
-	r->partial_since = 0;
-	r->last_try[0] = '\0';
-	return ferr;
-}
-
-/* A run waiting for its guest's next boot ends there (stop, -D). */
-static void run_stop_waiting(struct guest_run *r, const struct profile_opts *o)
-{
-	run_release(r);
-	r->waiting = false;
-	ivm_window_run_deinit(&r->windows);
-	who(o, r);
-	fprintf(stderr, "stopped while waiting %.1f s for the guest's next boot; %u windows in %s\n",
-		(double)(ivm_mono_ns() - r->waiting_since) / 1e9,
-		r->windows.windows, o->wcfg.dir);
-}
-
-/*
- * A run between two boots, at its retry time: a panicked kernel kept
- * open is let go once a reset (or the end of QEMU) was seen; then the
- * guest is opened again, and profiled from a new window once its kernel
- * is usable.  Each new reason to wait is said once.
- */
-static void run_resume(struct guest_run *r, const struct profile_opts *o,
-		       bool rt)
-{
-	uint64_t now = ivm_mono_ns();
-	struct ivm_error *err;
-
-	if (r->g) {
-		ivm_boot_watch_poll(&r->boot, now);
-		if (!(ivm_boot_watch_seen(&r->boot) &
-		      (IVM_BOOT_RESET | IVM_BOOT_GONE | IVM_BOOT_SHUTDOWN)))
-			return;
-		run_release(r);
-		r->retry_at = now;
-	}
-	if (now < r->retry_at)
-		return;
-	err = run_attach(r, o);
-	if (!err) {
-		r->waiting = false;
-		r->waited = false;	/* stepped at once, not by old descriptors */
-		ivm_profiler_set_realtime(r->pr, rt);
-		who(o, r);
-		fprintf(stderr, "the guest is back after %.1f s: kernel %s, kaslr_offset 0x%" PRIx64 ", window %s\n",
-			(double)(ivm_mono_ns() - r->waiting_since) / 1e9,
-			r->g->release, ivm_kernel_layout_slide(r->g->layout),
-			r->windows.path ? r->windows.path : "?");
-		return;
-	}
-	if (strcmp(r->last_try, ivm_error_string(err))) {
-		snprintf(r->last_try, sizeof(r->last_try), "%s",
-			 ivm_error_string(err));
-		who(o, r);
-		fprintf(stderr, "waiting for the guest's next kernel: %s (trying again, every %llu s at most)\n",
-			r->last_try, RETRY_MAX_NS / 1000000000ull);
-	}
-	ivm_error_destroy(err);
-	run_release(r);
-	/* The writer of a window that could not start was removed. */
-	ivm_window_run_finished(&r->windows);
-	r->retry_ns = r->retry_ns * 2 > RETRY_MAX_NS ? RETRY_MAX_NS :
-		      r->retry_ns * 2;
-	r->retry_at = ivm_mono_ns() + r->retry_ns;
-}
-
-/* Whether a run of this domain is going on (or waits for its next boot). */
-static bool profiling(const struct guest_run *runs, size_t nr,
-		      const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < nr; i++)
-		if ((runs[i].running || runs[i].waiting) &&
-		    !strcmp(runs[i].name, name))
-			return true;
-	return false;
-}
 
 /* How long a domain that could not be profiled waits to be tried again. */
 #define RETRY_NS 15000000000ull
@@ -1084,7 +211,7 @@ static void scan_domains(struct guest_run *runs, size_t *nr,
 		struct guest_run *r;
 
 		if ((glob && fnmatch(glob, names[i], 0)) ||
-		    profiling(runs, *nr, names[i]) ||
+		    guest_runs_profile(runs, *nr, names[i]) ||
 		    strlen(names[i]) >= sizeof(ny->name))
 			continue;
 		for (k = 0; k < *nr_later && !ny; k++)
@@ -1110,7 +237,7 @@ static void scan_domains(struct guest_run *runs, size_t *nr,
 		r = &runs[k];
 		if (k < *nr)
 			free(r->name);
-		err = run_start(r, o, names[i]);
+		err = guest_run_start(r, o, names[i]);
 		if (!err) {
 			if (k == *nr)
 				(*nr)++;
@@ -1125,7 +252,7 @@ static void scan_domains(struct guest_run *runs, size_t *nr,
 				names[i], ivm_error_string(err),
 				RETRY_NS / 1000000000ull);
 		ivm_error_destroy(err);
-		run_release(r);
+		guest_run_release(r);
 		ivm_window_run_deinit(&r->windows);
 		free(r->name);
 		r->name = NULL;
@@ -1539,14 +666,14 @@ int ivm_cmd_profile(int argc, char **argv)
 			glob ? " matching " : "", glob ? glob : "");
 	} else {
 		for (i = 0; i < (nr_domains ? nr_domains : 1); i++) {
-			err = run_start(&runs[nr_runs], &o,
+			err = guest_run_start(&runs[nr_runs], &o,
 					nr_domains ? domains[i] : NULL);
 			if (!err) {
 				nr_runs++;
 				continue;
 			}
 			if (!o.several) {
-				run_release(&runs[0]);
+				guest_run_release(&runs[0]);
 				ivm_window_run_deinit(&runs[0].windows);
 				free(runs[0].name);
 				return ivm_error_report(err);
@@ -1555,7 +682,7 @@ int ivm_cmd_profile(int argc, char **argv)
 			fprintf(stderr, "idlevm: %s: %s\n", domains[i],
 				ivm_error_string(err));
 			ivm_error_destroy(err);
-			run_release(&runs[nr_runs]);
+			guest_run_release(&runs[nr_runs]);
 			ivm_window_run_deinit(&runs[nr_runs].windows);
 			free(runs[nr_runs].name);
 		}
@@ -1577,13 +704,13 @@ int ivm_cmd_profile(int argc, char **argv)
 		ivm_profiler_set_realtime(runs[i].pr, rt);
 
 	/* The loop: every guest's events and polls in one wait. */
-	all_runs = runs;
-	nr_all_runs = &nr_runs;
+	profile_all_runs = runs;
+	profile_nr_all_runs = &nr_runs;
 	for (;;) {
 		uint64_t now = ivm_mono_ns(), wake = now + 1000000000ull;
 		size_t nr_fds = 0, running = 0;
 
-		if (all_domains && !stop_requested &&
+		if (all_domains && !profile_stop_requested &&
 		    (!o.end_ns || now < o.end_ns) && now >= next_scan) {
 			scan_domains(runs, &nr_runs, &o, glob, later,
 				     &nr_later, rt);
@@ -1595,30 +722,30 @@ int ivm_cmd_profile(int argc, char **argv)
 
 			if (!r->waiting)
 				;
-			else if (stop_requested ||
+			else if (profile_stop_requested ||
 				 (o.end_ns && ivm_mono_ns() >= o.end_ns))
-				run_stop_waiting(r, &o);
+				guest_run_stop_waiting(r, &o);
 			else
-				run_resume(r, &o, rt);
+				guest_run_resume(r, &o, rt);
 		}
 		for (i = 0; i < nr_runs; i++) {
 			struct guest_run *r = &runs[i];
 
 			/* One new since the last wait is stepped at once. */
-			if (steppable(r) &&
-			    (!r->waited || step_due(r, fds, r->fd_first,
+			if (guest_run_steppable(r) &&
+			    (!r->waited || guest_run_step_due(r, fds, r->fd_first,
 						    r->nr_fds, ivm_mono_ns())))
-				step_run(r);
+				guest_run_step(r);
 		}
 		for (i = 0; i < nr_runs; i++) {
 			struct guest_run *r = &runs[i];
 
 			if (r->running && r->ended &&
-			    follows(r, &o, all_domains)) {
+			    guest_run_follows(r, &o, all_domains)) {
 				/* Its boot is over; the run waits for the next. */
-				err = run_between(r, &o);
+				err = guest_run_between(r, &o);
 				if (err) {
-					who(&o, r);
+					guest_run_who(&o, r);
 					fprintf(stderr, "%s\n", ivm_error_string(err));
 					ivm_error_destroy(err);
 					err = NULL;
@@ -1626,7 +753,7 @@ int ivm_cmd_profile(int argc, char **argv)
 			}
 			if (r->waiting) {
 				running++;
-				if (stop_requested)
+				if (profile_stop_requested)
 					wake = ivm_mono_ns();	/* ended next */
 				else if (r->g && ivm_mono_ns() + 100000000ull < wake)
 					wake = ivm_mono_ns() + 100000000ull;
@@ -1636,7 +763,7 @@ int ivm_cmd_profile(int argc, char **argv)
 			}
 			if (r->running && r->ended) {
 				/* This guest's run is over; the others go on. */
-				err = run_end(r, &o, r->end_err);
+				err = guest_run_end(r, &o, r->end_err);
 				r->end_err = NULL;
 				if (err && o.several) {
 					fprintf(stderr, "idlevm: %s: %s\n",
@@ -1659,7 +786,7 @@ int ivm_cmd_profile(int argc, char **argv)
 			if (ivm_profiler_wake_at(r->pr) < wake)
 				wake = ivm_profiler_wake_at(r->pr);
 		}
-		if (stop_requested || (o.end_ns && ivm_mono_ns() >= o.end_ns)) {
+		if (profile_stop_requested || (o.end_ns && ivm_mono_ns() >= o.end_ns)) {
 			if (!running)
 				break;
 		} else if (!running && !all_domains) {
