@@ -375,11 +375,12 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 			ST("stamps_stale_walks"));
 	/*
 	 * A guest's process controls its stack, registers and CFI: the user
-	 * stacks it cut short, by why (capture.h ivm_capture_user_stats).
+	 * stacks it stopped early, by why (capture.h ivm_capture_user_stats).
+	 * Not "cut short": the report says that of a damaged file.
 	 */
 	if (ivm_idle_summary_has_stat(s, "user_stacks"))
 		fprintf(out,
-			"  user stacks: %" PRIu64 " unwound, cut short: unreadable %" PRIu64
+			"  user stacks: %" PRIu64 " unwound, stopped early: unreadable %" PRIu64
 			", frame cap %" PRIu64 ", no progress %" PRIu64
 			", CFI refused %" PRIu64 ", CFI not in memory %" PRIu64
 			"; not unwound: refused %" PRIu64 ", no address space %" PRIu64 "\n",
