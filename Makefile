@@ -291,7 +291,7 @@ e2e-demo: all image image-bullseye $(BUILD)/tests/core-mutate
 # kernel cache.  The tests of what differs between kernels: info, ps,
 # maps, stack, a profile against the guest's trace, labels.
 KERNEL_SUITES ?= bullseye trixie
-KERNEL_TESTS ?= t_00 t_20 t_30 t_43 t_45 t_52 t_62 t_63_labels_class
+KERNEL_TESTS ?= t_00 t_20 t_30 t_43 t_45 t_52 t_62_idle t_63_labels_class
 e2e-kernels: all
 	@rc=0; for s in $(KERNEL_SUITES); do \
 		BUILD=$(BUILD) IVM_GUEST_SUITE=$$s images/build-image || { rc=1; continue; }; \

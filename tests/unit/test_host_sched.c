@@ -289,7 +289,8 @@ static int on_record(void *ctx, const void *data, size_t size, int cpu,
  */
 Test(host_sched, live_waits_match_the_kernels_run_delay, .timeout = 30)
 {
-	const char *events[] = { "sched:sched_switch", "sched:sched_waking" };
+	/* The profiler's host side: sched_wakeup, the enqueue, where there is one. */
+	const char *events[] = { "sched:sched_switch", "sched:sched_wakeup" };
 	struct live l = { 0 };
 	struct ivm_trace_session *s;
 	const struct ivm_host_instead *in;
@@ -309,8 +310,8 @@ Test(host_sched, live_waits_match_the_kernels_run_delay, .timeout = 30)
 	CPU_SET(cpu < 0 ? 0 : cpu, &set);
 	cr_assert_eq(sched_setaffinity(0, sizeof(set), &set), 0);
 	err = ivm_sched_events_load(NULL, &l.ev);
-	if (!err && !ivm_sched_events_has_waking(l.ev))
-		events[1] = "sched:sched_wakeup";
+	if (!err && !ivm_sched_events_has_wakeup(l.ev))
+		events[1] = "sched:sched_waking";
 	if (!err)
 		err = ivm_trace_session_create(events, 2, &(pid_t){ l.tid }, 1,
 					       0, &s);

@@ -163,6 +163,11 @@ char *ivm_sched_wake_filter(const pid_t *tids, size_t n)
 	return pid_filter("", "pid", tids, n);
 }
 
+bool ivm_sched_events_has_wakeup(const struct ivm_sched_events *ev)
+{
+	return ev->wakeup_id >= 0;
+}
+
 bool ivm_sched_events_has_waking(const struct ivm_sched_events *ev)
 {
 	return ev->waking_id >= 0;

@@ -71,6 +71,9 @@ void ivm_sched_events_destroy(struct ivm_sched_events *ev);
  * then sched_wakeup: the first is enough, and each event traced costs the
  * waker a record and may wake the reader.
  */
+/* Whether sched_wakeup was parsed (the enqueue of a woken task). */
+bool ivm_sched_events_has_wakeup(const struct ivm_sched_events *ev);
+
 bool ivm_sched_events_has_waking(const struct ivm_sched_events *ev);
 
 /*
