@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * host_sched: what the host's scheduler did to each vCPU thread, from the
- * same sched_switch and sched_waking records that carry the idle signal
- * (sched_events.h): how long it waited on a host run queue while it had
+ * host_sched: what the host's scheduler did to each vCPU thread, from its
+ * sched_switch and sched_wakeup records (sched_events.h; sched_wakeup is
+ * the enqueue, where the kernel's run_delay starts; sched_waking where a
+ * kernel has no sched_wakeup): how long it waited on a host run queue while it had
  * work (steal: after a wakeup, the host's wake delay; after a preemption,
  * the time another host task took), which host tasks ran instead, and how
  * long it slept on the host (a guest halt, or QEMU's lock and I/O: the
