@@ -19,15 +19,6 @@
 struct guest_run *profile_all_runs;
 size_t *profile_nr_all_runs;
 
-/* CPU time of this thread (one thread runs every guest). */
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * One step of r's run; a run that ends is left for the loop to close.
  * A boot that ended ends the run before the step: nothing of the next
@@ -144,9 +135,9 @@ static int serve_others(void *ctx, int fd, uint64_t deadline_ns)
 			 */
 			if (o->pin)
 				ivm_pin_capture_pause(o->pin, true);
-			cpu0 = thread_cpu_ns();
+			cpu0 = ivm_thread_cpu_ns();
 			guest_run_step(o);
-			lent += thread_cpu_ns() - cpu0;
+			lent += ivm_thread_cpu_ns() - cpu0;
 			if (o->pin)
 				ivm_pin_capture_pause(o->pin, false);
 		}
@@ -210,7 +201,7 @@ static struct ivm_error *run_attach(struct guest_run *r,
 	struct ivm_error *err;
 	bool kvm = false;
 
-	r->attach_ns = thread_cpu_ns();
+	r->attach_ns = ivm_thread_cpu_ns();
 	r->cfg = o->cfg;
 	if (!o->gopts.qmp_path)
 		gopts.domain = r->name;
@@ -337,7 +328,7 @@ static struct ivm_error *run_attach(struct guest_run *r,
 		r->tcg_env ? "qemu memory" : "the monitor",
 		r->cfg.frequency_hz,
 		o->wcfg.dir ? r->windows.path : o->output);
-	r->attach_ns = thread_cpu_ns() - r->attach_ns;
+	r->attach_ns = ivm_thread_cpu_ns() - r->attach_ns;
 	err = ivm_profiler_start(r->g, &r->cfg, writer, &r->res, &r->pr);
 	if (err)
 		return err;

@@ -1255,15 +1255,6 @@ struct ivm_profiler {
 	bool end_asked;		/* ivm_profiler_end() */
 };
 
-/* CPU time of the calling thread, for what a guest's run costs the host. */
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * The loop thread's CPU clock at the end of the last step of any run.  A
  * step is charged everything since (one clock read, a system call, per
@@ -1276,7 +1267,7 @@ static _Thread_local uint64_t loop_cpu;
 
 void ivm_profiler_cpu_sync(void)
 {
-	loop_cpu = thread_cpu_ns();
+	loop_cpu = ivm_thread_cpu_ns();
 }
 
 /*
@@ -1306,7 +1297,7 @@ struct ivm_error *ivm_profiler_start(struct ivm_guest *guest,
 				     struct ivm_profiler_result *result,
 				     struct ivm_profiler **ret)
 {
-	uint64_t cpu0 = thread_cpu_ns();
+	uint64_t cpu0 = ivm_thread_cpu_ns();
 	struct ivm_profiler *pr;
 	struct ivm_error *err;
 
@@ -1337,7 +1328,7 @@ struct ivm_error *ivm_profiler_start(struct ivm_guest *guest,
 	if (config->window_s > 0 && config->next_window)
 		pr->p.window_end_ns = pr->p.start_ns +
 				      (uint64_t)(config->window_s * 1e9);
-	loop_cpu = thread_cpu_ns();
+	loop_cpu = ivm_thread_cpu_ns();
 	pr->cpu_ns = loop_cpu - cpu0;
 	result->cpu_ns = pr->cpu_ns;
 	/* Opening the run counts against its budget too. */
@@ -1452,7 +1443,7 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 	running = !p->gone;
 out:
 	ivm_stage_stop(&p->stages);
-	loop_cpu = thread_cpu_ns();
+	loop_cpu = ivm_thread_cpu_ns();
 	step_cpu = cpu0 && loop_cpu > cpu0 ? loop_cpu - cpu0 : 0;
 	step_cpu -= pr->cpu_lent < step_cpu ? pr->cpu_lent : step_cpu;
 	pr->cpu_lent = 0;
@@ -1506,7 +1497,7 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	struct profiler *p = &pr->p;
 	const struct ivm_profiler_config *config = p->cfg;
 	struct ivm_profiler_result *result = p->res;
-	uint64_t cpu0 = thread_cpu_ns();
+	uint64_t cpu0 = ivm_thread_cpu_ns();
 	struct ivm_stat stats[MAX_STATS];
 	struct ivm_error *ferr, *swerr = NULL;
 	size_t nr_stats;
@@ -1558,7 +1549,7 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 		swerr = ferr;
 	else
 		ivm_error_destroy(ferr);
-	loop_cpu = thread_cpu_ns();
+	loop_cpu = ivm_thread_cpu_ns();
 	pr->cpu_ns += loop_cpu - cpu0;
 	result->cpu_ns = pr->cpu_ns;
 	memcpy(result->stage_ns, p->stages.ns, sizeof(result->stage_ns));
