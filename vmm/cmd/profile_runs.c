@@ -135,7 +135,13 @@ static int serve_others(void *ctx, int fd, uint64_t deadline_ns)
 			 */
 			if (o->pin)
 				ivm_pin_capture_pause(o->pin, true);
+			/*
+			 * A step is charged the thread's CPU since the last
+			 * step ended (profiler.h): that of the waiting guest's
+			 * own step is none of o's.
+			 */
 			cpu0 = ivm_thread_cpu_ns();
+			ivm_profiler_cpu_sync();
 			guest_run_step(o);
 			lent += ivm_thread_cpu_ns() - cpu0;
 			if (o->pin)
