@@ -409,22 +409,53 @@ static struct ivm_error *refresh_if_due(struct ivm_last_ran *lr,
 /*
  * The candidates as read are stale (forks since their walk): walk again,
  * if the last walk is IVM_LAST_RAN_STALE_NS old, and read them again.
- * *again says whether it did; the lookup then starts over.
  */
 static struct ivm_error *rewalk_stale(struct ivm_last_ran *lr,
-				      uint64_t now_ns, bool *again)
+				      uint64_t now_ns)
 {
 	struct ivm_error *err;
 
-	*again = false;
 	if (!stale(lr) || now_ns - lr->refreshed_at < IVM_LAST_RAN_STALE_NS)
 		return NULL;
 	lr->stats.stale_walks++;
 	err = refresh(lr, now_ns);
 	if (!err)
 		err = read_all(lr);
-	*again = !err;
 	return err;
+}
+
+/* Every lookup's start: the candidates walked if due, and read. */
+static struct ivm_error *read_candidates(struct ivm_last_ran *lr,
+					 uint64_t now_ns)
+{
+	struct ivm_error *err = refresh_if_due(lr, now_ns);
+
+	return err ? err : read_all(lr);
+}
+
+/*
+ * The candidate stamped with clock or idle_stamp (0: none given) when it
+ * stopped: the task that went to idle at that switch; 0 if none.
+ */
+static uint64_t stamped(const struct ivm_last_ran *lr, unsigned int cpu,
+			int32_t skip_tgid, uint64_t clock, uint64_t idle_stamp)
+{
+	uint64_t best = 0;
+	size_t i;
+
+	for (i = 0; (clock || idle_stamp) && i < lr->nr; i++) {
+		const uint8_t *b = lr->buf + i * lr->span;
+		uint64_t end = ivm_le64(b + lr->off_exec_start);
+
+		if (!lr->cand[i].ok ||
+		    (skip_tgid && lr->cand[i].tgid == skip_tgid) ||
+		    !end || (end != clock && end != idle_stamp))
+			continue;
+		/* Two tasks on one stamp: only the one of this CPU is sure. */
+		if (!best || ivm_le32(b + lr->off_cpu) == cpu)
+			best = lr->cand[i].task;
+	}
+	return best;
 }
 
 /* No answer from stale candidates: an older task would be named wrongly. */
@@ -445,26 +476,20 @@ static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
 {
 	uint64_t best = 0, best_start = 0;
 	struct ivm_error *err;
-	bool again = true;
 	size_t i;
 
-	err = refresh_if_due(lr, now_ns);
-	if (!err)
-		err = read_all(lr);
+	err = read_candidates(lr, now_ns);
 	if (err)
 		return err;
-exact:
-	for (i = 0; at && (clock || idle_stamp) && i < lr->nr; i++) {
-		const uint8_t *b = lr->buf + i * lr->span;
-		uint64_t end = ivm_le64(b + lr->off_exec_start);
-
-		if (!lr->cand[i].ok ||
-		    (skip_tgid && lr->cand[i].tgid == skip_tgid) ||
-		    !end || (end != clock && end != idle_stamp))
-			continue;
-		/* Two tasks on one stamp: only the one of this CPU is sure. */
-		if (!best || ivm_le32(b + lr->off_cpu) == cpu)
-			best = lr->cand[i].task;
+	if (at)
+		best = stamped(lr, cpu, skip_tgid, clock, idle_stamp);
+	/* Not among candidates that miss forked tasks: walk them again. */
+	if (!best && stale(lr)) {
+		err = rewalk_stale(lr, now_ns);
+		if (err)
+			return err;
+		if (at)
+			best = stamped(lr, cpu, skip_tgid, clock, idle_stamp);
 	}
 	if (best) {
 		lr->stats.exact++;
@@ -476,15 +501,6 @@ exact:
 	 * since, or the task is not a candidate): the latest of the CPU's
 	 * tasks, unless a task forked since the walk may be later.
 	 */
-	if (stale(lr) && again) {
-		err = rewalk_stale(lr, now_ns, &again);
-		if (err)
-			return err;
-		if (again) {
-			again = false;
-			goto exact;
-		}
-	}
 	if (stale(lr))
 		return refuse_stale(lr, cpu);
 	for (i = 0; i < lr->nr; i++) {
@@ -647,16 +663,13 @@ struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 	uint64_t best_arrival = 0;
 	size_t i, best = SIZE_MAX;
 	struct ivm_error *err;
-	bool again;
 
 	if (lr->off_arrival == IVM_KOFF_NONE)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"this kernel has no sched_info.last_arrival");
-	err = refresh_if_due(lr, now_ns);
+	err = read_candidates(lr, now_ns);
 	if (!err)
-		err = read_all(lr);
-	if (!err)
-		err = rewalk_stale(lr, now_ns, &again);
+		err = rewalk_stale(lr, now_ns);
 	if (err)
 		return err;
 	/* A child forked and gone since the walk may have arrived first. */
@@ -696,17 +709,14 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 	const struct cpu_mark *m = NULL;
 	struct ivm_error *err;
 	size_t i, n = 0;
-	bool again;
 
 	*nr = 0;
 	if (lr->off_arrival == IVM_KOFF_NONE)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"this kernel has no sched_info.last_arrival");
-	err = refresh_if_due(lr, now_ns);
+	err = read_candidates(lr, now_ns);
 	if (!err)
-		err = read_all(lr);
-	if (!err)
-		err = rewalk_stale(lr, now_ns, &again);
+		err = rewalk_stale(lr, now_ns);
 	if (err)
 		return err;
 	if (stale(lr))
