@@ -17,36 +17,19 @@ BUILD=${BUILD:-build}
 ROUNDS=${1:-50}
 IVM_PROG=web01_capture
 . images/lib.sh
+. tests/bench/lib_guests.sh
 IVM_BUILD=$(cd "$BUILD" && pwd)
 BENCH=$IVM_BUILD/bench/bench_capture
 [ -x "$BENCH" ] || ivm_die "$BENCH missing: run 'make bench'"
 ivm_web01_env
 
-RUNDIR=$(ivm_rundir_create idlevm-bench-web01)
 DOMAIN=idlevm-bench-web01-$$-$RANDOM
-cleanup() {
-	trap - EXIT INT TERM
-	set +e
-	ivm_domain_destroy "$DOMAIN"
-	rm -rf "$RUNDIR"
-}
-trap cleanup EXIT
+trap 'bench_guests_destroy' EXIT
 trap 'exit 130' INT TERM
 
 echo "web01_capture: $(uptime | sed 's/^ *//')"
 ivm_libvirt_ensure
-qemu-img create -q -f qcow2 -b "$IVM_WEB01_DISK" -F qcow2 "$RUNDIR/web01.qcow2"
-images/make-domain-xml --guest web01 --name "$DOMAIN" --disk "$RUNDIR/web01.qcow2" \
-	--vcpus 2 --memory 1024 --run-dir "$RUNDIR" \
-	--cmdline-extra no_timer_check >"$RUNDIR/domain.xml"
-: >"$RUNDIR/console.log"
-ivm_virsh create "$RUNDIR/domain.xml" >/dev/null || ivm_die "virsh create failed"
-ready=$(ivm_wait_ready "$RUNDIR/console.log" "${IVM_BOOT_TIMEOUT:-600}" \
-	"$(ivm_domain_qemu_pid "$DOMAIN")") || ivm_die "web01 did not come up"
-case $ready in
-*" 200 "*) ;;
-*) ivm_die "web01 came up without its service: $ready" ;;
-esac
+bench_web01_boot "$DOMAIN"
 # A few rounds of load first: every server process has run and blocked.
 sleep 15
 for comm in nginx php-fpm redis-server; do

@@ -63,6 +63,16 @@ kaslr() {
 	printf '0x%x\n' $((0x$text - 0xffffffff81000000))
 }
 
+# next_boot N0 WHAT: wait (300 s at most) for the workload's readiness
+# after the N0th on the console: the guest is back from WHAT.
+next_boot() {
+	local end=$((SECONDS + 300))
+	until [ "$(grep -a -c '^IDLEVM-READY ' "$IVM_CONSOLE_LOG")" -gt "$1" ]; do
+		[ $SECONDS -lt $end ] || fail "the guest did not come back from its $2"
+		sleep 0.5
+	done
+}
+
 # wait_back N: wait until idlevm said N times that the guest is back,
 # and a window of that boot is whole (one more window was started).
 wait_back() {
@@ -106,11 +116,7 @@ done
 # 1. A reboot.
 n0=$(grep -a -c '^IDLEVM-READY ' "$IVM_CONSOLE_LOG")
 guest_sh 'reboot -f' >/dev/null 2>&1
-end=$((SECONDS + 300))
-until [ "$(grep -a -c '^IDLEVM-READY ' "$IVM_CONSOLE_LOG")" -gt "$n0" ]; do
-	[ $SECONDS -lt $end ] || fail "the guest did not come back from its reboot"
-	sleep 0.5
-done
+next_boot "$n0" reboot
 k2=$(kaslr)
 wait_back 1
 
@@ -134,11 +140,7 @@ guest_sh 'echo c >/proc/sysrq-trigger' $((${IVM_GUEST_SH_RTT_MS:-1000} * 10 / 10
 wait_for_output "$log" "^idlevm: the guest's kernel panicked: window .* ended, whole" "$pid" ||
 	fail "no word of the panic: $(cat "$log")"
 ivm_virsh reset "$IVM_DOMAIN" >/dev/null || fail "virsh reset failed"
-end=$((SECONDS + 300))
-until [ "$(grep -a -c '^IDLEVM-READY ' "$IVM_CONSOLE_LOG")" -gt "$n0" ]; do
-	[ $SECONDS -lt $end ] || fail "the guest did not come back from its reset"
-	sleep 0.5
-done
+next_boot "$n0" reset
 k3=$(kaslr)
 wait_back 2
 
