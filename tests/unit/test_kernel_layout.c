@@ -665,6 +665,61 @@ Test(kernel_layout, task_list_complete)
 	fixture_fini(&f);
 }
 
+/*
+ * A process of 600 threads: the walk's room, which starts small, grows
+ * past it with every task read whole, and a cap still cuts the list.
+ */
+#define PA_MANY(i) (0x220000ull + (i) * 0x400ull)	/* task_struct 0x300 */
+#define NR_MANY 600
+
+Test(kernel_layout, task_list_grows)
+{
+	uint64_t ring[NR_MANY + 3];
+	struct ivm_guest_task_list *list;
+	struct ivm_kernel_layout *l;
+	struct fixture f;
+	uint64_t tn;
+	size_t i;
+
+	fixture_init(&f);
+	tn = f.off.task_thread_node;
+	ring[0] = task_va(P2) + tn;
+	ring[1] = task_va(T51) + tn;
+	ring[2] = task_va(T52) + tn;
+	for (i = 0; i < NR_MANY; i++) {
+		char comm[16];
+
+		snprintf(comm, sizeof(comm), "many-%zu", i);
+		set_task(&f, DM(PA_MANY(i)), 1000 + (int)i, 50, comm,
+			 DM(PA_SIGNAL(2)), DM(PA_MM), (uint32_t)(i & 1));
+		ring[3 + i] = DM(PA_MANY(i)) + tn;
+	}
+	link_ring(&f, DM(PA_SIGNAL(2)) + f.off.signal_thread_head, ring,
+		  NR_MANY + 3);
+	l = create_ok(&f);
+	cr_assert_null(ivm_kernel_task_list(l, 0, &list));
+	cr_expect_not(list->truncated, "%s",
+		      list->error ? ivm_error_string(list->error) : "");
+	cr_assert_eq(list->nr, 6 + NR_MANY, "%zu tasks", list->nr);
+	for (i = 0; i < NR_MANY; i++) {
+		const struct ivm_guest_task *t = &list->tasks[5 + i];
+
+		cr_assert_eq(t->pid, 1000 + (int)i, "task %zu", i);
+		cr_expect_eq(t->nvcsw, (uint64_t)t->pid * 10);
+		cr_expect_eq(t->addr, DM(PA_MANY(i)));
+	}
+	cr_expect_str_eq(list->tasks[5 + NR_MANY].comm, "swapper/1");
+	ivm_guest_task_list_destroy(list);
+	/* A cap past the first room, short of the tasks: cut there. */
+	cr_assert_null(ivm_kernel_task_list(l, 300, &list));
+	cr_expect(list->truncated);
+	cr_expect_eq(list->nr, 300);
+	cr_expect(strstr(ivm_error_string(list->error), "more than 300"));
+	ivm_guest_task_list_destroy(list);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
 Test(kernel_layout, thread_group_kernels)
 {
 	struct ivm_guest_task_list *list;

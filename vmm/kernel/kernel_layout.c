@@ -1020,16 +1020,59 @@ struct task_walk {
 	const struct ivm_kernel_layout *l;
 	struct ivm_guest_task_list *list;
 	size_t max;
+	size_t cap;		/* room in list->tasks */
 	uint64_t *seen;		/* open addressing set of task addresses */
-	size_t seen_mask;
+	size_t seen_mask;	/* its size - 1: a power of two, over 2 * cap */
 };
+
+/*
+ * Room for the walk starts small and doubles, so that a guest with a
+ * hundred tasks does not cost a walk the cap's megabytes (65,536 tasks
+ * are 11 MiB, zeroed at every walk, kept resident by malloc).
+ */
+#define WALK_FIRST_CAP 256
+
+static bool seen_insert(struct task_walk *w, uint64_t task);
+
+/* Double the room for tasks (and the set); false without memory. */
+static bool walk_grow(struct task_walk *w)
+{
+	size_t cap = w->cap * 2, old_size = w->seen_mask + 1, size, i;
+	struct ivm_guest_task *tasks;
+	uint64_t *old = w->seen;
+
+	if (cap > w->max)
+		cap = w->max;
+	tasks = realloc(w->list->tasks, cap * sizeof(*tasks));
+	if (!tasks)
+		return false;
+	/* As calloc gave them: a field the kernel lacks reads 0. */
+	memset(tasks + w->cap, 0, (cap - w->cap) * sizeof(*tasks));
+	w->list->tasks = tasks;
+	w->cap = cap;
+	if (old_size >= 2 * cap)
+		return true;		/* the set still has room */
+	for (size = old_size; size < 2 * cap; size <<= 1)
+		;
+	w->seen = calloc(size, sizeof(*w->seen));
+	if (!w->seen) {
+		w->seen = old;
+		return false;
+	}
+	w->seen_mask = size - 1;
+	for (i = 0; i < old_size; i++)
+		if (old[i])
+			seen_insert(w, old[i]);
+	free(old);
+	return true;
+}
 
 /* Insert task; false if it was already there. */
 static bool seen_insert(struct task_walk *w, uint64_t task)
 {
 	size_t i = ivm_hash_addr(task) & w->seen_mask;
 
-	/* The set has twice the room of max tasks, so this ends. */
+	/* The set has twice the room of the tasks it holds, so this ends. */
 	while (w->seen[i]) {
 		if (w->seen[i] == task)
 			return false;
@@ -1073,6 +1116,10 @@ static bool walk_add(struct task_walk *w, uint64_t task)
 		walk_stop(w, ivm_error_create(IVM_ERROR_PROTOCOL,
 					      "more than %zu tasks: list cut",
 					      w->max));
+		return false;
+	}
+	if (list->nr == w->cap && !walk_grow(w)) {
+		walk_stop(w, &ivm_enomem);
 		return false;
 	}
 	if (!seen_insert(w, task)) {
@@ -1171,12 +1218,13 @@ struct ivm_error *ivm_kernel_task_list(const struct ivm_kernel_layout *layout,
 	if (max_tasks > IVM_KERNEL_MAX_TASKS)
 		max_tasks = IVM_KERNEL_MAX_TASKS;
 	w.max = max_tasks;
-	while (set_size < 2 * max_tasks)
+	w.cap = max_tasks < WALK_FIRST_CAP ? max_tasks : WALK_FIRST_CAP;
+	while (set_size < 2 * w.cap)
 		set_size <<= 1;
 	list = calloc(1, sizeof(*list));
 	w.seen = calloc(set_size, sizeof(*w.seen));
 	if (list)
-		list->tasks = calloc(max_tasks, sizeof(*list->tasks));
+		list->tasks = calloc(w.cap, sizeof(*list->tasks));
 	if (!list || !w.seen || !list->tasks) {
 		ivm_guest_task_list_destroy(list);
 		free(w.seen);
