@@ -803,15 +803,21 @@ int ivm_cmd_profile(int argc, char **argv)
 	if (o.several) {
 		double secs = (double)(ivm_mono_ns() - t0) / 1e9, cpu;
 		uint64_t in_runs = 0;
+		size_t heap = 0;
 
-		for (i = 0; i < nr_runs; i++)
+		for (i = 0; i < nr_runs; i++) {
 			in_runs += runs[i].res.cpu_ns;
+			if (runs[i].heap_end > heap)
+				heap = runs[i].heap_end;
+		}
 		getrusage(RUSAGE_SELF, &ru);
 		cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 		      (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-		fprintf(stderr, "idlevm: %zu guests over %.1f s: host CPU %.2f s (%.1f%% of a core), %.2f s of it in the guests' runs\n",
+		fprintf(stderr, "idlevm: %zu guests over %.1f s: host CPU %.2f s (%.1f%% of a core), %.2f s of it in the guests' runs; heap at most %.1f MiB as a run ended, peak RSS %.1f MiB\n",
 			nr_runs, secs, cpu, secs > 0 ? 100.0 * cpu / secs : 0,
-			(double)in_runs / 1e9);
+			(double)in_runs / 1e9,
+			(double)heap / (1024.0 * 1024.0),
+			(double)ru.ru_maxrss / 1024);
 	}
 	for (i = 0; i < nr_runs; i++)
 		free(runs[i].name);

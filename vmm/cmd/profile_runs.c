@@ -13,6 +13,7 @@
 
 #include "access/libvirt_domain.h"
 #include "base/clock.h"
+#include "base/heap.h"
 #include "cmd/profile_runs.h"
 
 /* The runs of this process, for serve_others(). */
@@ -194,6 +195,14 @@ static struct ivm_error *booted_enough(struct guest_run *r)
 				i, r->g->release);
 }
 
+/* What the heap grew by since it held before bytes (none if it shrank). */
+static size_t heap_growth(size_t before)
+{
+	size_t now = ivm_heap_bytes();
+
+	return now > before ? now - before : 0;
+}
+
 /*
  * Open the guest and start profiling it: its registers' source, the
  * helper for pin captures, its file (or next window), its profiler.  On
@@ -207,11 +216,14 @@ static struct ivm_error *run_attach(struct guest_run *r,
 	struct ivm_error *err;
 	bool kvm = false;
 
+	size_t heap0 = ivm_heap_bytes();
+
 	r->attach_ns = ivm_thread_cpu_ns();
 	r->cfg = o->cfg;
 	if (!o->gopts.qmp_path)
 		gopts.domain = r->name;
 	err = ivm_guest_open(&gopts, &r->g);
+	r->heap_open = heap_growth(heap0);
 	if (!err && r->waiting)
 		err = booted_enough(r);
 	if (err)
@@ -335,7 +347,9 @@ static struct ivm_error *run_attach(struct guest_run *r,
 		r->cfg.frequency_hz,
 		o->wcfg.dir ? r->windows.path : o->output);
 	r->attach_ns = ivm_thread_cpu_ns() - r->attach_ns;
+	heap0 = ivm_heap_bytes();
 	err = ivm_profiler_start(r->g, &r->cfg, writer, &r->res, &r->pr);
+	r->heap_start = heap_growth(heap0);
 	if (err)
 		return err;
 	ivm_boot_watch_attach(&r->boot, r->g);
@@ -364,7 +378,10 @@ struct ivm_error *guest_run_end(struct guest_run *r,
 				const struct profile_opts *o,
 				struct ivm_error *err)
 {
-	struct ivm_error *ferr = ivm_profiler_finish(r->pr);
+	struct ivm_error *ferr;
+
+	r->heap_end = ivm_heap_bytes();
+	ferr = ivm_profiler_finish(r->pr);
 
 	r->pr = NULL;
 	r->running = false;
@@ -423,7 +440,7 @@ bool guest_run_follows(const struct guest_run *r, const struct profile_opts *o,
 struct ivm_error *guest_run_between(struct guest_run *r,
 				    const struct profile_opts *o)
 {
-	struct ivm_error *ferr = ivm_profiler_finish(r->pr);
+	struct ivm_error *ferr;
 	unsigned int seen = ivm_boot_watch_seen(&r->boot);
 	char *last = r->windows.path ? strdup(r->windows.path) : NULL;
 	const char *base = last && strrchr(last, '/') ?
@@ -431,6 +448,9 @@ struct ivm_error *guest_run_between(struct guest_run *r,
 	struct tm tm;
 	time_t t = time(NULL);
 	char when[32];
+
+	r->heap_end = ivm_heap_bytes();
+	ferr = ivm_profiler_finish(r->pr);
 
 	r->pr = NULL;
 	r->running = false;

@@ -60,6 +60,10 @@ struct guest_run {
 	bool ended;			/* its step said the run is over */
 	struct ivm_error *end_err;	/* and why, if an error */
 	uint64_t attach_ns;		/* CPU time opening the guest took */
+	/* Heap the guest's opening (its kernel's tables) and its run's
+	 * start took, in bytes (base/heap.h). */
+	size_t heap_open, heap_start;
+	size_t heap_end;		/* idlevm's whole heap as the run ended */
 	/* The loop's last wait: whether it was in it, and its descriptors. */
 	bool waited;
 	size_t fd_first, nr_fds;

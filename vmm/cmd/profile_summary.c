@@ -3,6 +3,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+
 
 #include "cmd/profile_runs.h"
 
@@ -112,6 +114,41 @@ static void print_stages(const struct profile_opts *o, const struct guest_run *r
 	if (kept)
 		fprintf(stderr, "; %.1f us of host CPU per sample recorded",
 			(double)res->cpu_ns / 1e3 / (double)kept);
+	fputc('\n', stderr);
+}
+
+static double mib(size_t bytes)
+{
+	return (double)bytes / (1024.0 * 1024.0);
+}
+
+/*
+ * What the guest holds of idlevm's memory: what opening it took (its
+ * kernel's symbols, ORC and BTF, for its whole boot), what its run's
+ * start took, and its caches with their bounds (a window's processes and
+ * names are forgotten at the next window; user objects and their CFI rows
+ * are kept for the boot).  Alone, the process's heap and peak RSS too;
+ * with several guests the loop's last line says those.
+ */
+static void print_memory(const struct profile_opts *o,
+			 const struct guest_run *r)
+{
+	const struct ivm_profiler_result *res = &r->res;
+
+	guest_run_who(o, r);
+	fprintf(stderr,
+		"memory: %.1f MiB opening the guest (its kernel's symbols, ORC, BTF), %.1f MiB starting its run; %zu processes (at most %u) and %zu function names (at most %u) in the last window; %zu user objects (at most %u), their CFI rows %.1f MiB",
+		mib(r->heap_open), mib(r->heap_start), res->procs,
+		IVM_PROC_INFO_MAX, res->objects.syms, IVM_UOBJECTS_MAX_SYMS,
+		res->objects.objects, IVM_UOBJECTS_MAX,
+		mib(res->objects.memory));
+	if (!o->several) {
+		struct rusage ru;
+
+		getrusage(RUSAGE_SELF, &ru);
+		fprintf(stderr, "; idlevm's heap %.1f MiB as it ended, peak RSS %.1f MiB",
+			mib(r->heap_end), (double)ru.ru_maxrss / 1024);
+	}
 	fputc('\n', stderr);
 }
 
@@ -285,6 +322,7 @@ void guest_run_summary(const struct profile_opts *o,
 					  (double)res->watched_ns : 0);
 	}
 	print_stages(o, r);
+	print_memory(o, r);
 	if (o->wcfg.dir) {
 		guest_run_who(o, r);
 		fprintf(stderr, "%u windows in %s (%u pprof made, %u failed); %zu old windows removed by --keep\n",

@@ -163,6 +163,11 @@ void ivm_proc_table_destroy(struct ivm_proc_table *t)
 	free(t);
 }
 
+size_t ivm_proc_table_count(const struct ivm_proc_table *t)
+{
+	return t->used;
+}
+
 static struct proc_entry *find(const struct ivm_proc_table *t, uint32_t pid)
 {
 	size_t i = (size_t)(pid * 2654435761u) % NR_SLOTS;

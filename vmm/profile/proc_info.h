@@ -113,6 +113,9 @@ void ivm_proc_table_destroy(struct ivm_proc_table *t);
 bool ivm_proc_table_set(struct ivm_proc_table *t, uint32_t pid,
 			const struct ivm_proc_info *info);
 
+/* Processes the table holds (at most IVM_PROC_INFO_MAX). */
+size_t ivm_proc_table_count(const struct ivm_proc_table *t);
+
 /* What the table holds for pid, or NULL.  Owned by the table. */
 const struct ivm_proc_info *ivm_proc_table_get(const struct ivm_proc_table *t,
 					       uint32_t pid);

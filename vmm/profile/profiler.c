@@ -1511,6 +1511,7 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	result->idle = *ivm_idle_periods_stats(p->periods);
 	ivm_uobjects_stats(ivm_capture_engine_objects(p->engine),
 			   &result->objects);
+	result->procs = p->procs ? ivm_proc_table_count(p->procs) : 0;
 	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin) {
 		/* What watching cost the guest, in the helper's own words
 		 * (the whole run's, so in the last window's file). */

@@ -188,6 +188,7 @@ struct ivm_profiler_result {
 	bool realtime;			/* ran at SCHED_FIFO priority */
 	/* User objects met, and their CFI rows (profile/uobjects.h). */
 	struct ivm_uobjects_stats objects;
+	size_t procs;		/* processes said in the last window */
 	struct ivm_switch_sampler_stats switches;	/* switch_every */
 	uint64_t cpu_ns;		/* host CPU time its profiling took */
 	/* --cpu-budget: time watched (all of it without one), slices. */

@@ -278,6 +278,8 @@ void ivm_uobjects_stats(const struct ivm_uobjects *t,
 
 	memset(ret, 0, sizeof(*ret));
 	ret->objects = t->nr;
+	ret->syms = t->nr_syms;
+	ret->memory = ivm_uobjects_memory(t);
 	for (i = 0; i < t->nr; i++) {
 		struct ivm_uimage_stats st;
 

@@ -104,12 +104,15 @@ struct ivm_error *ivm_uobjects_take_meta(struct ivm_uobjects *t,
  */
 void ivm_uobjects_forget(struct ivm_uobjects *t);
 
-/* Bytes the table and its objects' images hold, for benchmarks. */
+/* Bytes the table and its objects' images hold. */
 size_t ivm_uobjects_memory(const struct ivm_uobjects *t);
+
 
 /* What the objects' images did, summed (uimage.h), and how many. */
 struct ivm_uobjects_stats {
 	size_t objects, with_image;
+	size_t syms;		/* names said in this window */
+	size_t memory;		/* bytes held: objects, their CFI rows */
 	uint64_t row_lookups, row_hits;
 	uint64_t row_faults;	/* CFI bytes the guest did not hold */
 	uint64_t row_bad;
