@@ -66,6 +66,12 @@ pid=""
 grep -E "profiling|stopped|host CPU|guests over" "$base/all.log"
 grep -q "^idlevm: $B: profiling" "$base/all.log" || fail "no word of $B being profiled"
 grep -q "^idlevm: 2 guests over " "$base/all.log" || fail "not 2 guests in the run"
+# One kernel for both: its symbols, ORC and BTF are loaded once, shared.
+for g in "$A" "$B"; do
+	grep -q "^idlevm: $g: memory: .*shared by guests of the same kernel" "$base/all.log" ||
+		fail "$g does not share its kernel's tables: $(grep "memory:" "$base/all.log")"
+done
+grep "memory:" "$base/all.log"
 for prof in "$base"/all/*.prof; do
 	whole "$prof" || fail "window $prof damaged: $(cat "$base/err")"
 done

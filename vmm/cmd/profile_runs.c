@@ -14,6 +14,7 @@
 #include "access/libvirt_domain.h"
 #include "base/clock.h"
 #include "base/heap.h"
+#include "kernel/ktables.h"
 #include "cmd/profile_runs.h"
 
 /* The runs of this process, for serve_others(). */
@@ -203,6 +204,23 @@ static size_t heap_growth(size_t before)
 	return now > before ? now - before : 0;
 }
 
+/* Whether r's kernel tables are shared, as far as r has seen. */
+static void note_sharing(struct guest_run *r)
+{
+	unsigned int users = r->g && r->g->ktables ?
+			     ivm_ktables_users(r->g->ktables) : 0;
+
+	if (users > r->ktables_users)
+		r->ktables_users = users;
+}
+
+/* What the run holds as it ends, for its closing lines. */
+static void note_memory(struct guest_run *r)
+{
+	r->heap_end = ivm_heap_bytes();
+	note_sharing(r);
+}
+
 /*
  * Open the guest and start profiling it: its registers' source, the
  * helper for pin captures, its file (or next window), its profiler.  On
@@ -224,6 +242,8 @@ static struct ivm_error *run_attach(struct guest_run *r,
 		gopts.domain = r->name;
 	err = ivm_guest_open(&gopts, &r->g);
 	r->heap_open = heap_growth(heap0);
+	r->ktables_users = 0;
+	note_sharing(r);
 	if (!err && r->waiting)
 		err = booted_enough(r);
 	if (err)
@@ -380,7 +400,7 @@ struct ivm_error *guest_run_end(struct guest_run *r,
 {
 	struct ivm_error *ferr;
 
-	r->heap_end = ivm_heap_bytes();
+	note_memory(r);
 	ferr = ivm_profiler_finish(r->pr);
 
 	r->pr = NULL;
@@ -449,7 +469,7 @@ struct ivm_error *guest_run_between(struct guest_run *r,
 	time_t t = time(NULL);
 	char when[32];
 
-	r->heap_end = ivm_heap_bytes();
+	note_memory(r);
 	ferr = ivm_profiler_finish(r->pr);
 
 	r->pr = NULL;

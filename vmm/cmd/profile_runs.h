@@ -64,6 +64,8 @@ struct guest_run {
 	 * start took, in bytes (base/heap.h). */
 	size_t heap_open, heap_start;
 	size_t heap_end;		/* idlevm's whole heap as the run ended */
+	/* Most guests seen sharing its kernel's tables, at its open or end. */
+	unsigned int ktables_users;
 	/* The loop's last wait: whether it was in it, and its descriptors. */
 	bool waited;
 	size_t fd_first, nr_fds;

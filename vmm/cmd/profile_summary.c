@@ -137,8 +137,10 @@ static void print_memory(const struct profile_opts *o,
 
 	guest_run_who(o, r);
 	fprintf(stderr,
-		"memory: %.1f MiB opening the guest (its kernel's symbols, ORC, BTF), %.1f MiB starting its run; %zu processes (at most %u) and %zu function names (at most %u) in the last window; %zu user objects (at most %u), their CFI rows %.1f MiB",
-		mib(r->heap_open), mib(r->heap_start), res->procs,
+		"memory: %.1f MiB opening the guest (its kernel's symbols, ORC, BTF%s), %.1f MiB starting its run; %zu processes (at most %u) and %zu function names (at most %u) in the last window; %zu user objects (at most %u), their CFI rows %.1f MiB",
+		mib(r->heap_open),
+		r->ktables_users > 1 ? ", shared by guests of the same kernel" : "",
+		mib(r->heap_start), res->procs,
 		IVM_PROC_INFO_MAX, res->objects.syms, IVM_UOBJECTS_MAX_SYMS,
 		res->objects.objects, IVM_UOBJECTS_MAX,
 		mib(res->objects.memory));

@@ -9,6 +9,7 @@
 
 #include "kernel/guest.h"
 #include "kernel/kallsyms_guest.h"
+#include "kernel/ktables.h"
 #include "gmem/vmem.h"
 #include "kernel/vmcoreinfo.h"
 
@@ -475,9 +476,9 @@ static struct ivm_error *kernel_from_memory(struct ivm_guest *g,
 	return NULL;
 }
 
-struct ivm_error *ivm_guest_load_orc(struct ivm_guest *g,
-				     struct ivm_orc_table **ret,
-				     uint64_t *orc_slide)
+struct ivm_error *ivm_guest_orc(struct ivm_guest *g,
+				const struct ivm_orc_table **ret,
+				uint64_t *orc_slide)
 {
 	struct ivm_kmem_gmem kmem = { .gmem = g->gmem };
 	struct ivm_kmem_reader mem;
@@ -487,7 +488,12 @@ struct ivm_error *ivm_guest_load_orc(struct ivm_guest *g,
 
 	if (!g->from_memory) {
 		*orc_slide = slide;
-		return ivm_orc_load_elf(g->vmlinux, IVM_ORC_FORMAT_AUTO, ret);
+		return ivm_ktables_orc(g->ktables, ret);
+	}
+	*orc_slide = 0;
+	if (g->orc) {
+		*ret = g->orc;
+		return NULL;
 	}
 	err = symbol_range(g->ksyms, slide, "__start_orc_unwind_ip",
 			   "__stop_orc_unwind_ip",
@@ -507,9 +513,11 @@ struct ivm_error *ivm_guest_load_orc(struct ivm_guest *g,
 	kmem.cr3 = ivm_kernel_layout_cr3(g->layout);
 	kmem.la57 = ivm_kernel_layout_la57(g->layout);
 	ivm_kmem_reader_gmem(&kmem, &mem);
-	*orc_slide = 0;
-	return ivm_orc_load_guest(&mem, ip_lo, ip_hi, orc_lo,
-				  ivm_orc_format_for_release(g->release), ret);
+	err = ivm_orc_load_guest(&mem, ip_lo, ip_hi, orc_lo,
+				 ivm_orc_format_for_release(g->release), &g->orc);
+	if (!err)
+		*ret = g->orc;
+	return err;
 }
 
 static struct ivm_error *open_kernel(struct ivm_guest *g,
@@ -528,12 +536,11 @@ static struct ivm_error *open_kernel(struct ivm_guest *g,
 		g->vmlinux = find_vmlinux(g->release);
 	}
 	if (g->vmlinux) {
-		err = ivm_btf_load_file(g->vmlinux, &g->btf);
+		err = ivm_ktables_get(g->vmlinux, &g->ktables);
 		if (err)
-			return ivm_error_wrap(err, "%s", g->vmlinux);
-		err = ivm_ksyms_load_elf(g->vmlinux, &g->ksyms);
-		if (err)
-			return ivm_error_wrap(err, "%s", g->vmlinux);
+			return err;
+		g->btf = ivm_ktables_btf(g->ktables);
+		g->ksyms = ivm_ktables_ksyms(g->ktables);
 	} else {
 		uint64_t slide;
 
@@ -610,6 +617,22 @@ struct ivm_error *ivm_guest_open(const struct ivm_guest_options *opts,
 	return NULL;
 }
 
+/* The kernel's tables: a share of the vmlinux's, or the guest's own. */
+static void drop_tables(struct ivm_guest *g)
+{
+	if (g->ktables) {
+		ivm_ktables_put(g->ktables);
+	} else {
+		ivm_ksyms_destroy(g->ksyms);
+		ivm_btf_destroy(g->btf);
+	}
+	ivm_orc_destroy(g->orc);
+	g->ktables = NULL;
+	g->ksyms = NULL;
+	g->btf = NULL;
+	g->orc = NULL;
+}
+
 struct ivm_error *ivm_guest_open_kernel(struct ivm_guest *g,
 					const struct ivm_guest_options *opts)
 {
@@ -623,12 +646,9 @@ struct ivm_error *ivm_guest_open_kernel(struct ivm_guest *g,
 	if (err) {
 		/* Back to a bare machine: nothing half-found stays. */
 		ivm_kernel_layout_destroy(g->layout);
-		ivm_ksyms_destroy(g->ksyms);
-		ivm_btf_destroy(g->btf);
+		drop_tables(g);
 		free(g->vmlinux);
 		g->layout = NULL;
-		g->ksyms = NULL;
-		g->btf = NULL;
 		g->vmlinux = NULL;
 		g->from_memory = false;
 		g->release[0] = '\0';
@@ -661,8 +681,7 @@ void ivm_guest_close(struct ivm_guest *g)
 		return;
 	ivm_kmodules_destroy(g->modules);
 	ivm_kernel_layout_destroy(g->layout);
-	ivm_ksyms_destroy(g->ksyms);
-	ivm_btf_destroy(g->btf);
+	drop_tables(g);
 	ivm_gmem_destroy(g->gmem);
 	ivm_qmp_destroy(g->qmp);
 	ivm_libvirt_domain_close(g->dom);

@@ -98,6 +98,13 @@ struct ivm_guest {
 	bool from_memory;
 	struct ivm_btf *btf;
 	struct ivm_ksyms *ksyms;
+	/*
+	 * With a vmlinux, btf and ksyms are its tables, shared with the
+	 * process's other guests of that kernel (kernel/ktables.h), and orc
+	 * too once asked for; from memory, all three are this guest's own.
+	 */
+	struct ivm_ktables *ktables;
+	struct ivm_orc_table *orc;	/* from memory, once asked for */
 	struct ivm_kernel_layout *layout;
 	char *name;			/* for messages: domain, socket or core */
 	/*
@@ -151,9 +158,14 @@ struct ivm_error *ivm_guest_vmcoreinfo(struct ivm_guest *guest,
 struct ivm_error *ivm_guest_modules(struct ivm_guest *guest,
 				    const struct ivm_kmodules **ret);
 
-struct ivm_error *ivm_guest_load_orc(struct ivm_guest *guest,
-				     struct ivm_orc_table **ret,
-				     uint64_t *orc_slide);
+/*
+ * The kernel's ORC tables (the vmlinux's, or read from guest memory at
+ * the first call) and the slide to apply to their addresses.  Owned by
+ * the guest, until it is closed.
+ */
+struct ivm_error *ivm_guest_orc(struct ivm_guest *guest,
+				const struct ivm_orc_table **ret,
+				uint64_t *orc_slide);
 
 /* Re-read every vCPU's registers and HLT state (live guests only). */
 struct ivm_error *ivm_guest_refresh_vcpus(struct ivm_guest *guest);

@@ -100,7 +100,6 @@ struct ivm_capture_engine {
 	uint64_t mm_used[MM_CACHE_SLOTS];
 	struct ivm_assoc mm_assoc;
 	uint8_t probe_page[4096];	/* a guest binary's first page */
-	struct ivm_orc_table *orc;
 	struct ivm_kunwind_config kcfg;
 	struct ivm_switch_frame_layout switch_frame;
 	uint64_t thread_size;
@@ -317,14 +316,13 @@ struct ivm_error *ivm_capture_engine_create(struct ivm_guest *guest,
 		return err;
 	}
 	/* From its vmlinux, or from guest memory when it has none. */
-	err = ivm_guest_load_orc(guest, &e->orc, &e->kcfg.orc_slide);
+	err = ivm_guest_orc(guest, &e->kcfg.orc, &e->kcfg.orc_slide);
 	if (err) {
 		ivm_uexe_cache_destroy(e->ubins);
 		ivm_uobjects_destroy(e->objects);
 		free(e);
 		return ivm_error_wrap(err, "loading ORC tables");
 	}
-	e->kcfg.orc = e->orc;
 	sym = ivm_ksyms_find(guest->ksyms, "ret_from_fork");
 	if (sym)
 		e->kcfg.ret_from_fork = sym->addr +
@@ -464,7 +462,6 @@ void ivm_capture_engine_destroy(struct ivm_capture_engine *e)
 	ivm_gfile_destroy(e->gfile);
 	free(e->procs);
 	free(e->files);
-	ivm_orc_destroy(e->orc);
 	for (i = 0; i < e->nr_module_orc; i++)
 		ivm_orc_destroy((struct ivm_orc_table *)e->module_orc[i].orc);
 	free(e->module_orc);
