@@ -25,6 +25,8 @@ run=$(echo "$out" | sed -n 's/^idlevm: stopped after .*: \([0-9]*\) to_idle, \([
 [ -n "$run" ] || fail "no closing line with the run's totals"
 echo "$out" | grep -q "^idlevm: 3 windows in $dir (3 pprof made, 0 failed)" ||
 	fail "not 3 windows with their pprof: $(echo "$out" | grep windows)"
+# The pprof children say nothing of their window's run (report -q).
+echo "$out" | grep -q "^== run ==" && fail "a pprof child told its window's run on stderr"
 
 profs=$(ls "$dir"/*.prof)
 assert_eq "$(echo "$profs" | wc -l)" 3 "window profiles"

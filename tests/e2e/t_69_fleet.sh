@@ -2,7 +2,8 @@
 # Several guests in one run.  The test boots a second demo guest (B) next
 # to the suite's (A), then:
 #  1. `--all-domains --match 'A*'` started before B exists: A at once, B
-#     once it has booted; Ctrl-C ends both runs with whole windows;
+#     once it has booted; Ctrl-C ends both runs with whole windows, each
+#     with its pprof (the guests' pprof children take turns);
 #  2. `--domain A --domain B` (one process, one loop) and two separate
 #     runs at the same time, in two rounds: both guests profiled, each
 #     guest's host CPU said, and each guest's to-idle split between the
@@ -47,7 +48,7 @@ whole() {
 
 # 1. --all-domains, B starting later.
 "$idlevm" profile --all-domains --match "$A*" --window 10 \
-	--output-dir "$base/all" --no-pprof >"$base/all.log" 2>&1 &
+	--output-dir "$base/all" >"$base/all.log" 2>&1 &
 pid=$!
 # B's run directory inside the suite's, which the runner removes.
 rundir_b=$(ivm_rundir_create b "$IVM_RUNDIR")
@@ -63,7 +64,7 @@ done
 kill -INT "$pid"
 wait "$pid" || fail "idlevm --all-domains failed: $(cat "$base/all.log")"
 pid=""
-grep -E "profiling|stopped|host CPU|guests over" "$base/all.log"
+grep -E "profiling|stopped|host CPU|guests over|windows in" "$base/all.log"
 grep -q "^idlevm: $B: profiling" "$base/all.log" || fail "no word of $B being profiled"
 grep -q "^idlevm: 2 guests over " "$base/all.log" || fail "not 2 guests in the run"
 # One kernel for both: its symbols, ORC and BTF are loaded once, shared.
@@ -74,6 +75,12 @@ done
 grep "memory:" "$base/all.log"
 for prof in "$base"/all/*.prof; do
 	whole "$prof" || fail "window $prof damaged: $(cat "$base/err")"
+	# Each its pprof: the guests' children take turns (window_run.h).
+	[ -s "${prof%.prof}.pb.gz" ] || fail "no pprof for $prof: $(grep pprof "$base/all.log")"
+done
+for g in "$A" "$B"; do
+	grep -q "^idlevm: $g: [0-9]* windows in .* pprof made, 0 failed" "$base/all.log" ||
+		fail "$g: pprofs failed: $(grep "windows in" "$base/all.log")"
 done
 echo "all-domains: $(ls "$base"/all/"$A"-[0-9]*.prof | wc -l) windows of $A, $(ls "$base"/all/"$B"-[0-9]*.prof | wc -l) of $B (started later), all whole"
 

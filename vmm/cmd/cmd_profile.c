@@ -736,6 +736,9 @@ int ivm_cmd_profile(int argc, char **argv)
 			    (!r->waited || guest_run_step_due(r, fds, r->fd_first,
 						    r->nr_fds, ivm_mono_ns())))
 				guest_run_step(r);
+			/* Its windows' pprofs: one done, one waiting a turn. */
+			if (r->windows.report || r->windows.pending)
+				ivm_window_run_poll(&r->windows);
 		}
 		for (i = 0; i < nr_runs; i++) {
 			struct guest_run *r = &runs[i];

@@ -73,6 +73,8 @@ static void report_usage(FILE *out)
 "                     after its wakeup); pprof always has both as sample\n"
 "                     types idle_ns and host_wake_ns\n"
 "      --no-threads   group by process only, not by thread\n"
+"  -q, --quiet        with a format other than text, no account of the run\n"
+"                     on stderr (its losses and damage are still said)\n"
 "  -g, --group-by G   the tree's top level: thread (process, then thread;\n"
 "                     the default), process, comm (all processes of one\n"
 "                     name), title (processes by command line, as ps shows\n"
@@ -281,6 +283,7 @@ int ivm_cmd_report(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "top", required_argument, NULL, 'n' },
 		{ "no-threads", no_argument, NULL, 'T' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "group-by", required_argument, NULL, 'g' },
 		{ "sort", required_argument, NULL, 'S' },
 		{ "value", required_argument, NULL, 'V' },
@@ -297,7 +300,7 @@ int ivm_cmd_report(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:K:k:m:b:s:M:a:o:n:g:V:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:K:k:m:b:s:M:a:o:n:g:V:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "text")) {
@@ -377,6 +380,9 @@ int ivm_cmd_report(int argc, char **argv)
 					optarg);
 				return 2;
 			}
+			break;
+		case 'q':
+			opts.quiet = true;
 			break;
 		case 'T':
 			grouping = IVM_CALLTREE_BY_PROCESS;
@@ -848,7 +854,7 @@ int ivm_report_file(const char *path, bool folded,
 	}
 
 	/* The run and its losses are always told; here the output is data. */
-	if (opts->format != IVM_REPORT_TEXT) {
+	if (opts->format != IVM_REPORT_TEXT && !opts->quiet) {
 		ivm_idle_summary_print(&idle, stderr);
 		print_label_stats(&stream, stderr, "idlevm report: ");
 	}

@@ -39,17 +39,39 @@ struct ivm_error *ivm_window_run_open(struct ivm_window_run *w,
 	return ivm_profile_writer_create(w->path, ret);
 }
 
-/* Wait for the pprof child, if any, and say how it went. */
-static void reap(struct ivm_window_run *w)
+/* The pprof children running now, of every guest of the process. */
+static unsigned int children;
+
+/* How many may run: one per two host CPUs, one at least. */
+static unsigned int children_max(void)
+{
+	static unsigned int max;
+
+	if (!max) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		max = n >= 4 ? (unsigned int)(n / 2) : 1;
+	}
+	return max;
+}
+
+/*
+ * Whether the pprof child, if any, is over (block: wait for it), and if
+ * so, say how it went.
+ */
+static bool reap(struct ivm_window_run *w, bool block)
 {
 	int status;
 	pid_t r;
 
 	if (!w->report)
-		return;
+		return true;
 	do
-		r = waitpid(w->report, &status, 0);
+		r = waitpid(w->report, &status, block ? 0 : WNOHANG);
 	while (r < 0 && errno == EINTR);
+	if (r == 0)
+		return false;		/* still running */
+	children--;
 	if (r > 0 && WIFEXITED(status) && !WEXITSTATUS(status)) {
 		w->pprofs++;
 	} else {
@@ -63,6 +85,7 @@ static void reap(struct ivm_window_run *w)
 	free(w->report_path);
 	w->report_path = NULL;
 	w->report = 0;
+	return true;
 }
 
 /*
@@ -75,17 +98,20 @@ static void start_report(struct ivm_window_run *w)
 {
 	struct sched_param sp = { .sched_priority = 0 };
 	posix_spawnattr_t attr;
-	char *pb = ivm_window_dir_pprof_path(w->path);
-	char *argv[] = { "idlevm", "report", "-f", "pprof", "-o", pb, w->path,
-			 NULL };
+	char *prof = w->pending, *pb = ivm_window_dir_pprof_path(prof);
+	char *argv[] = { "idlevm", "report", "-q", "-f", "pprof", "-o", pb,
+			 prof, NULL };
 	pid_t pid;
 	int rc;
 
-	if (!pb) {
+	w->pending = NULL;
+	if (!pb || access(prof, F_OK)) {
+		/* No memory, or the caps removed the window meanwhile. */
 		w->pprof_failures++;
+		free(pb);
+		free(prof);
 		return;
 	}
-	reap(w);
 	posix_spawnattr_init(&attr);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
 				 POSIX_SPAWN_SETSCHEDULER);
@@ -95,14 +121,30 @@ static void start_report(struct ivm_window_run *w)
 	rc = posix_spawn(&pid, "/proc/self/exe", NULL, &attr, argv, environ);
 	posix_spawnattr_destroy(&attr);
 	if (rc) {
-		fprintf(stderr, "idlevm: no pprof for %s: %s\n", w->path,
+		fprintf(stderr, "idlevm: no pprof for %s: %s\n", prof,
 			strerror(rc));
 		w->pprof_failures++;
 		free(pb);
+		free(prof);
 		return;
 	}
+	free(prof);
+	children++;
 	w->report = pid;
 	w->report_path = pb;
+}
+
+void ivm_window_run_poll(struct ivm_window_run *w)
+{
+	bool had = w->report;
+
+	if (!reap(w, false))
+		return;
+	/* The caps wait while a window's pprof is being made from it. */
+	if (had && w->dir)
+		w->pruned += ivm_window_dir_prune(w->dir);
+	if (w->pending && children < children_max())
+		start_report(w);
 }
 
 void ivm_window_run_finished(struct ivm_window_run *w)
@@ -114,11 +156,20 @@ void ivm_window_run_finished(struct ivm_window_run *w)
 		return;
 	}
 	w->windows++;
-	if (w->pprof)
-		start_report(w);
-	else
-		reap(w);
-	w->pruned += ivm_window_dir_prune(w->dir);
+	if (w->pprof) {
+		if (w->pending) {
+			/* The one before never got its turn: too slow. */
+			fprintf(stderr, "idlevm: no pprof for %s: the pprofs of earlier windows took longer than a window\n",
+				w->pending);
+			w->pprof_failures++;
+			free(w->pending);
+		}
+		w->pending = w->path;
+		w->path = NULL;
+		ivm_window_run_poll(w);
+	}
+	if (!w->report)
+		w->pruned += ivm_window_dir_prune(w->dir);
 	free(w->path);
 	w->path = NULL;
 }
@@ -134,7 +185,12 @@ struct ivm_error *ivm_window_run_next(void *ctx,
 
 void ivm_window_run_deinit(struct ivm_window_run *w)
 {
-	reap(w);
+	/* The last window's pprof too, whatever the others are doing. */
+	reap(w, true);
+	if (w->pending) {
+		start_report(w);
+		reap(w, true);
+	}
 	if (w->dir)
 		w->pruned += ivm_window_dir_prune(w->dir);
 	ivm_window_dir_destroy(w->dir);

@@ -10,9 +10,15 @@
  * priority: symbolizing does not hold up the profiler, a Ctrl-C to the
  * terminal does not stop it half-way, and a report that fails costs only
  * that pprof, never the window's profile.  The pprof takes its name only
- * once whole (outfile.h).  One child at a time: one still running when
- * the next window ends is waited for first, so pprofs never pile up and
- * the caps never remove a window whose pprof is being made.
+ * once whole (outfile.h).
+ *
+ * A child takes tens of MiB (the kernel's debuginfo) and its CPU at once,
+ * and the windows of guests profiled together end together: at most one
+ * per two host CPUs (one at least) runs at a time for the whole process, the
+ * others' windows wait for their turn (ivm_window_run_poll, from the
+ * loop), and a guest has at most one child and one window waiting: a
+ * window still waiting when the next ends gets no pprof (said, counted).
+ * The last window's pprof is made at the end, waited for.
  */
 #ifndef IVM_WINDOW_RUN_H
 #define IVM_WINDOW_RUN_H
@@ -31,6 +37,7 @@ struct ivm_window_run {
 	char *path;			/* the window being written, or NULL */
 	pid_t report;			/* the pprof child, or 0 */
 	char *report_path;		/* the pprof it makes */
+	char *pending;			/* a window waiting for its pprof */
 	unsigned int windows;		/* finished */
 	unsigned int pprofs, pprof_failures;
 	size_t pruned;			/* windows removed by the caps */
@@ -52,13 +59,21 @@ struct ivm_error *ivm_window_run_open(struct ivm_window_run *w,
  */
 void ivm_window_run_finished(struct ivm_window_run *w);
 
+/*
+ * Reap w's pprof child if it is over, and start the pprof of its waiting
+ * window if a child may run.  Cheap (nothing, or one waitpid): call it
+ * from the loop.
+ */
+void ivm_window_run_poll(struct ivm_window_run *w);
+
 /* The profiler's next_window hook: finished, then open (ctx is w). */
 struct ivm_error *ivm_window_run_next(void *ctx,
 				      struct ivm_profile_writer **ret);
 
 /*
- * Wait for the pprof child if running, apply the caps once more, free
- * everything but the counts.  Fine on a zeroed struct.
+ * Wait for the pprof child if running, make the waiting window's pprof
+ * (and wait), apply the caps once more, free everything but the counts.
+ * Fine on a zeroed struct.
  */
 void ivm_window_run_deinit(struct ivm_window_run *w);
 

@@ -149,6 +149,8 @@ struct ivm_report_options {
 	const char *group_label;	/* IVM_GROUP_BY_LABEL's key */
 	unsigned int sort;	/* threads: an enum ivm_threads_sort */
 	enum ivm_report_value value;	/* text, folded, SVG: the weight */
+	/* ivm_report_file, not text: no account of the run on stderr */
+	bool quiet;
 };
 
 /* Top stacks of each kind with counts and percentages. */
