@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <malloc.h>
 #include <sched.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -170,6 +171,13 @@ void ivm_window_run_finished(struct ivm_window_run *w)
 	}
 	if (!w->report)
 		w->pruned += ivm_window_dir_prune(w->dir);
+	/*
+	 * What a window freed goes back to the host: malloc keeps freed
+	 * pages of its heaps otherwise, and over hours of windows an agent's
+	 * RSS would creep up with a flat heap.  A walk of the free lists,
+	 * once a window.
+	 */
+	malloc_trim(0);
 	free(w->path);
 	w->path = NULL;
 }
