@@ -177,25 +177,34 @@ static bool parse_double(const char *s, double *ret)
 /* How often --all-domains looks for domains that started. */
 #define SCAN_NS 5000000000ull
 
-/* How long a domain that could not be profiled waits to be tried again. */
-#define RETRY_NS 15000000000ull
+/*
+ * How long a domain that could not be profiled waits to be tried again:
+ * one that boots is usable within seconds, and a try costs a few
+ * milliseconds of libvirt and guest reads, so 1 s, doubling up to 5 s.
+ * One left out for want of a slot waits RETRY_FULL_NS.
+ */
+#define RETRY_FIRST_NS 1000000000ull
+#define RETRY_MAX_NS 5000000000ull
+#define RETRY_FULL_NS 15000000000ull
 
 /* A domain --all-domains could not profile, and when to try it again. */
 struct not_yet {
 	char name[256];
-	uint64_t retry_at;
+	uint64_t retry_at, retry_ns;
 };
 
 /*
  * --all-domains: start a run for each running domain (matching glob) not
  * profiled yet.  A domain that cannot be profiled (one still booting has
- * no kernel to find yet) is said once and tried again every RETRY_NS.
+ * no kernel to find yet) is said once and tried again, backing off from
+ * RETRY_FIRST_NS to RETRY_MAX_NS.  Returns when the next try of a running
+ * domain is due (UINT64_MAX: none): the scan is due then.
  */
-static void scan_domains(struct guest_run *runs, size_t *nr,
-			 const struct profile_opts *o, const char *glob,
-			 struct not_yet *later, size_t *nr_later, bool rt)
+static uint64_t scan_domains(struct guest_run *runs, size_t *nr,
+			     const struct profile_opts *o, const char *glob,
+			     struct not_yet *later, size_t *nr_later, bool rt)
 {
-	uint64_t now = ivm_mono_ns();
+	uint64_t now = ivm_mono_ns(), due = UINT64_MAX;
 	struct ivm_error *err;
 	char **names;
 	size_t n, i, k;
@@ -204,7 +213,7 @@ static void scan_domains(struct guest_run *runs, size_t *nr,
 	if (err) {
 		fprintf(stderr, "idlevm: %s\n", ivm_error_string(err));
 		ivm_error_destroy(err);
-		return;
+		return due;
 	}
 	for (i = 0; i < n; i++) {
 		struct not_yet *ny = NULL;
@@ -217,8 +226,10 @@ static void scan_domains(struct guest_run *runs, size_t *nr,
 		for (k = 0; k < *nr_later && !ny; k++)
 			if (!strcmp(later[k].name, names[i]))
 				ny = &later[k];
-		if (ny && now < ny->retry_at)
+		if (ny && now < ny->retry_at) {
+			due = ny->retry_at < due ? ny->retry_at : due;
 			continue;
+		}
 		/* A slot: a new one, or one whose run ended. */
 		for (k = 0; k < *nr && (runs[k].running || runs[k].waiting); k++)
 			;
@@ -230,7 +241,8 @@ static void scan_domains(struct guest_run *runs, size_t *nr,
 			     &later[(*nr_later)++] : NULL;
 			if (ny) {
 				snprintf(ny->name, sizeof(ny->name), "%s", names[i]);
-				ny->retry_at = now + RETRY_NS;
+				ny->retry_at = now + RETRY_FULL_NS;
+				due = ny->retry_at < due ? ny->retry_at : due;
 			}
 			continue;
 		}
@@ -248,9 +260,10 @@ static void scan_domains(struct guest_run *runs, size_t *nr,
 			continue;
 		}
 		if (!ny)
-			fprintf(stderr, "idlevm: %s: %s (trying again every %llu s)\n",
+			fprintf(stderr, "idlevm: %s: %s (trying again after %llu s, then up to every %llu s)\n",
 				names[i], ivm_error_string(err),
-				RETRY_NS / 1000000000ull);
+				RETRY_FIRST_NS / 1000000000ull,
+				RETRY_MAX_NS / 1000000000ull);
 		ivm_error_destroy(err);
 		guest_run_release(r);
 		ivm_window_run_deinit(&r->windows);
@@ -261,11 +274,18 @@ static void scan_domains(struct guest_run *runs, size_t *nr,
 		if (!ny && *nr_later < MAX_GUESTS) {
 			ny = &later[(*nr_later)++];
 			snprintf(ny->name, sizeof(ny->name), "%s", names[i]);
+			ny->retry_ns = 0;
 		}
-		if (ny)
-			ny->retry_at = now + RETRY_NS;
+		if (ny) {
+			ny->retry_ns = !ny->retry_ns ? RETRY_FIRST_NS :
+				       ny->retry_ns * 2 > RETRY_MAX_NS ?
+				       RETRY_MAX_NS : ny->retry_ns * 2;
+			ny->retry_at = ivm_mono_ns() + ny->retry_ns;
+			due = ny->retry_at < due ? ny->retry_at : due;
+		}
 	}
 	ivm_libvirt_free_names(names, n);
+	return due;
 }
 
 int ivm_cmd_profile(int argc, char **argv)
@@ -712,10 +732,13 @@ int ivm_cmd_profile(int argc, char **argv)
 
 		if (all_domains && !profile_stop_requested &&
 		    (!o.end_ns || now < o.end_ns) && now >= next_scan) {
-			scan_domains(runs, &nr_runs, &o, glob, later,
-				     &nr_later, rt);
+			uint64_t due = scan_domains(runs, &nr_runs, &o, glob,
+						    later, &nr_later, rt);
+
 			ivm_profiler_cpu_sync();	/* no run's cost */
 			next_scan = ivm_mono_ns() + SCAN_NS;
+			if (due < next_scan)
+				next_scan = due;
 		}
 		for (i = 0; i < nr_runs; i++) {
 			struct guest_run *r = &runs[i];
