@@ -14,12 +14,9 @@
 #
 # Restarts the shared guest: it ends as it began (the suite's domain.xml,
 # kernel and workload), also when the test fails, for t_99.
-case $IVM_WORKLOAD in
-lockstorm*) ;;
-*) echo "skip: needs lockstorm, guest runs $IVM_WORKLOAD"; exit 0 ;;
-esac
 IVM_PROG=t98
-. images/lib.sh
+. tests/e2e/lib_boots.sh
+boots_need_lockstorm
 bullseye_env=${IVM_BULLSEYE_ENV:-$IVM_BUILD/guest-bullseye/image.env}
 if [ ! -f "$bullseye_env" ]; then
 	echo "skip: no $bullseye_env (IVM_GUEST_SUITE=bullseye images/build-image)"
@@ -55,41 +52,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# kaslr: this boot's KASLR offset as the guest sees it (_text's place).
-kaslr() {
-	local text
-	text=$(guest_sh 'grep " _text$" /proc/kallsyms' | awk '{ print $1 }')
-	[ -n "$text" ] || fail "no _text in the guest's /proc/kallsyms"
-	printf '0x%x\n' $((0x$text - 0xffffffff81000000))
-}
-
-# next_boot N0 WHAT: wait (300 s at most) for the workload's readiness
-# after the N0th on the console: the guest is back from WHAT.
-next_boot() {
-	local end=$((SECONDS + 300))
-	until [ "$(grep -a -c '^IDLEVM-READY ' "$IVM_CONSOLE_LOG")" -gt "$1" ]; do
-		[ $SECONDS -lt $end ] || fail "the guest did not come back from its $2"
-		sleep 0.5
-	done
-}
-
-# wait_back N: wait until idlevm said N times that the guest is back,
-# and a window of that boot is whole (one more window was started).
-wait_back() {
-	local n0
-	until [ "$(grep -c 'the guest is back after' "$log")" -ge "$1" ]; do
-		kill -0 "$pid" 2>/dev/null || fail "idlevm ended: $(cat "$log")"
-		sleep 0.5
-	done
-	# The boot's first window has its file by now (flushed each second).
-	sleep 2
-	n0=$(ls "$dir"/*.prof 2>/dev/null | wc -l)
-	until [ "$(ls "$dir"/*.prof 2>/dev/null | wc -l)" -gt "$n0" ]; do
-		kill -0 "$pid" 2>/dev/null || fail "idlevm ended: $(cat "$log")"
-		sleep 0.5
-	done
-}
-
 # The suite's guest as a domain that reboots rather than stops.
 sed 's|<on_reboot>destroy</on_reboot>|<on_reboot>restart</on_reboot>|' "$xml" \
 	>"$IVM_RUNDIR/t98-reboot.xml"
@@ -108,10 +70,7 @@ k1=$(kaslr)
 "$idlevm" profile --domain "$IVM_DOMAIN" --window 8 --output-dir "$dir" \
 	--no-pprof -D 1200 >"$log" 2>&1 &
 pid=$!
-until [ "$(ls "$dir"/*.prof 2>/dev/null | wc -l)" -ge 2 ]; do
-	kill -0 "$pid" 2>/dev/null || fail "idlevm ended: $(cat "$log")"
-	sleep 0.5
-done
+wait_windows 2
 
 # 1. A reboot.
 n0=$(grep -a -c '^IDLEVM-READY ' "$IVM_CONSOLE_LOG")
@@ -123,13 +82,7 @@ wait_back 1
 # A pause is no new boot: the window goes on, and says the guest was not
 # running.
 ended=$(grep -c "ended, whole" "$log")
-ivm_virsh suspend "$IVM_DOMAIN" >/dev/null || fail "virsh suspend failed"
-until "$idlevm" report -n 1 "$(ls "$dir"/*.prof | tail -n 1)" 2>/dev/null |
-	grep -q "the guest was not running for"; do
-	kill -0 "$pid" 2>/dev/null || fail "idlevm ended: $(cat "$log")"
-	sleep 0.5
-done
-ivm_virsh resume "$IVM_DOMAIN" >/dev/null || fail "virsh resume failed"
+pause_seen
 assert_eq "$(grep -c "ended, whole" "$log")" "$ended" "windows ended by the pause"
 
 # 2. A kernel panic (no pvpanic device, the kernel does not reboot by
@@ -188,11 +141,8 @@ i=-1
 last=""
 for prof in "$dir"/*.prof; do
 	name=$(basename "$prof" .prof)
-	"$idlevm" report -n 1 "$prof" >"$dir/$name.txt" 2>"$dir/$name.err" ||
-		fail "report of $name failed: $(cat "$dir/$name.err")"
-	grep -q "cut short\|skipped" "$dir/$name.err" &&
-		fail "$name is not whole: $(cat "$dir/$name.err")"
-	meta() { sed -n "s/^  $1: //p" "$dir/$2.txt" | head -n 1; }
+	check=$(check_window "$prof") || exit 1
+	meta() { window_meta "$1" "$dir/$2.txt"; }
 	after=$(meta after "$name")
 	if [ "$i" -lt 0 ] || [ -n "$after" ]; then
 		i=$((i + 1))
@@ -207,17 +157,7 @@ for prof in "$dir"/*.prof; do
 	[ "$i" -lt 5 ] || fail "$name: more boots than 5"
 	b="$(meta kernel "$name") $(meta kaslr_offset "$name")"
 	assert_eq "$b" "${want[$i]}" "$name's kernel and kaslr_offset (boot $((i + 1)))"
-	# Its kernel frames are this boot's: a to-idle task's stack shows
-	# the switch away from it, which a stack read with another boot's
-	# offset or symbols would not.
-	stacks=$("$idlevm" report -f folded -K to_idle "$prof" 2>/dev/null)
-	n=$(echo "$stacks" | awk 'NF { n += $NF } END { print n + 0 }')
-	s=$(echo "$stacks" | awk '/__schedule/ { n += $NF } END { print n + 0 }')
-	echo "$name: boot $((i + 1)) ($b), to_idle $n (__schedule in $s)${after:+, after: $after}"
-	if [ "$n" -gt 0 ]; then
-		awk -v n="$n" -v s="$s" 'BEGIN { exit !(s * 10 >= n * 9) }' ||
-			fail "$name: only $s of $n to-idle stacks switch away in __schedule"
-	fi
+	echo "$name: boot $((i + 1)) ($b), ${check#*: }${after:+, after: $after}"
 	last=$name
 done
 assert_eq "$((i + 1))" 5 "boots the windows went through"

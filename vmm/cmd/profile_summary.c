@@ -259,13 +259,14 @@ void guest_run_summary(const struct profile_opts *o,
 			" skipped, %" PRIu64
 			" refused, %" PRIu64 " ran before the pin, %" PRIu64
 			" lease expired, %" PRIu64 " unanswered in time, %" PRIu64
-			" pin_failed (helper lost), %"
-			PRIu64 " unpinned after it; mean round trips: hold+pin %.2f ms, unpin+release %.2f ms\n",
+			" pin_failed (helper lost), %" PRIu64
+			" pin_reconnects (it answered again), %"
+			PRIu64 " unpinned meanwhile; mean round trips: hold+pin %.2f ms, unpin+release %.2f ms\n",
 			res->pin.ok, res->pin.hold_only, res->pin.unneeded,
 			res->pin.running, res->pin.reread, res->pin.skipped,
 			res->pin.refused, res->pin.ran_before_pin,
 			res->pin.lease_expired, res->pin.timed_out,
-			res->pin.failed, res->pin.unpinned,
+			res->pin.failed, res->pin.reconnects, res->pin.unpinned,
 			mean_ms(res->pin.pin_ns, res->pin.ok +
 						 res->pin.hold_only +
 						 res->pin.refused),

@@ -38,7 +38,17 @@ struct ivm_pin_capture {
 	bool has_on_cpu;		/* the guest's task_struct.on_cpu */
 	struct ivm_pin_stats stats;
 	char degraded[256];
+	/* To connect again once degraded: where, how replies wait, when. */
+	char *socket_path;
+	ivm_helper_wait_fn wait;
+	void *wait_ctx;
+	uint64_t down_ns;		/* when it degraded */
+	uint64_t retry_ns, retry_at_ns;
 };
+
+/* The first try to connect again after a failure, and the longest wait. */
+#define RETRY_FIRST_NS 1000000000ull
+#define RETRY_MAX_NS 30000000000ull
 
 struct ivm_error *ivm_pin_helper_socket(struct ivm_guest *guest,
 					const char *socket_path,
@@ -68,6 +78,51 @@ struct ivm_error *ivm_pin_helper_socket(struct ivm_guest *guest,
 	return NULL;
 }
 
+/*
+ * Connect to the helper at path and say HELLO, each request bounded by
+ * timeout_ms: a helper that does not answer, answers garbage or cannot
+ * pin and hold is an error saying why.
+ */
+static struct ivm_error *helper_open(const char *path, int timeout_ms,
+				     struct ivm_helper **ret,
+				     struct ivm_helper_hello *hello)
+{
+	struct ivm_helper *helper;
+	struct ivm_error *err;
+
+	err = ivm_helper_connect_path(path, &helper);
+	if (err)
+		return err;
+	ivm_helper_set_timeout(helper, timeout_ms);
+	err = ivm_helper_hello(helper, hello);
+	if (!err && (hello->caps & (IVM_CAP_PIN | IVM_CAP_HOLD)) !=
+		    (IVM_CAP_PIN | IVM_CAP_HOLD))
+		err = ivm_error_create(IVM_ERROR_PROTOCOL,
+				       "the helper cannot pin and hold");
+	if (err) {
+		ivm_helper_destroy(helper);
+		return err;
+	}
+	*ret = helper;
+	return NULL;
+}
+
+/* What HELLO said of the helper: its pid, protocol and CPUs. */
+static void take_hello(struct ivm_pin_capture *pc,
+		       const struct ivm_helper_hello *hello)
+{
+	pc->protocol = hello->protocol;
+	if (pc->protocol < 2 || !(hello->caps & IVM_CAP_HOLD_PIN))
+		pc->protocol = 1;
+	pc->helper_pid = hello->pid;
+	pc->helper_caps = hello->caps;
+	/* The helper's count of online CPUs is hostile: it only chooses
+	 * between hold-only and hold+pin, both safe. */
+	pc->guest_cpus = hello->ncpus;
+	/* Another helper has other holder threads. */
+	memset(pc->holder, 0, sizeof(pc->holder));
+}
+
 struct ivm_error *ivm_pin_capture_create(struct ivm_guest *guest,
 					 const char *socket_path,
 					 const char *qmp_path, int timeout_ms,
@@ -83,32 +138,23 @@ struct ivm_error *ivm_pin_capture_create(struct ivm_guest *guest,
 	err = ivm_pin_helper_socket(guest, socket_path, qmp_path, &path);
 	if (err)
 		return err;
-	err = ivm_helper_connect_path(path, &helper);
-	free(path);
-	if (err)
-		return err;
-	ivm_helper_set_timeout(helper, timeout_ms);
-	err = ivm_helper_hello(helper, &hello);
-	if (!err && (hello.caps & (IVM_CAP_PIN | IVM_CAP_HOLD)) !=
-		    (IVM_CAP_PIN | IVM_CAP_HOLD))
-		err = ivm_error_create(IVM_ERROR_PROTOCOL,
-				       "the helper cannot pin and hold");
+	err = helper_open(path, timeout_ms, &helper, &hello);
 	if (err) {
-		ivm_helper_destroy(helper);
+		free(path);
 		return err;
 	}
 	pc = calloc(1, sizeof(*pc));
 	if (!pc) {
+		free(path);
 		ivm_helper_destroy(helper);
 		return &ivm_enomem;
 	}
 	pc->guest = guest;
 	pc->helper = helper;
+	pc->socket_path = path;
 	pc->has_on_cpu = ivm_kernel_layout_offsets(guest->layout)->task_on_cpu !=
 			 IVM_KOFF_NONE;
-	pc->protocol = hello.protocol;
-	if (pc->protocol < 2 || !(hello.caps & IVM_CAP_HOLD_PIN))
-		pc->protocol = 1;
+	take_hello(pc, &hello);
 	pc->lease_us = lease_us ? lease_us : IVM_PIN_LEASE_DEFAULT_US;
 	if (pc->lease_us > IVM_PROTO_HOLD_PIN_LEASE_MAX_US)
 		pc->lease_us = IVM_PROTO_HOLD_PIN_LEASE_MAX_US;
@@ -126,12 +172,7 @@ struct ivm_error *ivm_pin_capture_create(struct ivm_guest *guest,
 	 * shorter hold bounds that; the read it covers takes milliseconds.
 	 */
 	pc->hold_lease_ms = pc->lease_ms / 2 ? pc->lease_ms / 2 : 1;
-	pc->helper_pid = hello.pid;
-	pc->helper_caps = hello.caps;
 	pc->timeout_ms = timeout_ms;
-	/* The helper's count of online CPUs is hostile: it only chooses
-	 * between hold-only and hold+pin, both safe. */
-	pc->guest_cpus = hello.ncpus;
 	*ret = pc;
 	return NULL;
 }
@@ -142,12 +183,15 @@ void ivm_pin_capture_destroy(struct ivm_pin_capture *pc)
 		return;
 	/* Closing the channel ends every lease in the guest at once. */
 	ivm_helper_destroy(pc->helper);
+	free(pc->socket_path);
 	free(pc);
 }
 
 void ivm_pin_capture_set_wait(struct ivm_pin_capture *pc,
 			      ivm_helper_wait_fn wait, void *ctx)
 {
+	pc->wait = wait;
+	pc->wait_ctx = ctx;
 	if (pc->helper)
 		ivm_helper_set_wait(pc->helper, wait, ctx);
 }
@@ -204,12 +248,54 @@ ivm_pin_capture_stats(const struct ivm_pin_capture *pc)
 static void degrade(struct ivm_pin_capture *pc, struct ivm_error *err)
 {
 	snprintf(pc->degraded, sizeof(pc->degraded),
-		 "pin capture off, optimistic from now on: %s",
-		 ivm_error_string(err));
+		 "pin capture off, optimistic until the helper answers again (tried after 1 s, then up to every %llu s): %s",
+		 RETRY_MAX_NS / 1000000000ull, ivm_error_string(err));
 	ivm_error_destroy(err);
 	ivm_helper_destroy(pc->helper);
 	pc->helper = NULL;
 	pc->stats.failed++;
+	pc->down_ns = ivm_mono_ns();
+	pc->retry_ns = RETRY_FIRST_NS;
+	pc->retry_at_ns = pc->down_ns + pc->retry_ns;
+}
+
+/*
+ * Whether the helper can be asked: connected, or connected again now.  A
+ * helper killed in the guest is restarted there (its supervisor, systemd's
+ * Restart=) and opens its port again: a new HELLO finds it.  Until then a
+ * try costs a HELLO's timeout at most, so the tries back off, from
+ * RETRY_FIRST_NS to RETRY_MAX_NS apart; none while paused (another guest
+ * waits for its own helper).
+ */
+static bool helper_ready(struct ivm_pin_capture *pc)
+{
+	struct ivm_helper_hello hello;
+	struct ivm_helper *helper;
+	struct ivm_error *err;
+	uint64_t now;
+
+	if (pc->helper)
+		return true;
+	now = ivm_mono_ns();
+	if (pc->paused || !pc->socket_path || now < pc->retry_at_ns)
+		return false;
+	err = helper_open(pc->socket_path, pc->timeout_ms, &helper, &hello);
+	if (err) {
+		ivm_error_destroy(err);
+		pc->retry_ns = pc->retry_ns * 2 > RETRY_MAX_NS ? RETRY_MAX_NS :
+			       pc->retry_ns * 2;
+		pc->retry_at_ns = ivm_mono_ns() + pc->retry_ns;
+		return false;
+	}
+	pc->helper = helper;
+	if (pc->wait)
+		ivm_helper_set_wait(helper, pc->wait, pc->wait_ctx);
+	take_hello(pc, &hello);
+	pc->timeouts_in_row = 0;
+	pc->degraded[0] = '\0';
+	pc->stats.reconnects++;
+	pc->stats.down_ns += ivm_mono_ns() - pc->down_ns;
+	return true;
 }
 
 struct ivm_error *ivm_pin_capture_record_footprint(struct ivm_pin_capture *pc,
@@ -507,7 +593,7 @@ struct ivm_error *ivm_pin_capture_task(struct ivm_pin_capture *pc,
 	struct ivm_error *err;
 	bool hold_only;
 
-	if (!pc->helper || cpu < 0) {
+	if (cpu < 0 || !helper_ready(pc)) {
 		pc->stats.unpinned++;
 		return ivm_capture_task(engine, task_addr, NULL, -1, cpu, cap);
 	}
@@ -606,7 +692,8 @@ void ivm_pin_capture_readahead(struct ivm_pin_capture *pc,
 		struct ivm_error *err;
 		uint64_t bytes = 0, t0;
 
-		if (!pc->helper || !(pc->helper_caps & IVM_CAP_READAHEAD)) {
+		if (!helper_ready(pc) ||
+		    !(pc->helper_caps & IVM_CAP_READAHEAD)) {
 			free(ra.path);
 			continue;
 		}

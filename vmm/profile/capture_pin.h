@@ -53,8 +53,11 @@
  *
  * Everything the helper says is hostile and every request has a timeout
  * (helper_client.h).  A helper that stops answering, or whose connection
- * fails, ends pin capture for the session: it degrades to optimistic
- * captures, counted (failed) and explained (ivm_pin_capture_degraded).  The
+ * fails, suspends pin capture: it degrades to optimistic captures, counted
+ * (failed) and explained (ivm_pin_capture_degraded), and connects again
+ * once a helper answers a new HELLO (a killed helper restarted in the
+ * guest; tried after 1 s, then backing off to 30 s; counted: reconnects).
+ * The
  * helper's leases and its host-disconnect handling restore whatever was left
  * pinned or held, so a killed idlevm never leaves the guest pinned.
  */
@@ -101,6 +104,8 @@ struct ivm_pin_stats {
 	uint64_t timed_out;	/* HOLD_PIN unanswered in time (read unpinned) */
 	uint64_t failed;	/* helper connection failed: degraded */
 	uint64_t unpinned;	/* captures made without pin after degrading */
+	uint64_t reconnects;	/* the helper answered again after failing */
+	uint64_t down_ns;	/* time without it, until it answered again */
 	uint64_t pin_ns;	/* total time in HOLD+PIN round trips */
 	uint64_t restore_ns;	/* total time in UNPIN+RELEASE round trips */
 	/* What was asked of the helper (its own count: ivm_pin_capture_footprint). */
@@ -198,7 +203,10 @@ struct ivm_error *ivm_pin_capture_record_footprint(struct ivm_pin_capture *pc,
 						   struct ivm_profile_writer *w,
 						   struct ivm_helper_stats *ret);
 
-/* Why pin capture stopped (a one-line message), or NULL while it works. */
+/*
+ * Why pin capture stopped (a one-line message), or NULL while it works
+ * (again: stats' reconnects counts the helper's returns).
+ */
 const char *ivm_pin_capture_degraded(const struct ivm_pin_capture *pc);
 
 const struct ivm_pin_stats *

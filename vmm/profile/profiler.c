@@ -174,6 +174,28 @@ static struct ivm_error *write_kept(struct profiler *p,
 	return err;
 }
 
+/*
+ * Say when pin capture stops (the helper failed: optimistic meanwhile)
+ * and when the helper answers again, once each time.
+ */
+static void pin_news(struct profiler *p)
+{
+	const struct ivm_pin_stats *ps = ivm_pin_capture_stats(p->cfg->pin);
+	const char *why = ivm_pin_capture_degraded(p->cfg->pin);
+
+	if (!p->warned_degraded && why) {
+		p->warned_degraded = true;
+		fprintf(stderr, "%sidlevm: warning: %s\n",
+			p->cfg->status_line ? "\r\033[K" : "", why);
+	} else if (p->warned_degraded && !why) {
+		p->warned_degraded = false;
+		fprintf(stderr, "%sidlevm: pin capture back: the helper (guest pid %u) answers again (%" PRIu64 " times back, %.1f s without it in all)\n",
+			p->cfg->status_line ? "\r\033[K" : "",
+			ivm_pin_capture_helper_pid(p->cfg->pin), ps->reconnects,
+			(double)ps->down_ns / 1e9);
+	}
+}
+
 static struct ivm_error *capture_in(struct profiler *p,
 				     const struct ivm_capture_req *req)
 {
@@ -230,13 +252,7 @@ static struct ivm_error *capture_in(struct profiler *p,
 					   v->cpu, &p->cap);
 		p->helper_held |= ivm_pin_capture_stats(p->cfg->pin)->holds !=
 				  holds;
-		if (!p->warned_degraded &&
-		    ivm_pin_capture_degraded(p->cfg->pin)) {
-			p->warned_degraded = true;
-			fprintf(stderr, "%sidlevm: warning: %s\n",
-				p->cfg->status_line ? "\r\033[K" : "",
-				ivm_pin_capture_degraded(p->cfg->pin));
-		}
+		pin_news(p);
 	} else {
 		err = ivm_capture_task(p->engine, req->task, regs, cpl,
 				       v->cpu, &p->cap);

@@ -165,6 +165,7 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		st[n++] = (struct ivm_stat){ "pin_timed_out", ps->timed_out };
 		st[n++] = (struct ivm_stat){ "pin_failed", ps->failed };
 		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
+		st[n++] = (struct ivm_stat){ "pin_reconnects", ps->reconnects };
 		st[n++] = (struct ivm_stat){ "pin_requests", ps->requests };
 		st[n++] = (struct ivm_stat){ "pin_holds", ps->holds };
 		st[n++] = (struct ivm_stat){ "pin_pins", ps->pins };

@@ -398,6 +398,12 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 		fprintf(out, "  the guest was not running for %" PRIu64
 			" s of the run (paused, or stopped by QEMU): no samples then\n",
 			ST("guest_paused_s"));
+	if (ivm_idle_summary_has_stat(s, "pin_reconnects"))
+		fprintf(out, "  pin capture: %" PRIu64 " pinned, %" PRIu64
+			" held only; the helper lost %" PRIu64 " times, back %" PRIu64
+			" times, %" PRIu64 " captures unpinned meanwhile\n",
+			ST("pin_ok"), ST("pin_hold_only"), ST("pin_failed"),
+			ST("pin_reconnects"), ST("pin_unpinned"));
 	/*
 	 * KVM: what its own events said.  Halts that ended while KVM polled
 	 * never reached the host scheduler; no HLT exits at all with halts
