@@ -171,3 +171,26 @@ Test(boot_watch, kernel_looks_find_a_reboot_nobody_announced)
 	ivm_boot_watch_look(&w, false, j += 250);
 	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_CHANGED);
 }
+
+/*
+ * While libvirtd is away, looks every 100 ms: a reboot onto another
+ * offset left the old boot's memory as it was (seen by t_97: its banner
+ * in place, its jiffies frozen).  Jiffies still for IVM_BOOT_STILL_NS end
+ * the boot; any move starts the count again.
+ */
+Test(boot_watch, jiffies_that_stop_while_deaf_are_a_reboot)
+{
+	struct ivm_boot_watch w = { 0 };
+	uint64_t t = 5000000000ull, step = 100000000ull;
+
+	/* An idle guest's tick may pause for a while: not for long. */
+	ivm_boot_watch_still(&w, false, t);
+	ivm_boot_watch_still(&w, false, t += IVM_BOOT_STILL_NS - step);
+	ivm_boot_watch_still(&w, true, t += step);
+	ivm_boot_watch_still(&w, false, t += step);
+	ivm_boot_watch_still(&w, false, t += IVM_BOOT_STILL_NS - step);
+	cr_expect_eq(ivm_boot_watch_seen(&w), 0);
+	ivm_boot_watch_still(&w, false, t += step);
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_CHANGED);
+	cr_expect(ivm_boot_watch_new_boot(&w));
+}

@@ -38,6 +38,8 @@
 #define QMP_READ_CHUNK (64u << 10)
 /* Under libvirt without events, poll virDomainGetState at most this often. */
 #define QMP_STATE_POLL_MS 100
+/* A connection to libvirtd found dead is opened again at most this often. */
+#define QMP_RECONNECT_MS 1000
 
 enum qmp_transport {
 	QMP_SOCKET,
@@ -92,6 +94,9 @@ struct ivm_qmp {
 	unsigned char uuid[VIR_UUID_BUFLEN];
 	int lifecycle_cb, reboot_cb;	/* -1: not registered */
 	int64_t last_state_poll_ms;
+	/* libvirtd went away (restarted): since when, the next try, how often back. */
+	int64_t lost_ms, next_reconnect_ms;
+	uint64_t reconnects;
 };
 
 static atomic_bool libvirt_event_loop_running;
@@ -989,6 +994,8 @@ static bool libvirt_reconnect(struct ivm_qmp *qmp)
 
 	if (!qmp->conn || virConnectIsAlive(qmp->conn) == 1)
 		return false;
+	if (!qmp->lost_ms)
+		qmp->lost_ms = now_ms() ? now_ms() : 1;
 	conn = virConnectOpen(qmp->uri);
 	if (!conn)
 		return false;
@@ -1001,7 +1008,35 @@ static bool libvirt_reconnect(struct ivm_qmp *qmp)
 	qmp->conn = conn;
 	qmp->dom = dom;
 	libvirt_register_events(qmp);
+	qmp->reconnects++;
+	qmp->lost_ms = 0;
 	return true;
+}
+
+static struct ivm_error *libvirt_poll_state(struct ivm_qmp *qmp);
+
+/*
+ * With events registered nothing calls libvirt while the guest runs, so a
+ * libvirtd that went away (its connection closed: a local check, no round
+ * trip) would leave the client deaf for good.  Open it again at most every
+ * QMP_RECONNECT_MS (a refused connect is quick; one to a libvirtd still
+ * starting waits until it serves), then read the state once: what happened
+ * meanwhile sent no event (a pause, QEMU gone).
+ */
+static struct ivm_error *libvirt_keep_connected(struct ivm_qmp *qmp)
+{
+	int64_t now = now_ms();
+
+	if (qmp->lifecycle_cb < 0 || virConnectIsAlive(qmp->conn) == 1)
+		return NULL;
+	if (now < qmp->next_reconnect_ms)
+		return NULL;
+	qmp->next_reconnect_ms = now + QMP_RECONNECT_MS;
+	if (!libvirt_reconnect(qmp)) {
+		virResetLastError();
+		return NULL;
+	}
+	return libvirt_poll_state(qmp);
 }
 
 static bool libvirt_error_is_gone(virErrorPtr e)
@@ -1524,6 +1559,8 @@ enum ivm_qmp_lifecycle ivm_qmp_lifecycle(struct ivm_qmp *qmp)
 	else if (qmp->lifecycle_cb < 0 &&
 		 now_ms() - qmp->last_state_poll_ms >= QMP_STATE_POLL_MS)
 		err = libvirt_poll_state(qmp);
+	else
+		err = libvirt_keep_connected(qmp);
 	if (err && err->code == IVM_ERROR_GONE)
 		set_lifecycle(qmp->shared, IVM_QMP_GONE);
 	ivm_error_destroy(err);
@@ -1533,6 +1570,21 @@ enum ivm_qmp_lifecycle ivm_qmp_lifecycle(struct ivm_qmp *qmp)
 enum ivm_qmp_lifecycle ivm_qmp_lifecycle_cached(const struct ivm_qmp *qmp)
 {
 	return atomic_load(&qmp->shared->lifecycle);
+}
+
+int64_t ivm_qmp_libvirt_lost_ms(const struct ivm_qmp *qmp)
+{
+	return qmp->transport == QMP_LIBVIRT ? qmp->lost_ms : 0;
+}
+
+uint64_t ivm_qmp_reconnects(const struct ivm_qmp *qmp)
+{
+	return qmp->reconnects;
+}
+
+bool ivm_qmp_libvirt_events(const struct ivm_qmp *qmp)
+{
+	return qmp->lifecycle_cb >= 0;
 }
 
 uint64_t ivm_qmp_reset_count(const struct ivm_qmp *qmp)

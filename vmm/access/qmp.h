@@ -193,6 +193,19 @@ enum ivm_qmp_lifecycle ivm_qmp_lifecycle(struct ivm_qmp *qmp);
 /* The last known state, without any I/O; safe from any thread. */
 enum ivm_qmp_lifecycle ivm_qmp_lifecycle_cached(const struct ivm_qmp *qmp);
 
+/*
+ * Under libvirt, libvirtd may go away (restarted) while QEMU runs on: the
+ * connection closes and no event comes.  ivm_qmp_lifecycle() finds it
+ * closed and opens it again (at most once a second), its events registered
+ * again and the state read anew.  Since when (CLOCK_MONOTONIC ms) it is
+ * found closed, 0 while it is up (always on a socket), and how many times it
+ * was opened again.  The client's thread only.
+ */
+int64_t ivm_qmp_libvirt_lost_ms(const struct ivm_qmp *qmp);
+uint64_t ivm_qmp_reconnects(const struct ivm_qmp *qmp);
+/* Whether libvirt's events are registered (else its state is polled). */
+bool ivm_qmp_libvirt_events(const struct ivm_qmp *qmp);
+
 /* How many RESET events (guest reboots) were seen; safe from any thread. */
 uint64_t ivm_qmp_reset_count(const struct ivm_qmp *qmp);
 

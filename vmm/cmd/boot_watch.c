@@ -6,9 +6,14 @@
 #include "kernel/kernel_layout.h"
 #include "kernel/ksyms.h"
 
-/* How often a plain socket's events are read, and the kernel looked at. */
+/*
+ * How often a plain socket's events are read, and the kernel looked at:
+ * more often while libvirtd is away (no event can come then, and a reboot
+ * is seen from the kernel only).
+ */
 #define DRAIN_NS 100000000ull
 #define LOOK_NS 1000000000ull
+#define LOOK_DEAF_NS 100000000ull
 
 static void saw(struct ivm_boot_watch *w, unsigned int end)
 {
@@ -57,6 +62,7 @@ void ivm_boot_watch_attach(struct ivm_boot_watch *w, struct ivm_guest *guest)
 	w->panic_cpu = w->banner = w->jiffies = 0;
 	w->last_jiffies = 0;
 	w->strikes = 0;
+	w->still_since_ns = 0;
 	w->next_drain_ns = w->next_look_ns = 0;
 	if (guest->qmp)
 		ivm_qmp_set_event_callback(guest->qmp, on_event, w);
@@ -105,6 +111,18 @@ void ivm_boot_watch_look(struct ivm_boot_watch *w, bool banner_same,
 		saw(w, IVM_BOOT_CHANGED);
 }
 
+void ivm_boot_watch_still(struct ivm_boot_watch *w, bool moved, uint64_t now)
+{
+	if (moved) {
+		w->still_since_ns = 0;
+		return;
+	}
+	if (!w->still_since_ns)
+		w->still_since_ns = now ? now : 1;
+	else if (now - w->still_since_ns >= IVM_BOOT_STILL_NS)
+		saw(w, IVM_BOOT_CHANGED);
+}
+
 void ivm_boot_watch_detach(struct ivm_boot_watch *w)
 {
 	/* Under the queue's lock: no callback runs with w after this. */
@@ -130,7 +148,8 @@ void ivm_boot_watch_poll(struct ivm_boot_watch *w, uint64_t now)
 	}
 	if (now < w->next_look_ns || ivm_boot_watch_seen(w))
 		return;
-	w->next_look_ns = now + LOOK_NS;
+	w->next_look_ns = now + (ivm_qmp_libvirt_lost_ms(g->qmp) ?
+				 LOOK_DEAF_NS : LOOK_NS);
 	if (w->panic_cpu) {
 		/* A read that fails is no panic: the events still say. */
 		err = ivm_kernel_read(g->layout, w->panic_cpu, &cpu,
@@ -141,7 +160,7 @@ void ivm_boot_watch_poll(struct ivm_boot_watch *w, uint64_t now)
 	}
 	if (w->banner && w->jiffies) {
 		char text[sizeof(w->banner_text)];
-		uint64_t jiffies = 0;
+		uint64_t jiffies = 0, before = w->last_jiffies;
 
 		err = ivm_kernel_read(g->layout, w->banner, text, sizeof(text));
 		if (!err)
@@ -149,6 +168,11 @@ void ivm_boot_watch_poll(struct ivm_boot_watch *w, uint64_t now)
 					      sizeof(jiffies));
 		ivm_boot_watch_look(w, !err && !memcmp(text, w->banner_text,
 						       sizeof(text)), jiffies);
+		if (!ivm_qmp_libvirt_lost_ms(g->qmp) ||
+		    ivm_qmp_lifecycle_cached(g->qmp) != IVM_QMP_RUNNING)
+			w->still_since_ns = 0;
+		else
+			ivm_boot_watch_still(w, err || jiffies != before, now);
 		ivm_error_destroy(err);
 	}
 }

@@ -15,7 +15,8 @@
  * panic sends nothing at all), and from the kernel itself: once a
  * second its linux_banner must still be where it was, and its jiffies_64
  * must not go back (a reboot whose event was lost, libvirtd being down
- * then, shows either as a moved banner or as jiffies that start again).
+ * then, shows either as a moved banner or as jiffies that start again);
+ * every 100 ms while the monitor says its libvirtd is away.
  *
  * Invariants:
  *  - what the watch saw only grows: a boot that ended never goes on;
@@ -58,6 +59,7 @@ struct ivm_boot_watch {
 	char banner_text[32];		/* its first bytes, as opened */
 	uint64_t last_jiffies;
 	unsigned int strikes;		/* looks in a row that found a change */
+	uint64_t still_since_ns;	/* jiffies not moving since, 0 moving */
 	uint64_t next_drain_ns, next_look_ns;
 };
 
@@ -93,6 +95,18 @@ void ivm_boot_watch_poll(struct ivm_boot_watch *w, uint64_t now);
  */
 void ivm_boot_watch_look(struct ivm_boot_watch *w, bool banner_same,
 			 uint64_t jiffies);
+
+/*
+ * While no event can come (libvirtd away) and the guest runs: whether
+ * jiffies_64 moved since the last look, at now.  A reboot onto another
+ * KASLR offset leaves the old boot's memory as it was, its banner in
+ * place and its jiffies where they stopped: jiffies that do not move for
+ * IVM_BOOT_STILL_NS end the boot (a guest whose every CPU sleeps that long
+ * without a tick would be taken for rebooted; its same boot is opened
+ * again).
+ */
+#define IVM_BOOT_STILL_NS 3000000000ull
+void ivm_boot_watch_still(struct ivm_boot_watch *w, bool moved, uint64_t now);
 
 /* The bits seen so far, and the first (0: the boot goes on). */
 unsigned int ivm_boot_watch_seen(const struct ivm_boot_watch *w);

@@ -803,6 +803,7 @@ int ivm_cmd_profile(int argc, char **argv)
 			}
 			if (!r->running)
 				continue;
+			guest_run_monitor_news(r, &o);
 			running++;
 			r->waited = true;
 			r->fd_first = nr_fds;

@@ -232,9 +232,8 @@ static struct ivm_error *run_attach(struct guest_run *r,
 	struct ivm_guest_options gopts = o->gopts;
 	struct ivm_profile_writer *writer;
 	struct ivm_error *err;
-	bool kvm = false;
-
 	size_t heap0 = ivm_heap_bytes();
+	bool kvm = false;
 
 	r->attach_ns = ivm_thread_cpu_ns();
 	r->cfg = o->cfg;
@@ -244,6 +243,9 @@ static struct ivm_error *run_attach(struct guest_run *r,
 	r->heap_open = heap_growth(heap0);
 	r->ktables_users = 0;
 	note_sharing(r);
+	/* A new connection: what was said of the last one is over. */
+	r->monitor_lost_ms = 0;
+	r->monitor_reconnects = 0;
 	if (!err && r->waiting)
 		err = booted_enough(r);
 	if (err)
@@ -503,6 +505,44 @@ struct ivm_error *guest_run_between(struct guest_run *r,
 	r->partial_since = 0;
 	r->last_try[0] = '\0';
 	return ferr;
+}
+
+/*
+ * Say once when r's libvirt connection closed (libvirtd stopped or
+ * restarting: QEMU and the guest go on, so does the window) and when it
+ * is open again.
+ */
+void guest_run_monitor_news(struct guest_run *r, const struct profile_opts *o)
+{
+	int64_t lost;
+	uint64_t back;
+
+	if (!r->running || !r->g || !r->g->qmp)
+		return;
+	lost = ivm_qmp_libvirt_lost_ms(r->g->qmp);
+	back = ivm_qmp_reconnects(r->g->qmp);
+	if (lost && !r->monitor_lost_ms) {
+		r->monitor_lost_ms = lost;
+		guest_run_who(o, r);
+		fprintf(stderr, "libvirt's connection closed (libvirtd stopped or restarting): the window goes on, the kernel looked at every 100 ms for a reboot until it is back\n");
+	}
+	if (back != r->monitor_reconnects) {
+		struct timespec ts;
+		int64_t now;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		guest_run_who(o, r);
+		fprintf(stderr, "libvirt's connection is back%s%.1f s (opened again %" PRIu64 " times), %s; the guest is %s\n",
+			r->monitor_lost_ms ? " after " : ", lost for less than ",
+			r->monitor_lost_ms ? (double)(now - r->monitor_lost_ms) / 1e3 : 1.0,
+			back, ivm_qmp_libvirt_events(r->g->qmp) ?
+			"its events registered again" :
+			"its state polled every 100 ms (its events could not be registered)",
+			ivm_qmp_lifecycle_name(ivm_qmp_lifecycle_cached(r->g->qmp)));
+		r->monitor_reconnects = back;
+		r->monitor_lost_ms = 0;
+	}
 }
 
 /* A run waiting for its guest's next boot ends there (stop, -D). */

@@ -80,6 +80,9 @@ struct guest_run {
 	uint64_t waiting_since, retry_at, retry_ns;
 	uint64_t partial_since;		/* opened, some vCPU without a CPU yet */
 	char last_try[256];		/* what the last try said */
+	/* Its libvirt connection: lost since (ms, as said), times back. */
+	int64_t monitor_lost_ms;
+	uint64_t monitor_reconnects;
 	char after[256];		/* the next window's "after" metadata */
 };
 
@@ -105,6 +108,7 @@ bool guest_run_follows(const struct guest_run *r, const struct profile_opts *o,
 		       bool all_domains);
 struct ivm_error *guest_run_between(struct guest_run *r,
 				     const struct profile_opts *o);
+void guest_run_monitor_news(struct guest_run *r, const struct profile_opts *o);
 void guest_run_stop_waiting(struct guest_run *r, const struct profile_opts *o);
 void guest_run_resume(struct guest_run *r, const struct profile_opts *o,
 		      bool rt);

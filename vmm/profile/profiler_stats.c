@@ -57,6 +57,9 @@ void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	st[n++] = (struct ivm_stat){ "to_idle_later",
 				     p->res->kept_later[IVM_SAMPLE_TO_IDLE] };
 	st[n++] = (struct ivm_stat){ "guest_paused_s", p->res->paused_s };
+	/* libvirtd restarted: its connection opened again. */
+	st[n++] = (struct ivm_stat){ "libvirt_reconnects",
+				     ivm_qmp_reconnects(p->guest->qmp) };
 	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
 	st[n++] = (struct ivm_stat){ "trace_records", p->res->trace_records };
 	st[n++] = (struct ivm_stat){ "host_trace_records",

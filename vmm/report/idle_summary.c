@@ -404,6 +404,10 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 			" times, %" PRIu64 " captures unpinned meanwhile\n",
 			ST("pin_ok"), ST("pin_hold_only"), ST("pin_failed"),
 			ST("pin_reconnects"), ST("pin_unpinned"));
+	if (ST("libvirt_reconnects"))
+		fprintf(out, "  libvirtd went away and its connection was opened again %" PRIu64
+			" times (no lifecycle events meanwhile)\n",
+			ST("libvirt_reconnects"));
 	/*
 	 * KVM: what its own events said.  Halts that ended while KVM polled
 	 * never reached the host scheduler; no HLT exits at all with halts
