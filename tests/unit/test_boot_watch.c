@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libvirt/libvirt.h>
+
 #include "access/qmp.h"
 #include "base/clock.h"
 #include "cmd/boot_watch.h"
@@ -193,4 +195,56 @@ Test(boot_watch, jiffies_that_stop_while_deaf_are_a_reboot)
 	ivm_boot_watch_still(&w, false, t += step);
 	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_CHANGED);
 	cr_expect(ivm_boot_watch_new_boot(&w));
+}
+
+/*
+ * `virsh save FILE` and a migration away, as libvirt 9.0 tells them: the
+ * guest paused (SUSPENDED, detail MIGRATED: no end), then its QEMU gone
+ * (STOPPED, detail SAVED or MIGRATED).  The boot goes on elsewhere, in
+ * another QEMU: the window ends with the precise reason, and this QEMU
+ * makes no new boot.
+ */
+Test(boot_watch, saved_and_migrated_name_the_end)
+{
+	static const struct {
+		int detail;
+		const char *name;
+		unsigned int end;
+		const char *reason;
+	} cases[] = {
+		{ VIR_DOMAIN_EVENT_STOPPED_SAVED, "DOMAIN_SAVED", IVM_BOOT_SAVED,
+		  "the guest was saved to a file" },
+		{ VIR_DOMAIN_EVENT_STOPPED_MIGRATED, "DOMAIN_MIGRATED",
+		  IVM_BOOT_MIGRATED, "the guest migrated away" },
+		{ VIR_DOMAIN_EVENT_STOPPED_DESTROYED, "DOMAIN_STOPPED",
+		  IVM_BOOT_GONE, "the guest went away" },
+	};
+	size_t i;
+
+	cr_expect_str_eq(ivm_qmp_libvirt_event_name(VIR_DOMAIN_EVENT_SUSPENDED,
+						    VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED),
+			 "STOP");
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ivm_boot_watch w = { 0 };
+		const char *name;
+
+		name = ivm_qmp_libvirt_event_name(VIR_DOMAIN_EVENT_SUSPENDED,
+						  VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED);
+		ivm_boot_watch_event(&w, name);
+		cr_expect_eq(ivm_boot_watch_seen(&w), 0, "%s: the pause", cases[i].name);
+		name = ivm_qmp_libvirt_event_name(VIR_DOMAIN_EVENT_STOPPED,
+						  cases[i].detail);
+		cr_assert_str_eq(name, cases[i].name);
+		ivm_boot_watch_event(&w, name);
+		cr_expect_eq(ivm_boot_watch_first(&w), cases[i].end, "%s", name);
+		cr_expect(ivm_boot_watch_seen(&w) & IVM_BOOT_GONE, "%s", name);
+		cr_expect_not(ivm_boot_watch_new_boot(&w), "%s", name);
+		cr_expect(!strncmp(ivm_boot_end_reason(ivm_boot_watch_first(&w)),
+				   cases[i].reason, strlen(cases[i].reason)),
+			  "%s: %s", name,
+			  ivm_boot_end_reason(ivm_boot_watch_first(&w)));
+		/* What came after is no other reason. */
+		ivm_boot_watch_event(&w, "SHUTDOWN");
+		cr_expect_eq(ivm_boot_watch_first(&w), cases[i].end);
+	}
 }

@@ -882,36 +882,40 @@ static void lifecycle_from_libvirt_state(struct ivm_qmp *qmp, int state)
 	}
 }
 
+const char *ivm_qmp_libvirt_event_name(int event, int detail)
+{
+	switch (event) {
+	case VIR_DOMAIN_EVENT_SUSPENDED:
+		return "STOP";	/* a migration's or a save's pause too */
+	case VIR_DOMAIN_EVENT_RESUMED:
+	case VIR_DOMAIN_EVENT_STARTED:
+		return "RESUME";
+	case VIR_DOMAIN_EVENT_SHUTDOWN:
+		return "SHUTDOWN";
+	case VIR_DOMAIN_EVENT_STOPPED:
+		/* QEMU has exited (not a QMP event: QEMU cannot say it). */
+		if (detail == VIR_DOMAIN_EVENT_STOPPED_SAVED)
+			return "DOMAIN_SAVED";
+		if (detail == VIR_DOMAIN_EVENT_STOPPED_MIGRATED)
+			return "DOMAIN_MIGRATED";
+		return "DOMAIN_STOPPED";
+	case VIR_DOMAIN_EVENT_CRASHED:
+		return "GUEST_PANICKED";
+	default:
+		return NULL;
+	}
+}
+
 static int libvirt_lifecycle_cb(virConnectPtr conn, virDomainPtr dom,
 				int event, int detail, void *opaque)
 {
+	const char *name = ivm_qmp_libvirt_event_name(event, detail);
 	struct qmp_shared *shared = opaque;
 	struct ivm_qmp_event *ev;
-	const char *name = NULL;
-	int state = -1;
+	int state = event == VIR_DOMAIN_EVENT_STOPPED ? IVM_QMP_GONE : -1;
 
-	switch (event) {
-	case VIR_DOMAIN_EVENT_SUSPENDED:
-		name = "STOP";
-		break;
-	case VIR_DOMAIN_EVENT_RESUMED:
-	case VIR_DOMAIN_EVENT_STARTED:
-		name = "RESUME";
-		break;
-	case VIR_DOMAIN_EVENT_SHUTDOWN:
-		name = "SHUTDOWN";
-		break;
-	case VIR_DOMAIN_EVENT_STOPPED:
-		/* QEMU has exited (not a QMP event: QEMU cannot say it). */
-		name = "DOMAIN_STOPPED";
-		state = IVM_QMP_GONE;
-		break;
-	case VIR_DOMAIN_EVENT_CRASHED:
-		name = "GUEST_PANICKED";
-		break;
-	default:
+	if (!name)
 		return 0;
-	}
 	ev = event_create(name, NULL);
 	if (ev) {
 		ev->data = json_object_new_object();

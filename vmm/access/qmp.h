@@ -226,11 +226,18 @@ struct ivm_error *ivm_qmp_next_event(struct ivm_qmp *qmp,
  * Under libvirt, events come from libvirt's lifecycle and reboot events
  * (only while ivm_qmp_libvirt_event_loop_start() runs), named like their
  * QMP counterparts: STOP, RESUME, SHUTDOWN, RESET, GUEST_PANICKED, plus
- * DOMAIN_STOPPED when QEMU has exited; data holds "libvirt-event" and
+ * DOMAIN_STOPPED when QEMU has exited (DOMAIN_SAVED after `virsh save`,
+ * DOMAIN_MIGRATED after a migration away); data holds "libvirt-event" and
  * "libvirt-detail".
  */
 struct ivm_error *ivm_qmp_wait_event(struct ivm_qmp *qmp, int timeout_ms,
 				     struct ivm_qmp_event **ret);
+
+/*
+ * The name a libvirt lifecycle event (VIR_DOMAIN_EVENT_*, its detail) is
+ * given, as above, or NULL for one that is not passed on.
+ */
+const char *ivm_qmp_libvirt_event_name(int event, int detail);
 
 /* Events dropped because the queue was full. */
 uint64_t ivm_qmp_events_lost(const struct ivm_qmp *qmp);

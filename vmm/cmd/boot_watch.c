@@ -15,12 +15,15 @@
 #define LOOK_NS 1000000000ull
 #define LOOK_DEAF_NS 100000000ull
 
+/* end: one bit, or SAVED or MIGRATED with GONE (the reason is the first). */
 static void saw(struct ivm_boot_watch *w, unsigned int end)
 {
-	unsigned int none = 0;
+	unsigned int none = 0, reason = end;
 
+	if (end & (IVM_BOOT_SAVED | IVM_BOOT_MIGRATED))
+		reason &= ~IVM_BOOT_GONE;
 	atomic_fetch_or(&w->seen, end);
-	atomic_compare_exchange_strong(&w->first, &none, end);
+	atomic_compare_exchange_strong(&w->first, &none, reason);
 }
 
 void ivm_boot_watch_reset(struct ivm_boot_watch *w)
@@ -45,6 +48,10 @@ void ivm_boot_watch_event(struct ivm_boot_watch *w, const char *name)
 		saw(w, IVM_BOOT_SHUTDOWN);
 	else if (!strcmp(name, "DOMAIN_STOPPED"))
 		saw(w, IVM_BOOT_GONE);
+	else if (!strcmp(name, "DOMAIN_SAVED"))
+		saw(w, IVM_BOOT_SAVED | IVM_BOOT_GONE);
+	else if (!strcmp(name, "DOMAIN_MIGRATED"))
+		saw(w, IVM_BOOT_MIGRATED | IVM_BOOT_GONE);
 }
 
 static void on_event(void *arg, const struct ivm_qmp_event *event)
@@ -200,6 +207,10 @@ const char *ivm_boot_end_reason(unsigned int end)
 		return "the guest went away";
 	case IVM_BOOT_CHANGED:
 		return "the guest's kernel is not the boot opened (a reboot unannounced)";
+	case IVM_BOOT_SAVED:
+		return "the guest was saved to a file (its QEMU exited; the boot goes on where it is restored)";
+	case IVM_BOOT_MIGRATED:
+		return "the guest migrated away (its QEMU exited; the boot goes on on the other host)";
 	default:
 		return "the guest's boot ended";
 	}

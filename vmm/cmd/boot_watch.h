@@ -8,7 +8,8 @@
  * release, layout), a kernel panic, a shutdown, or QEMU going away
  * (destroyed, killed, crashed).  The watch learns it from the monitor's
  * events (QMP's RESET, GUEST_PANICKED, SHUTDOWN; under libvirt its reboot
- * and lifecycle events, named alike, and DOMAIN_STOPPED when QEMU exited),
+ * and lifecycle events, named alike, and DOMAIN_STOPPED, _SAVED or
+ * _MIGRATED when QEMU exited),
  * from the monitor closing, from the guest kernel's own panic_cpu
  * (set by panic() before anything else; a guest without a pvpanic device
  * sends no event when it panics, and one that does not reboot after a
@@ -44,6 +45,13 @@ enum ivm_boot_end {
 	IVM_BOOT_SHUTDOWN = 1u << 2,	/* the guest is going down */
 	IVM_BOOT_GONE = 1u << 3,	/* QEMU exited, the monitor closed */
 	IVM_BOOT_CHANGED = 1u << 4,	/* the kernel is not the one opened */
+	/*
+	 * QEMU exited after saving the guest (`virsh save`) or migrating it
+	 * away: the boot goes on elsewhere (a restore), in another QEMU
+	 * whose memory and threads must be opened anew; seen with GONE.
+	 */
+	IVM_BOOT_SAVED = 1u << 5,
+	IVM_BOOT_MIGRATED = 1u << 6,
 };
 
 /* Looks in a row that must find the kernel changed before it is said. */

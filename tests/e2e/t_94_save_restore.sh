@@ -1,0 +1,74 @@
+# e2e-timeout: 400
+# A guest saved to a file and restored under a continuous run (`profile
+# --domain --window`): `virsh save` ends the guest's QEMU (libvirt's
+# STOPPED event, detail SAVED), so the window ends whole, its end_reason
+# says the guest was saved; `virsh restore` starts another QEMU with the
+# same boot, and the run goes on in a new window that names the same
+# kernel and kaslr_offset and says what came before (after).
+#
+# The shared guest is saved and restored as it is: the same boot, its
+# workload and helper go on (its QEMU is another), also when the test
+# fails.
+IVM_PROG=t94
+. tests/e2e/lib_boots.sh
+boots_need_lockstorm
+
+dir=$IVM_RUNDIR/t94
+rm -rf "$dir"
+log=$IVM_RUNDIR/t94.log
+save=$IVM_RUNDIR/t94.save
+pid=""
+
+cleanup() {
+	local rc=$?
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	# Never leave the guest saved away.
+	[ -f "$save" ] && ! ivm_virsh domid "$IVM_DOMAIN" >/dev/null 2>&1 &&
+		ivm_virsh restore "$save" >/dev/null
+	rm -f "$save"
+	[ "$rc" = 0 ] || { echo "---- idlevm profile's stderr ----"; cat "$log"; }
+	true
+}
+trap cleanup EXIT
+trap 'exit 143' TERM
+
+k1=$(kaslr)
+"$idlevm" profile --domain "$IVM_DOMAIN" --window 6 --output-dir "$dir" \
+	--no-pprof -D 300 >"$log" 2>&1 &
+pid=$!
+wait_windows 2
+ivm_virsh save "$IVM_DOMAIN" "$save" >/dev/null || fail "virsh save failed"
+wait_for_output "$log" "^idlevm: the guest was saved to a file .*: window .* ended, whole" "$pid" ||
+	fail "no word of the save"
+ivm_virsh restore "$save" >/dev/null || fail "virsh restore failed"
+rm -f "$save"
+wait_back 1
+k2=$(kaslr)
+assert_eq "$k2" "$k1" "kaslr_offset after the restore (the same boot)"
+kill -INT "$pid"
+wait "$pid" || fail "idlevm failed"
+pid=""
+grep -E "saved|ended, whole|is back|waiting for" "$log"
+
+last=""
+saw_after=0
+for prof in "$dir"/*.prof; do
+	name=$(basename "$prof" .prof)
+	check=$(check_window "$prof") || exit 1
+	txt=$dir/$name.txt
+	after=$(window_meta after "$txt")
+	assert_eq "$(window_meta kernel "$txt") $(window_meta kaslr_offset "$txt")" \
+		"$IVM_KVER $k1" "$name's kernel and kaslr_offset"
+	if [ -n "$after" ]; then
+		saw_after=1
+		echo "$after" | grep -q "^the guest was saved to a file.*the window before: $last.prof" ||
+			fail "$name, first after the restore, does not say what came before: $after"
+		window_meta end_reason "$dir/$last.txt" | grep -q "^the guest was saved to a file" ||
+			fail "$last, last before the save, says no end_reason: $(window_meta end_reason "$dir/$last.txt")"
+	fi
+	echo "$name: ${check#*: }${after:+, after: $after}"
+	last=$name
+done
+assert_eq "$saw_after" 1 "windows after the restore"
+guest_sh 'kill -0 $(cat /run/idlevm-helper.pid) && kill -0 $(cat /run/idlevm-workload.pid)' >/dev/null ||
+	fail "the guest's helper or workload is gone after the restore"
