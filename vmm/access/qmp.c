@@ -27,81 +27,17 @@
 
 #include "access/libvirt_domain.h"
 #include "access/pause_guard.h"
-#include "access/qmp.h"
+#include "access/qmp_int.h"
 
 /* The greeting is small; a peer that sends more without a newline is not QEMU. */
 #define QMP_GREETING_MAX (64u << 10)
-/* json-c's default nesting limit is 32; QMP replies are shallow. */
-#define QMP_JSON_DEPTH 64
 /* Longest event name we keep (QEMU's are under 40 characters). */
 #define QMP_EVENT_NAME_MAX 128
 #define QMP_READ_CHUNK (64u << 10)
 /* Under libvirt without events, poll virDomainGetState at most this often. */
 #define QMP_STATE_POLL_MS 100
-/* A connection to libvirtd found dead is opened again at most this often. */
-#define QMP_RECONNECT_MS 1000
 
-enum qmp_transport {
-	QMP_SOCKET,
-	QMP_LIBVIRT,
-};
-
-/*
- * What libvirt's event loop thread shares with the client: the event queue
- * and the lifecycle state.  Reference counted, because libvirt may still run
- * a callback while the client deregisters it; the last reference frees it.
- */
-struct qmp_shared {
-	pthread_mutex_t lock;
-	int refs;				/* lock */
-	struct ivm_qmp_event *events[IVM_QMP_MAX_EVENTS]; /* ring, lock */
-	size_t head, count;			/* lock */
-	uint64_t lost;				/* lock */
-	ivm_qmp_event_fn *fn;			/* lock */
-	void *fn_arg;				/* lock */
-	_Atomic int lifecycle;
-	_Atomic uint64_t resets;
-};
-
-struct ivm_qmp {
-	enum qmp_transport transport;
-	char *name;
-	int timeout_ms;
-	size_t max_reply;
-	int major, minor, micro;
-	struct qmp_shared *shared;
-
-	/* Resumes the guest if we die while it is paused (pause_guard.h). */
-	struct ivm_pause_guard *guard;
-
-	/* socket transport */
-	char *socket_path;	/* NULL when connected through a given fd */
-	int fd;
-	pid_t peer_pid;
-	char *buf;		/* bytes received, not yet consumed */
-	size_t len, cap;
-	size_t scanned;		/* buf[0..scanned) holds no '\n' */
-	bool discarding;	/* skipping the rest of an oversized message */
-	bool eof;
-	int64_t next_id;
-	uint64_t stray;		/* replies nobody waited for */
-	struct json_tokener *tok;
-
-	/* libvirt transport */
-	virConnectPtr conn;
-	virDomainPtr dom;
-	char *uri;
-	unsigned char uuid[VIR_UUID_BUFLEN];
-	int lifecycle_cb, reboot_cb;	/* -1: not registered */
-	int64_t last_state_poll_ms;
-	/* libvirtd went away (restarted): since when, the next try, how often back. */
-	int64_t lost_ms, next_reconnect_ms;
-	uint64_t reconnects;
-};
-
-static atomic_bool libvirt_event_loop_running;
-
-static int64_t now_ms(void)
+int64_t qmp_now_ms(void)
 {
 	struct timespec ts;
 
@@ -133,7 +69,7 @@ static struct qmp_shared *shared_create(void)
 	return shared;
 }
 
-static void shared_put(void *opaque)
+void qmp_shared_put(void *opaque)
 {
 	struct qmp_shared *shared = opaque;
 	size_t i;
@@ -153,14 +89,14 @@ static void shared_put(void *opaque)
 	free(shared);
 }
 
-static void shared_get(struct qmp_shared *shared)
+void qmp_shared_get(struct qmp_shared *shared)
 {
 	pthread_mutex_lock(&shared->lock);
 	shared->refs++;
 	pthread_mutex_unlock(&shared->lock);
 }
 
-static void set_lifecycle(struct qmp_shared *shared,
+void qmp_set_lifecycle(struct qmp_shared *shared,
 			  enum ivm_qmp_lifecycle state)
 {
 	/* GONE is final: a late event must not resurrect a dead monitor. */
@@ -173,15 +109,15 @@ static void set_lifecycle(struct qmp_shared *shared,
 }
 
 /* Take ownership of event: update the lifecycle, call back, then queue it. */
-static void deliver_event(struct qmp_shared *shared,
+void qmp_deliver_event(struct qmp_shared *shared,
 			  struct ivm_qmp_event *event)
 {
 	if (!strcmp(event->name, "STOP"))
-		set_lifecycle(shared, IVM_QMP_PAUSED);
+		qmp_set_lifecycle(shared, IVM_QMP_PAUSED);
 	else if (!strcmp(event->name, "RESUME"))
-		set_lifecycle(shared, IVM_QMP_RUNNING);
+		qmp_set_lifecycle(shared, IVM_QMP_RUNNING);
 	else if (!strcmp(event->name, "SHUTDOWN"))
-		set_lifecycle(shared, IVM_QMP_SHUTDOWN);
+		qmp_set_lifecycle(shared, IVM_QMP_SHUTDOWN);
 	else if (!strcmp(event->name, "RESET"))
 		atomic_fetch_add(&shared->resets, 1);
 
@@ -214,7 +150,7 @@ static struct ivm_qmp_event *pop_event(struct qmp_shared *shared)
 	return event;
 }
 
-static struct ivm_qmp_event *event_create(const char *name,
+struct ivm_qmp_event *qmp_event_create(const char *name,
 					  struct json_object *data)
 {
 	struct ivm_qmp_event *event = calloc(1, sizeof(*event));
@@ -249,7 +185,7 @@ const char *ivm_qmp_lifecycle_name(enum ivm_qmp_lifecycle state)
 
 /* ---- replies (both transports) -------------------------------------------- */
 
-static struct json_object *member(struct json_object *obj, const char *key,
+struct json_object *qmp_member(struct json_object *obj, const char *key,
 				  enum json_type type)
 {
 	struct json_object *val;
@@ -261,18 +197,18 @@ static struct json_object *member(struct json_object *obj, const char *key,
 }
 
 /* Turn a reply object into the "return" member or an error. */
-static struct ivm_error *reply_result(struct ivm_qmp *qmp, const char *cmd,
+struct ivm_error *qmp_reply_result(struct ivm_qmp *qmp, const char *cmd,
 				      struct json_object *reply,
 				      struct json_object **ret)
 {
 	struct json_object *error, *value;
 
-	error = member(reply, "error", json_type_object);
+	error = qmp_member(reply, "error", json_type_object);
 	if (error) {
 		struct json_object *cls, *desc;
 
-		cls = member(error, "class", json_type_string);
-		desc = member(error, "desc", json_type_string);
+		cls = qmp_member(error, "class", json_type_string);
+		desc = qmp_member(error, "desc", json_type_string);
 		return ivm_error_qmp(cls ? json_object_get_string(cls) : NULL,
 				     desc ? json_object_get_string(desc) : NULL);
 	}
@@ -285,7 +221,7 @@ static struct ivm_error *reply_result(struct ivm_qmp *qmp, const char *cmd,
 	return NULL;
 }
 
-static struct json_object *command_object(const char *cmd,
+struct json_object *qmp_command_object(const char *cmd,
 					  struct json_object *args, int64_t id)
 {
 	struct json_object *obj = json_object_new_object();
@@ -310,7 +246,7 @@ fail:
 /* ---- socket transport --------------------------------------------------- */
 
 /* Parse one line (without its '\n') into a JSON object. */
-static struct ivm_error *parse_line(struct ivm_qmp *qmp, const char *line,
+struct ivm_error *qmp_parse_line(struct ivm_qmp *qmp, const char *line,
 				    size_t len, struct json_object **ret)
 {
 	struct json_object *obj;
@@ -381,7 +317,7 @@ static struct ivm_error *take_line(struct ivm_qmp *qmp, bool *found,
 					       qmp->name, qmp->max_reply);
 			*found = true;
 		} else if (!blank(qmp->buf, n)) {
-			err = parse_line(qmp, qmp->buf, n, ret);
+			err = qmp_parse_line(qmp, qmp->buf, n, ret);
 			*found = true;
 		}
 		memmove(qmp->buf, nl + 1, qmp->len - n - 1);
@@ -422,7 +358,7 @@ static struct ivm_error *read_message(struct ivm_qmp *qmp, int64_t deadline_ms,
 						qmp->name, qmp->max_reply);
 		}
 		if (qmp->eof) {
-			set_lifecycle(qmp->shared, IVM_QMP_GONE);
+			qmp_set_lifecycle(qmp->shared, IVM_QMP_GONE);
 			if (qmp->len && !qmp->discarding)
 				return ivm_error_create(IVM_ERROR_GONE,
 							"%s: qemu closed the monitor in the middle of a message",
@@ -432,7 +368,7 @@ static struct ivm_error *read_message(struct ivm_qmp *qmp, int64_t deadline_ms,
 						qmp->name);
 		}
 		if (deadline_ms >= 0) {
-			int64_t left = deadline_ms - now_ms();
+			int64_t left = deadline_ms - qmp_now_ms();
 
 			if (left <= 0)
 				return ivm_error_create(IVM_ERROR_TIMEOUT,
@@ -499,7 +435,7 @@ static struct ivm_error *send_all(struct ivm_qmp *qmp, const char *p,
 			continue;
 		if (r < 0 && (errno == EPIPE || errno == ECONNRESET)) {
 			qmp->eof = true;
-			set_lifecycle(qmp->shared, IVM_QMP_GONE);
+			qmp_set_lifecycle(qmp->shared, IVM_QMP_GONE);
 			return ivm_error_create(IVM_ERROR_GONE,
 						"%s: qemu closed the monitor",
 						qmp->name);
@@ -507,7 +443,7 @@ static struct ivm_error *send_all(struct ivm_qmp *qmp, const char *p,
 		if (r < 0 && errno != EAGAIN)
 			return ivm_error_os(errno, "%s: writing the monitor",
 					    qmp->name);
-		left = deadline_ms - now_ms();
+		left = deadline_ms - qmp_now_ms();
 		if (left <= 0)
 			return ivm_error_create(IVM_ERROR_TIMEOUT,
 						"%s: qemu does not read its monitor",
@@ -525,20 +461,20 @@ static struct ivm_qmp_event *parse_event(struct json_object *msg)
 	struct json_object *name, *data, *ts, *v;
 	struct ivm_qmp_event *event;
 
-	name = member(msg, "event", json_type_string);
+	name = qmp_member(msg, "event", json_type_string);
 	if (!name || json_object_get_string_len(name) > QMP_EVENT_NAME_MAX ||
 	    strlen(json_object_get_string(name)) !=
 		    (size_t)json_object_get_string_len(name))
 		return NULL;
-	data = member(msg, "data", json_type_object);
-	event = event_create(json_object_get_string(name), data);
+	data = qmp_member(msg, "data", json_type_object);
+	event = qmp_event_create(json_object_get_string(name), data);
 	if (!event)
 		return NULL;
-	ts = member(msg, "timestamp", json_type_object);
+	ts = qmp_member(msg, "timestamp", json_type_object);
 	if (ts) {
-		v = member(ts, "seconds", json_type_int);
+		v = qmp_member(ts, "seconds", json_type_int);
 		event->seconds = v ? json_object_get_int64(v) : 0;
-		v = member(ts, "microseconds", json_type_int);
+		v = qmp_member(ts, "microseconds", json_type_int);
 		event->microseconds = v ? json_object_get_int64(v) : 0;
 	}
 	return event;
@@ -557,13 +493,13 @@ static bool dispatch(struct ivm_qmp *qmp, struct json_object *msg,
 		struct ivm_qmp_event *event = parse_event(msg);
 
 		if (event)
-			deliver_event(qmp->shared, event);
+			qmp_deliver_event(qmp->shared, event);
 		json_object_put(msg);
 		return false;
 	}
 	if (json_object_object_get_ex(msg, "return", NULL) ||
 	    json_object_object_get_ex(msg, "error", NULL)) {
-		id = member(msg, "id", json_type_int);
+		id = qmp_member(msg, "id", json_type_int);
 		if (id && json_object_get_int64(id) == want_id && want_id > 0)
 			return true;
 		/*
@@ -592,13 +528,13 @@ static struct ivm_error *socket_execute(struct ivm_qmp *qmp, const char *cmd,
 	char *line;
 
 	if (qmp->eof) {
-		set_lifecycle(qmp->shared, IVM_QMP_GONE);
+		qmp_set_lifecycle(qmp->shared, IVM_QMP_GONE);
 		return ivm_error_create(IVM_ERROR_GONE,
 					"%s: qemu closed the monitor", qmp->name);
 	}
-	deadline = now_ms() + qmp->timeout_ms;
+	deadline = qmp_now_ms() + qmp->timeout_ms;
 	id = ++qmp->next_id;
-	obj = command_object(cmd, args, id);
+	obj = qmp_command_object(cmd, args, id);
 	if (!obj)
 		return &ivm_enomem;
 	text = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN,
@@ -624,7 +560,7 @@ static struct ivm_error *socket_execute(struct ivm_qmp *qmp, const char *cmd,
 		if (dispatch(qmp, msg, id))
 			break;
 	}
-	err = reply_result(qmp, cmd, msg, ret);
+	err = qmp_reply_result(qmp, cmd, msg, ret);
 	json_object_put(msg);
 	return err;
 }
@@ -645,7 +581,7 @@ static struct ivm_error *socket_drain(struct ivm_qmp *qmp)
 	}
 }
 
-static struct ivm_qmp *qmp_alloc(enum qmp_transport transport,
+struct ivm_qmp *qmp_alloc(enum qmp_transport transport,
 				 const char *name)
 {
 	struct ivm_qmp *qmp = calloc(1, sizeof(*qmp));
@@ -661,26 +597,25 @@ static struct ivm_qmp *qmp_alloc(enum qmp_transport transport,
 	qmp->shared = shared_create();
 	if (!qmp->name || !qmp->shared) {
 		free(qmp->name);
-		shared_put(qmp->shared);
+		qmp_shared_put(qmp->shared);
 		free(qmp);
 		return NULL;
 	}
 	return qmp;
 }
 
-static void greeting_version(struct ivm_qmp *qmp, struct json_object *greeting)
+void qmp_set_version(struct ivm_qmp *qmp, struct json_object *version)
 {
-	struct json_object *version, *qemu, *v;
+	struct json_object *qemu, *v;
 
-	version = member(greeting, "version", json_type_object);
-	qemu = version ? member(version, "qemu", json_type_object) : NULL;
+	qemu = version ? qmp_member(version, "qemu", json_type_object) : NULL;
 	if (!qemu)
 		return;
-	v = member(qemu, "major", json_type_int);
+	v = qmp_member(qemu, "major", json_type_int);
 	qmp->major = v ? json_object_get_int(v) : 0;
-	v = member(qemu, "minor", json_type_int);
+	v = qmp_member(qemu, "minor", json_type_int);
 	qmp->minor = v ? json_object_get_int(v) : 0;
-	v = member(qemu, "micro", json_type_int);
+	v = qmp_member(qemu, "micro", json_type_int);
 	qmp->micro = v ? json_object_get_int(v) : 0;
 }
 
@@ -692,7 +627,7 @@ static struct ivm_error *socket_handshake(struct ivm_qmp *qmp, int timeout_ms)
 	int saved_timeout = qmp->timeout_ms;
 
 	qmp->max_reply = QMP_GREETING_MAX;
-	err = read_message(qmp, now_ms() + timeout_ms, &msg);
+	err = read_message(qmp, qmp_now_ms() + timeout_ms, &msg);
 	qmp->max_reply = max_reply;
 	if (err) {
 		const char *why;
@@ -715,14 +650,15 @@ static struct ivm_error *socket_handshake(struct ivm_qmp *qmp, int timeout_ms)
 					"%s: not a QMP socket (%s)", qmp->name,
 					why);
 	}
-	greeting = member(msg, "QMP", json_type_object);
+	greeting = qmp_member(msg, "QMP", json_type_object);
 	if (!greeting) {
 		json_object_put(msg);
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"%s: not a QMP socket (no QMP greeting)",
 					qmp->name);
 	}
-	greeting_version(qmp, greeting);
+	qmp_set_version(qmp, qmp_member(greeting, "version",
+					json_type_object));
 	json_object_put(msg);
 
 	qmp->timeout_ms = timeout_ms;
@@ -797,487 +733,6 @@ struct ivm_error *ivm_qmp_connect_socket(const char *path,
 	return NULL;
 }
 
-/* ---- libvirt transport -------------------------------------------------- */
-
-/*
- * Commands passed through libvirt: queries only.  libvirt tracks the
- * domain's state from the monitor; a stop, cont or dump behind its back
- * desynchronizes it (and dump-guest-memory crashed libvirtd 9.0).
- */
-static const char *const libvirt_qmp_allowed[] = {
-	"qom-get", "qom-list", "qmp_capabilities",
-};
-static const char *const libvirt_hmp_allowed[] = {
-	"info", "gpa2hva", "gva2gpa", "x", "xp",
-};
-
-static struct ivm_error *libvirt_refuse(struct ivm_qmp *qmp, const char *cmd)
-{
-	const char *hint = "only queries are passed through libvirt";
-
-	if (!strcmp(cmd, "stop") || !strcmp(cmd, "cont"))
-		hint = "use ivm_qmp_stop/ivm_qmp_cont (virDomainSuspend/virDomainResume)";
-	else if (!strcmp(cmd, "dump-guest-memory"))
-		hint = "use virDomainCoreDumpWithFormat; passing it through crashed libvirtd 9.0";
-	else if (!strcmp(cmd, "quit") || !strcmp(cmd, "system_reset") ||
-		 !strcmp(cmd, "system_powerdown"))
-		hint = "use virDomainDestroy/virDomainReset/virDomainShutdown";
-	return ivm_error_create(IVM_ERROR_INVALID,
-				"%s: refusing to pass '%s' through libvirt's monitor passthrough: libvirt manages this domain; %s",
-				qmp->name, cmd, hint);
-}
-
-static struct ivm_error *libvirt_check_allowed(struct ivm_qmp *qmp,
-					       const char *cmd,
-					       struct json_object *args)
-{
-	struct json_object *line;
-	const char *p;
-	size_t i, n;
-
-	if (!strncmp(cmd, "query-", 6))
-		return NULL;
-	for (i = 0; i < sizeof(libvirt_qmp_allowed) / sizeof(*libvirt_qmp_allowed); i++) {
-		if (!strcmp(cmd, libvirt_qmp_allowed[i]))
-			return NULL;
-	}
-	if (strcmp(cmd, "human-monitor-command"))
-		return libvirt_refuse(qmp, cmd);
-	line = args ? member(args, "command-line", json_type_string) : NULL;
-	if (!line)
-		return libvirt_refuse(qmp, cmd);
-	p = json_object_get_string(line);
-	p += strspn(p, " \t");
-	n = strcspn(p, " \t");
-	for (i = 0; i < sizeof(libvirt_hmp_allowed) / sizeof(*libvirt_hmp_allowed); i++) {
-		if (strlen(libvirt_hmp_allowed[i]) == n &&
-		    !strncmp(p, libvirt_hmp_allowed[i], n))
-			return NULL;
-	}
-	return ivm_error_create(IVM_ERROR_INVALID,
-				"%s: refusing to pass HMP '%.*s' through libvirt's monitor passthrough: only read-only commands are allowed",
-				qmp->name, (int)(n > 64 ? 64 : n), p);
-}
-
-static void lifecycle_from_libvirt_state(struct ivm_qmp *qmp, int state)
-{
-	switch (state) {
-	case VIR_DOMAIN_RUNNING:
-	case VIR_DOMAIN_BLOCKED:
-		set_lifecycle(qmp->shared, IVM_QMP_RUNNING);
-		break;
-	case VIR_DOMAIN_PAUSED:
-	case VIR_DOMAIN_PMSUSPENDED:
-	case VIR_DOMAIN_CRASHED:	/* QEMU still there, vCPUs stopped */
-		set_lifecycle(qmp->shared, IVM_QMP_PAUSED);
-		break;
-	case VIR_DOMAIN_SHUTDOWN:
-		set_lifecycle(qmp->shared, IVM_QMP_SHUTDOWN);
-		break;
-	case VIR_DOMAIN_SHUTOFF:
-		set_lifecycle(qmp->shared, IVM_QMP_GONE);
-		break;
-	default:
-		break;
-	}
-}
-
-const char *ivm_qmp_libvirt_event_name(int event, int detail)
-{
-	switch (event) {
-	case VIR_DOMAIN_EVENT_SUSPENDED:
-		return "STOP";	/* a migration's or a save's pause too */
-	case VIR_DOMAIN_EVENT_RESUMED:
-	case VIR_DOMAIN_EVENT_STARTED:
-		return "RESUME";
-	case VIR_DOMAIN_EVENT_SHUTDOWN:
-		return "SHUTDOWN";
-	case VIR_DOMAIN_EVENT_STOPPED:
-		/* QEMU has exited (not a QMP event: QEMU cannot say it). */
-		if (detail == VIR_DOMAIN_EVENT_STOPPED_SAVED)
-			return "DOMAIN_SAVED";
-		if (detail == VIR_DOMAIN_EVENT_STOPPED_MIGRATED)
-			return "DOMAIN_MIGRATED";
-		return "DOMAIN_STOPPED";
-	case VIR_DOMAIN_EVENT_CRASHED:
-		return "GUEST_PANICKED";
-	default:
-		return NULL;
-	}
-}
-
-static int libvirt_lifecycle_cb(virConnectPtr conn, virDomainPtr dom,
-				int event, int detail, void *opaque)
-{
-	const char *name = ivm_qmp_libvirt_event_name(event, detail);
-	struct qmp_shared *shared = opaque;
-	struct ivm_qmp_event *ev;
-	int state = event == VIR_DOMAIN_EVENT_STOPPED ? IVM_QMP_GONE : -1;
-
-	if (!name)
-		return 0;
-	ev = event_create(name, NULL);
-	if (ev) {
-		ev->data = json_object_new_object();
-		json_object_object_add(ev->data, "libvirt-event",
-				       json_object_new_int(event));
-		json_object_object_add(ev->data, "libvirt-detail",
-				       json_object_new_int(detail));
-		deliver_event(shared, ev);
-	}
-	if (state >= 0)
-		set_lifecycle(shared, state);
-	else if (event == VIR_DOMAIN_EVENT_CRASHED)
-		set_lifecycle(shared, IVM_QMP_PAUSED);
-	return 0;
-}
-
-static int libvirt_reboot_cb(virConnectPtr conn, virDomainPtr dom,
-			     void *opaque)
-{
-	struct ivm_qmp_event *ev = event_create("RESET", NULL);
-
-	if (ev)
-		deliver_event(opaque, ev);
-	return 0;
-}
-
-static void libvirt_register_events(struct ivm_qmp *qmp)
-{
-	if (!atomic_load(&libvirt_event_loop_running))
-		return;
-	shared_get(qmp->shared);
-	qmp->lifecycle_cb = virConnectDomainEventRegisterAny(
-		qmp->conn, qmp->dom, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
-		VIR_DOMAIN_EVENT_CALLBACK(libvirt_lifecycle_cb), qmp->shared,
-		shared_put);
-	/*
-	 * On failure the reference stays taken: whether libvirt calls freecb
-	 * for a failed registration is not documented, and a leaked
-	 * reference costs a few bytes where a double put would be a
-	 * use-after-free.
-	 */
-	if (qmp->lifecycle_cb < 0) {
-		virResetLastError();
-		return;
-	}
-	shared_get(qmp->shared);
-	qmp->reboot_cb = virConnectDomainEventRegisterAny(
-		qmp->conn, qmp->dom, VIR_DOMAIN_EVENT_ID_REBOOT,
-		VIR_DOMAIN_EVENT_CALLBACK(libvirt_reboot_cb), qmp->shared,
-		shared_put);
-	if (qmp->reboot_cb < 0)
-		virResetLastError();
-}
-
-static void libvirt_release(struct ivm_qmp *qmp)
-{
-	if (qmp->lifecycle_cb >= 0)
-		virConnectDomainEventDeregisterAny(qmp->conn, qmp->lifecycle_cb);
-	if (qmp->reboot_cb >= 0)
-		virConnectDomainEventDeregisterAny(qmp->conn, qmp->reboot_cb);
-	qmp->lifecycle_cb = qmp->reboot_cb = -1;
-	if (qmp->dom)
-		virDomainFree(qmp->dom);
-	if (qmp->conn)
-		virConnectClose(qmp->conn);
-	qmp->dom = NULL;
-	qmp->conn = NULL;
-	virResetLastError();
-}
-
-/*
- * libvirtd may restart under us (QEMU keeps running, the new libvirtd
- * reattaches to it).  When our connection has died, open a new one to the
- * same URI and find the domain again by UUID.
- */
-static bool libvirt_reconnect(struct ivm_qmp *qmp)
-{
-	virConnectPtr conn;
-	virDomainPtr dom;
-
-	if (!qmp->conn || virConnectIsAlive(qmp->conn) == 1)
-		return false;
-	if (!qmp->lost_ms)
-		qmp->lost_ms = now_ms() ? now_ms() : 1;
-	conn = virConnectOpen(qmp->uri);
-	if (!conn)
-		return false;
-	dom = virDomainLookupByUUID(conn, qmp->uuid);
-	if (!dom) {
-		virConnectClose(conn);
-		return false;
-	}
-	libvirt_release(qmp);
-	qmp->conn = conn;
-	qmp->dom = dom;
-	libvirt_register_events(qmp);
-	qmp->reconnects++;
-	qmp->lost_ms = 0;
-	return true;
-}
-
-static struct ivm_error *libvirt_poll_state(struct ivm_qmp *qmp);
-
-/*
- * With events registered nothing calls libvirt while the guest runs, so a
- * libvirtd that went away (its connection closed: a local check, no round
- * trip) would leave the client deaf for good.  Open it again at most every
- * QMP_RECONNECT_MS (a refused connect is quick; one to a libvirtd still
- * starting waits until it serves), then read the state once: what happened
- * meanwhile sent no event (a pause, QEMU gone).
- */
-static struct ivm_error *libvirt_keep_connected(struct ivm_qmp *qmp)
-{
-	int64_t now = now_ms();
-
-	if (qmp->lifecycle_cb < 0 || virConnectIsAlive(qmp->conn) == 1)
-		return NULL;
-	if (now < qmp->next_reconnect_ms)
-		return NULL;
-	qmp->next_reconnect_ms = now + QMP_RECONNECT_MS;
-	if (!libvirt_reconnect(qmp)) {
-		virResetLastError();
-		return NULL;
-	}
-	return libvirt_poll_state(qmp);
-}
-
-static bool libvirt_error_is_gone(virErrorPtr e)
-{
-	if (!e)
-		return false;
-	return e->code == VIR_ERR_NO_DOMAIN ||
-	       (e->code == VIR_ERR_OPERATION_INVALID &&
-		e->message && strstr(e->message, "not running"));
-}
-
-static struct ivm_error *domain_gone(struct ivm_qmp *qmp)
-{
-	set_lifecycle(qmp->shared, IVM_QMP_GONE);
-	return ivm_error_create(IVM_ERROR_GONE,
-				"%s: the domain is not running any more",
-				qmp->name);
-}
-
-/*
- * The error of a failed libvirt call.  saved is the error as the call left
- * it (any later libvirt call, even virConnectIsAlive, resets the thread's
- * last error); it is consumed.
- */
-static struct ivm_error *libvirt_error(struct ivm_qmp *qmp, virErrorPtr saved,
-				       const char *what)
-{
-	struct ivm_error *err;
-
-	if (libvirt_error_is_gone(saved) ||
-	    ivm_qmp_lifecycle_cached(qmp) == IVM_QMP_GONE) {
-		virFreeError(saved);
-		virResetLastError();
-		return domain_gone(qmp);
-	}
-	err = ivm_error_create(IVM_ERROR_LIBVIRT, "%s: %s: %s", qmp->name,
-			       what, saved && saved->message ? saved->message :
-			       "unknown libvirt error");
-	virFreeError(saved);
-	virResetLastError();
-	return err;
-}
-
-/*
- * After a failed call: the saved error, or NULL when the connection had
- * died and a new one was opened, so the call is worth one retry.
- */
-static virErrorPtr libvirt_failed(struct ivm_qmp *qmp, bool *retry)
-{
-	virErrorPtr saved = virSaveLastError();
-
-	*retry = !libvirt_error_is_gone(saved) && libvirt_reconnect(qmp);
-	if (*retry) {
-		virFreeError(saved);
-		return NULL;
-	}
-	return saved;
-}
-
-static struct ivm_error *libvirt_execute(struct ivm_qmp *qmp, const char *cmd,
-					 struct json_object *args,
-					 struct json_object **ret)
-{
-	struct json_object *obj, *reply = NULL;
-	virErrorPtr saved = NULL;
-	struct ivm_error *err;
-	char *result = NULL;
-	const char *text;
-	size_t result_len;
-	bool retry;
-	int r;
-
-	err = libvirt_check_allowed(qmp, cmd, args);
-	if (err)
-		return err;
-	obj = command_object(cmd, args, 0);
-	if (!obj)
-		return &ivm_enomem;
-	if (ivm_qmp_lifecycle_cached(qmp) == IVM_QMP_GONE) {
-		json_object_put(obj);
-		return domain_gone(qmp);
-	}
-	text = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
-	r = virDomainQemuMonitorCommand(qmp->dom, text, &result, 0);
-	if (r < 0) {
-		saved = libvirt_failed(qmp, &retry);
-		if (retry)
-			r = virDomainQemuMonitorCommand(qmp->dom, text,
-							&result, 0);
-		if (r < 0 && !saved)
-			saved = virSaveLastError();
-	}
-	json_object_put(obj);
-	if (r < 0)
-		return libvirt_error(qmp, saved, cmd);
-	virFreeError(saved);
-	if (!result)
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"%s: libvirt returned no reply to '%s'",
-					qmp->name, cmd);
-	result_len = strlen(result);
-	if (result_len > qmp->max_reply) {
-		free(result);
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"%s: qemu sent a message larger than %zu bytes",
-					qmp->name, qmp->max_reply);
-	}
-	err = parse_line(qmp, result, result_len, &reply);
-	free(result);
-	if (err)
-		return ivm_error_wrap(err, "reply to '%s'", cmd);
-	err = reply_result(qmp, cmd, reply, ret);
-	json_object_put(reply);
-	return err;
-}
-
-static void *libvirt_event_loop(void *arg)
-{
-	for (;;) {
-		if (virEventRunDefaultImpl() < 0) {
-			struct timespec ts = { 0, 100 * 1000000 };
-
-			nanosleep(&ts, NULL);
-		}
-	}
-	return NULL;
-}
-
-struct ivm_error *ivm_qmp_libvirt_event_loop_start(void)
-{
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	struct ivm_error *err = NULL;
-	pthread_attr_t attr;
-	pthread_t thread;
-	int r;
-
-	pthread_mutex_lock(&lock);
-	if (atomic_load(&libvirt_event_loop_running))
-		goto out;
-	if (virEventRegisterDefaultImpl() < 0) {
-		err = ivm_libvirt_error("registering libvirt's event loop");
-		goto out;
-	}
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	r = pthread_create(&thread, &attr, libvirt_event_loop, NULL);
-	pthread_attr_destroy(&attr);
-	if (r) {
-		err = ivm_error_os(r, "starting libvirt's event loop thread");
-		goto out;
-	}
-	atomic_store(&libvirt_event_loop_running, true);
-out:
-	pthread_mutex_unlock(&lock);
-	return err;
-}
-
-static struct ivm_error *libvirt_poll_state(struct ivm_qmp *qmp)
-{
-	virErrorPtr saved = NULL;
-	int state, reason, r;
-	bool retry;
-
-	r = virDomainGetState(qmp->dom, &state, &reason, 0);
-	if (r < 0) {
-		saved = libvirt_failed(qmp, &retry);
-		if (retry)
-			r = virDomainGetState(qmp->dom, &state, &reason, 0);
-		if (r < 0 && !saved)
-			saved = virSaveLastError();
-	}
-	if (r < 0)
-		return libvirt_error(qmp, saved, "virDomainGetState");
-	virFreeError(saved);
-	lifecycle_from_libvirt_state(qmp, state);
-	qmp->last_state_poll_ms = now_ms();
-	return NULL;
-}
-
-struct ivm_error *ivm_qmp_connect_libvirt(struct ivm_libvirt_domain *ldom,
-					  struct ivm_qmp **ret)
-{
-	struct json_object *version = NULL, *qemu, *v;
-	struct ivm_error *err;
-	struct ivm_qmp *qmp;
-
-	qmp = qmp_alloc(QMP_LIBVIRT, ivm_libvirt_domain_name(ldom));
-	if (!qmp)
-		return &ivm_enomem;
-	qmp->tok = json_tokener_new_ex(QMP_JSON_DEPTH);
-	if (!qmp->tok) {
-		ivm_qmp_destroy(qmp);
-		return &ivm_enomem;
-	}
-	qmp->conn = ivm_libvirt_domain_conn(ldom);
-	qmp->dom = ivm_libvirt_domain_ptr(ldom);
-	if (!qmp->conn || !qmp->dom) {
-		qmp->conn = NULL;
-		qmp->dom = NULL;
-		ivm_qmp_destroy(qmp);
-		return ivm_error_create(IVM_ERROR_INVALID,
-					"libvirt domain is not open");
-	}
-	/* Our own references: reconnecting replaces them, never B's. */
-	virConnectRef(qmp->conn);
-	virDomainRef(qmp->dom);
-	qmp->uri = virConnectGetURI(qmp->conn);
-	if (!qmp->uri || virDomainGetUUID(qmp->dom, qmp->uuid) < 0) {
-		err = ivm_libvirt_error("identifying the domain");
-		ivm_qmp_destroy(qmp);
-		return err;
-	}
-	err = libvirt_execute(qmp, "query-version", NULL, &version);
-	if (err) {
-		ivm_qmp_destroy(qmp);
-		return ivm_error_wrap(err, "talking to qemu through libvirt");
-	}
-	qemu = member(version, "qemu", json_type_object);
-	if (qemu) {
-		v = member(qemu, "major", json_type_int);
-		qmp->major = v ? json_object_get_int(v) : 0;
-		v = member(qemu, "minor", json_type_int);
-		qmp->minor = v ? json_object_get_int(v) : 0;
-		v = member(qemu, "micro", json_type_int);
-		qmp->micro = v ? json_object_get_int(v) : 0;
-	}
-	json_object_put(version);
-	libvirt_register_events(qmp);
-	err = libvirt_poll_state(qmp);
-	if (err) {
-		ivm_qmp_destroy(qmp);
-		return err;
-	}
-	*ret = qmp;
-	return NULL;
-}
-
 /* ---- common API ---------------------------------------------------------- */
 
 void ivm_qmp_destroy(struct ivm_qmp *qmp)
@@ -1288,7 +743,7 @@ void ivm_qmp_destroy(struct ivm_qmp *qmp)
 	ivm_pause_guard_destroy(qmp->guard);
 	free(qmp->socket_path);
 	if (qmp->transport == QMP_LIBVIRT) {
-		libvirt_release(qmp);
+		qmp_libvirt_release(qmp);
 		free(qmp->uri);
 	}
 	if (qmp->fd >= 0)
@@ -1297,7 +752,7 @@ void ivm_qmp_destroy(struct ivm_qmp *qmp)
 		json_tokener_free(qmp->tok);
 	free(qmp->buf);
 	free(qmp->name);
-	shared_put(qmp->shared);
+	qmp_shared_put(qmp->shared);
 	free(qmp);
 }
 
@@ -1344,7 +799,7 @@ struct ivm_error *ivm_qmp_execute(struct ivm_qmp *qmp, const char *cmd,
 	if (ret)
 		*ret = NULL;
 	if (qmp->transport == QMP_LIBVIRT)
-		return libvirt_execute(qmp, cmd, args, ret);
+		return qmp_libvirt_execute(qmp, cmd, args, ret);
 	return socket_execute(qmp, cmd, args, ret);
 }
 
@@ -1405,28 +860,6 @@ struct ivm_error *ivm_qmp_hmp_cpu(struct ivm_qmp *qmp, int cpu_index,
 	return hmp(qmp, cpu_index, cmdline, ret);
 }
 
-static struct ivm_error *libvirt_run_state_change(struct ivm_qmp *qmp,
-						  int (*fn)(virDomainPtr),
-						  const char *what)
-{
-	virErrorPtr saved = NULL;
-	bool retry;
-	int r;
-
-	r = fn(qmp->dom);
-	if (r < 0) {
-		saved = libvirt_failed(qmp, &retry);
-		if (retry)
-			r = fn(qmp->dom);
-		if (r < 0 && !saved)
-			saved = virSaveLastError();
-	}
-	if (r < 0)
-		return libvirt_error(qmp, saved, what);
-	virFreeError(saved);
-	return NULL;
-}
-
 /*
  * Pause (run = false) or resume the vCPUs through whichever transport is
  * in use: libvirt must do it itself (passthrough of stop/cont would leave
@@ -1470,7 +903,7 @@ static struct ivm_error *set_running(struct ivm_qmp *qmp, bool run)
 	if (!run && (err = guard_arm(qmp)))
 		return err;
 	if (qmp->transport == QMP_LIBVIRT)
-		err = libvirt_run_state_change(qmp,
+		err = qmp_libvirt_run_state_change(qmp,
 					       run ? virDomainResume :
 						     virDomainSuspend,
 					       run ? "virDomainResume" :
@@ -1485,7 +918,7 @@ static struct ivm_error *set_running(struct ivm_qmp *qmp, bool run)
 	}
 	if (run && qmp->guard)
 		ivm_pause_guard_disarm(qmp->guard);
-	set_lifecycle(qmp->shared, run ? IVM_QMP_RUNNING : IVM_QMP_PAUSED);
+	qmp_set_lifecycle(qmp->shared, run ? IVM_QMP_RUNNING : IVM_QMP_PAUSED);
 	return NULL;
 }
 
@@ -1511,7 +944,7 @@ struct ivm_error *ivm_qmp_run_state(struct ivm_qmp *qmp, char *buf,
 	if (err)
 		return err;
 	s = json_object_is_type(status, json_type_object) ?
-		    member(status, "status", json_type_string) : NULL;
+		    qmp_member(status, "status", json_type_string) : NULL;
 	if (!s) {
 		json_object_put(status);
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
@@ -1535,7 +968,7 @@ struct ivm_error *ivm_qmp_query_status(struct ivm_qmp *qmp,
 	char name[32];
 
 	if (qmp->transport == QMP_LIBVIRT) {
-		err = libvirt_poll_state(qmp);
+		err = qmp_libvirt_poll_state(qmp);
 		if (err)
 			return err;
 		*ret = ivm_qmp_lifecycle_cached(qmp);
@@ -1545,11 +978,11 @@ struct ivm_error *ivm_qmp_query_status(struct ivm_qmp *qmp,
 	if (err)
 		return err;
 	if (!strcmp(name, "running"))
-		set_lifecycle(qmp->shared, IVM_QMP_RUNNING);
+		qmp_set_lifecycle(qmp->shared, IVM_QMP_RUNNING);
 	else if (!strcmp(name, "shutdown"))
-		set_lifecycle(qmp->shared, IVM_QMP_SHUTDOWN);
+		qmp_set_lifecycle(qmp->shared, IVM_QMP_SHUTDOWN);
 	else
-		set_lifecycle(qmp->shared, IVM_QMP_PAUSED);
+		qmp_set_lifecycle(qmp->shared, IVM_QMP_PAUSED);
 	*ret = ivm_qmp_lifecycle_cached(qmp);
 	return NULL;
 }
@@ -1561,12 +994,12 @@ enum ivm_qmp_lifecycle ivm_qmp_lifecycle(struct ivm_qmp *qmp)
 	if (qmp->transport == QMP_SOCKET)
 		err = socket_drain(qmp);
 	else if (qmp->lifecycle_cb < 0 &&
-		 now_ms() - qmp->last_state_poll_ms >= QMP_STATE_POLL_MS)
-		err = libvirt_poll_state(qmp);
+		 qmp_now_ms() - qmp->last_state_poll_ms >= QMP_STATE_POLL_MS)
+		err = qmp_libvirt_poll_state(qmp);
 	else
-		err = libvirt_keep_connected(qmp);
+		err = qmp_libvirt_keep_connected(qmp);
 	if (err && err->code == IVM_ERROR_GONE)
-		set_lifecycle(qmp->shared, IVM_QMP_GONE);
+		qmp_set_lifecycle(qmp->shared, IVM_QMP_GONE);
 	ivm_error_destroy(err);
 	return ivm_qmp_lifecycle_cached(qmp);
 }
@@ -1618,7 +1051,7 @@ struct ivm_error *ivm_qmp_next_event(struct ivm_qmp *qmp,
 struct ivm_error *ivm_qmp_wait_event(struct ivm_qmp *qmp, int timeout_ms,
 				     struct ivm_qmp_event **ret)
 {
-	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int64_t deadline = qmp_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	struct json_object *msg;
 	struct ivm_error *err;
 
@@ -1626,7 +1059,7 @@ struct ivm_error *ivm_qmp_wait_event(struct ivm_qmp *qmp, int timeout_ms,
 		err = ivm_qmp_next_event(qmp, ret);
 		if (err || *ret)
 			return err;
-		if (now_ms() >= deadline)
+		if (qmp_now_ms() >= deadline)
 			return NULL;
 		if (qmp->transport == QMP_LIBVIRT) {
 			struct timespec ts = { 0, 10 * 1000000 };
