@@ -24,6 +24,7 @@
 #include <json-c/json.h>
 
 #include "access/pause_guard.h"
+#include "base/caps.h"
 
 struct mini_qemu {
 	char dir[64], path[128];
@@ -325,6 +326,49 @@ Test(pause_guard, a_stop_carried_out_after_the_parent_died_is_undone)
 		     counter(&q, &q.conts));
 	cr_expect_not(q.paused, "the late stop was left in place");
 	mini_qemu_stop(&q);
+}
+
+Test(pause_guard, keeps_only_what_a_resume_needs)
+{
+	uint64_t had, nnp = 0, eff = ~0ULL, bnd = ~0ULL, inh = ~0ULL;
+	uint64_t want;
+	struct ivm_pause_guard *g;
+	struct ivm_error *err;
+	struct mini_qemu q;
+	char path[PATH_MAX];
+	int gpid, i;
+
+	/*
+	 * A guardian of a QMP socket keeps CAP_DAC_OVERRIDE (the socket may
+	 * be another user's) and nothing else, from the moment it has read
+	 * its arguments; it is idlevm executed again, so root's exec gave it
+	 * all this test process had first.
+	 */
+	cr_assert(ivm_caps_read(0, "CapPrm", &had));
+	want = had & IVM_CAP_BIT(IVM_CAP_DAC_OVERRIDE);
+	mini_qemu_start(&q, false);
+	idlevm_path(path, sizeof(path));
+	err = ivm_pause_guard_start(&(struct ivm_pause_target){ .qmp_path = q.path },
+				    path, &g);
+	cr_assert_null(err, "%s", err ? err->message : "");
+	gpid = ivm_pause_guard_pid(g);
+	for (i = 0; i < 600 && nnp != 1; i++) {
+		usleep(50000);
+		if (!ivm_caps_read(gpid, "NoNewPrivs", &nnp))
+			nnp = 0;
+	}
+	cr_expect(ivm_caps_read(gpid, "CapEff", &eff) &&
+		  ivm_caps_read(gpid, "CapBnd", &bnd) &&
+		  ivm_caps_read(gpid, "CapInh", &inh));
+	ivm_pause_guard_destroy(g);
+	mini_qemu_stop(&q);
+	cr_assert_eq(nnp, 1, "the guardian did not limit itself within 30 s");
+	cr_expect_eq(eff, want, "guardian CapEff %#llx, not %#llx",
+		     (unsigned long long)eff, (unsigned long long)want);
+	cr_expect_eq(inh, 0);
+	if (had & IVM_CAP_BIT(IVM_CAP_SETPCAP))
+		cr_expect_eq(bnd, want, "guardian CapBnd %#llx, not %#llx",
+			     (unsigned long long)bnd, (unsigned long long)want);
 }
 
 Test(pause_guard, refuses_an_unnamed_target)

@@ -21,6 +21,7 @@
 
 #include "access/pause_guard.h"
 #include "access/qmp.h"
+#include "base/caps.h"
 
 extern char **environ;
 
@@ -267,6 +268,7 @@ int ivm_pause_guard_main(int argc, char **argv)
 	};
 	const char *uuid = NULL, *uri = NULL, *qmp_path = NULL;
 	const char *what, *why = NULL;
+	struct ivm_error *err;
 	int fd = -1, c, waited, running;
 	enum guard_look rc = GUARD_UNREACHED;
 	char word, last = 'D';
@@ -299,6 +301,18 @@ int ivm_pause_guard_main(int argc, char **argv)
 	if (fd < 0 || !uuid == !qmp_path) {
 		fprintf(stderr, "idlevm __pause-guard: internal command of idlevm\n");
 		return 2;
+	}
+	/*
+	 * Resuming needs no capability through libvirt (its socket is root's,
+	 * and it knows root by the connection's credentials); a QMP socket
+	 * may be another user's, which the parent reached with
+	 * CAP_DAC_OVERRIDE.  Nothing else: the guardian outlives a profile
+	 * and must not hold CAP_SYS_PTRACE or CAP_SYS_ADMIN meanwhile.
+	 */
+	err = ivm_caps_limit(qmp_path ? IVM_CAP_BIT(IVM_CAP_DAC_OVERRIDE) : 0);
+	if (err) {
+		fprintf(stderr, "idlevm pause guard: %s\n", err->message);
+		ivm_error_destroy(err);
 	}
 	for (;;) {
 		n = read(fd, &word, 1);

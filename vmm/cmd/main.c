@@ -7,6 +7,7 @@
 
 #include "access/pause_guard.h"
 #include "cmd/commands.h"
+#include "cmd/window_run.h"
 #include "base/version.h"
 
 struct ivm_command {
@@ -51,6 +52,9 @@ int main(int argc, char **argv)
 	/* Internal: the guardian of a paused guest (access/pause_guard.h). */
 	if (!strcmp(argv[1], "__pause-guard"))
 		return ivm_pause_guard_main(argc - 1, argv + 1);
+	/* Internal: a continuous run's pprof child (cmd/window_run.h). */
+	if (!strcmp(argv[1], "__window-pprof"))
+		return ivm_window_pprof_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {
 		usage(stdout);

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/caps.h"
+#include "cmd/commands.h"
 #include "cmd/window_run.h"
 
 extern char **environ;
@@ -90,7 +92,8 @@ static bool reap(struct ivm_window_run *w, bool block)
 }
 
 /*
- * `idlevm report -f pprof -o PB PROF`, by this very binary, in a process
+ * `idlevm report -f pprof -o PB PROF`, by this very binary (without its
+ * capabilities: ivm_window_pprof_main), in a process
  * group of its own (a Ctrl-C to the terminal is for the profiler, which
  * then waits for it) and at normal priority (the profiler may wait for
  * events at real-time priority; symbolizing must not).
@@ -100,8 +103,8 @@ static void start_report(struct ivm_window_run *w)
 	struct sched_param sp = { .sched_priority = 0 };
 	posix_spawnattr_t attr;
 	char *prof = w->pending, *pb = ivm_window_dir_pprof_path(prof);
-	char *argv[] = { "idlevm", "report", "-q", "-f", "pprof", "-o", pb,
-			 prof, NULL };
+	char *argv[] = { "idlevm", "__window-pprof", "-q", "-f", "pprof",
+			 "-o", pb, prof, NULL };
 	pid_t pid;
 	int rc;
 
@@ -205,4 +208,18 @@ void ivm_window_run_deinit(struct ivm_window_run *w)
 	w->dir = NULL;
 	free(w->path);
 	w->path = NULL;
+}
+
+int ivm_window_pprof_main(int argc, char **argv)
+{
+	/* A child that keeps root's capabilities for want of dropping them
+	 * is not started at all: its window's profile stays. */
+	struct ivm_error *err = ivm_caps_limit(0);
+
+	if (err) {
+		fprintf(stderr, "idlevm: pprof child: %s\n", err->message);
+		ivm_error_destroy(err);
+		return 1;
+	}
+	return ivm_cmd_report(argc, argv);
 }

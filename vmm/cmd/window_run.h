@@ -5,9 +5,11 @@
  * the directory (profile/window_dir.h), its pprof made next to it once
  * the window is finished, and the directory kept within its caps.
  *
- * The pprof of a window is made by a child `idlevm report -f pprof`
- * (this very binary), in a process group of its own and at normal
- * priority: symbolizing does not hold up the profiler, a Ctrl-C to the
+ * The pprof of a window is made by a child `idlevm __window-pprof -f
+ * pprof` (this very binary's report, with no capability left: it only
+ * reads the window's profile and writes a file), in a process group of
+ * its own and at normal priority: symbolizing does not hold up the
+ * profiler, a Ctrl-C to the
  * terminal does not stop it half-way, and a report that fails costs only
  * that pprof, never the window's profile.  The pprof takes its name only
  * once whole (outfile.h).
@@ -76,5 +78,11 @@ struct ivm_error *ivm_window_run_next(void *ctx,
  * Fine on a zeroed struct.
  */
 void ivm_window_run_deinit(struct ivm_window_run *w);
+
+/*
+ * The pprof child's main (idlevm __window-pprof REPORT-OPTIONS PROFILE):
+ * gives up every capability (base/caps.h), then runs idlevm report.
+ */
+int ivm_window_pprof_main(int argc, char **argv);
 
 #endif /* IVM_WINDOW_RUN_H */
