@@ -23,6 +23,7 @@
 #include "access/helper_client.h"
 #include "access/libvirt_domain.h"
 #include "access/tcg_env.h"
+#include "base/caps.h"
 #include "base/text_safe.h"
 #include "base/version.h"
 #include "cmd/commands.h"
@@ -79,36 +80,48 @@ IVM_GUEST_USAGE
 
 /* ---- the host ------------------------------------------------------------- */
 
-/* Bit cap of /proc/self/status's CapEff. */
-static bool has_cap(unsigned int cap)
-{
-	char line[256];
-	bool yes = false;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "CapEff:", 7)) {
-			yes = (strtoull(line + 7, NULL, 16) >> cap) & 1;
-			break;
-		}
-	}
-	fclose(f);
-	return yes;
-}
-
+/*
+ * The capabilities idlevm uses, each with what it is for (README, "What
+ * idlevm needs"): root has them all; a reduced set is named cap by cap.
+ * Only CAP_SYS_PTRACE decides whether profile works at all, and that is
+ * the guest's check (QEMU may run as this very user): a missing one here
+ * is a warning.  CAP_SYS_ADMIN is tracefs's check (only mounting it).
+ */
 static void check_privileges(struct doctor *d)
 {
-	/* CAP_SYS_PTRACE 19 (process_vm_readv), CAP_SYS_ADMIN 21 (tracefs,
-	 * mount), as root has them. */
-	if (geteuid() == 0 && has_cap(19) && has_cap(21))
+	static const struct {
+		unsigned int cap;
+		const char *name, *lost;
+	} uses[] = {
+		{ IVM_CAP_SYS_PTRACE, "CAP_SYS_PTRACE",
+		  "the memory of a QEMU run by another user (libvirt's: libvirt-qemu) cannot be read" },
+		{ IVM_CAP_DAC_OVERRIDE, "CAP_DAC_OVERRIDE",
+		  "the in-guest helper's channel of a libvirt domain (a socket of libvirt-qemu's) cannot be opened: no pin capture, no CFI readahead" },
+		{ IVM_CAP_SYS_NICE, "CAP_SYS_NICE",
+		  "profile --realtime cannot raise its priority" },
+	};
+	char have[128] = "";
+	size_t i, n = 0;
+
+	if (geteuid() == 0 && ivm_caps_effective(IVM_CAP_SYS_PTRACE) &&
+	    ivm_caps_effective(IVM_CAP_DAC_OVERRIDE) &&
+	    ivm_caps_effective(IVM_CAP_SYS_NICE) &&
+	    ivm_caps_effective(IVM_CAP_SYS_ADMIN)) {
 		say(d, PASS, NULL, "privileges: root");
-	else if (has_cap(19) && has_cap(21))
-		say(d, PASS, NULL, "privileges: CAP_SYS_PTRACE and CAP_SYS_ADMIN");
-	else
-		say(d, FAIL, "run idlevm as root (sudo idlevm ...)",
-		    "privileges: not root: reading QEMU's memory needs CAP_SYS_PTRACE, tracefs CAP_SYS_ADMIN");
+		return;
+	}
+	for (i = 0; i < sizeof(uses) / sizeof(uses[0]); i++) {
+		if (ivm_caps_effective(uses[i].cap)) {
+			n += (size_t)snprintf(have + n, sizeof(have) - n, "%s%s",
+					      n ? ", " : "", uses[i].name);
+			continue;
+		}
+		say(d, WARN, "run idlevm as root, or give it the capability (README, \"What idlevm needs\")",
+		    "privileges: no %s: %s", uses[i].name, uses[i].lost);
+	}
+	if (n)
+		say(d, PASS, NULL, "privileges: %s%s", have,
+		    geteuid() == 0 ? ", as root" : "");
 }
 
 static bool readable(const char *path)
@@ -119,11 +132,13 @@ static bool readable(const char *path)
 static void check_tracefs(struct doctor *d)
 {
 	if (!ivm_tracefs_mounted()) {
-		say(d, geteuid() == 0 ? PASS : WARN,
+		bool admin = ivm_caps_effective(IVM_CAP_SYS_ADMIN);
+
+		say(d, admin ? PASS : WARN,
 		    "mount -t tracefs nodev " IVM_TRACEFS_DIR,
 		    "tracefs: not mounted at " IVM_TRACEFS_DIR "%s",
-		    geteuid() == 0 ? "; profile mounts it itself" :
-		    ", and only root can mount it: without it profile polls the vCPU threads");
+		    admin ? "; profile mounts it itself" :
+		    ", and mounting it needs CAP_SYS_ADMIN: without it profile polls the vCPU threads");
 		return;
 	}
 	if (!readable(IVM_TRACEFS_DIR "/events/sched/sched_switch/format") ||
@@ -231,7 +246,12 @@ static void check_helper(struct doctor *d, struct ivm_guest *g,
 		err = ivm_helper_connect_path(path, &helper);
 	if (!err)
 		err = ivm_helper_hello(helper, &hello);
-	if (err) {
+	if (err && err->code == IVM_ERROR_OS && err->errnum == EACCES &&
+	    !ivm_caps_effective(IVM_CAP_DAC_OVERRIDE)) {
+		say(d, WARN, "run idlevm as root, or give it CAP_DAC_OVERRIDE",
+		    "helper: its channel cannot be opened without CAP_DAC_OVERRIDE (%s): no pin capture, no CFI readahead; profile captures optimistic",
+		    ivm_error_string(err));
+	} else if (err) {
 		say(d, WARN,
 		    "install idlevm-helper in the guest (dpkg -i idlevm-helper_" IVM_VERSION "_amd64.deb) and give the domain the channel of images/helper-channel.xml",
 		    "helper: none answers (%s): no pin capture, no CFI readahead; profile captures optimistic",
@@ -318,6 +338,9 @@ static void check_guest(struct doctor *d, struct ivm_guest_options *opts,
 			snprintf(fix, sizeof(fix), "virsh start %s", opts->domain);
 		else if (opts->domain && err->code == IVM_ERROR_NOT_FOUND)
 			snprintf(fix, sizeof(fix), "virsh list --all (the domain's name), or --connect URI");
+		else if (err->code == IVM_ERROR_OS &&
+			 (err->errnum == EPERM || err->errnum == EACCES))
+			snprintf(fix, sizeof(fix), "run idlevm as root, or give it CAP_SYS_PTRACE");
 		else if (opts->domain)
 			snprintf(fix, sizeof(fix), "start libvirt: libvirtd -d (or systemctl start libvirtd), or check --connect");
 		else

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "access/libvirt_domain.h"
+#include "base/caps.h"
 #include "base/clock.h"
 #include "base/heap.h"
 #include "kernel/ktables.h"
@@ -222,6 +223,18 @@ static void note_memory(struct guest_run *r)
 }
 
 /*
+ * The helper's socket refused this process: a libvirt domain's channel
+ * is a socket of libvirt-qemu's, which root opens with CAP_DAC_OVERRIDE.
+ */
+static const char *helper_denied(const struct ivm_error *err)
+{
+	if (err->code != IVM_ERROR_OS || err->errnum != EACCES ||
+	    ivm_caps_effective(IVM_CAP_DAC_OVERRIDE))
+		return "";
+	return "; opening it needs CAP_DAC_OVERRIDE";
+}
+
+/*
  * Open the guest and start profiling it: its registers' source, the
  * helper for pin captures, its file (or next window), its profiler.  On
  * error, what it opened is left for run_release.
@@ -291,8 +304,8 @@ static struct ivm_error *run_attach(struct guest_run *r,
 					     o->pin_lease_us, &r->pin);
 		if (err) {
 			guest_run_who(o, r);
-			fprintf(stderr, "warning: no pin capture (%s), capturing optimistic\n",
-				ivm_error_string(err));
+			fprintf(stderr, "warning: no pin capture (%s%s), capturing optimistic\n",
+				ivm_error_string(err), helper_denied(err));
 			ivm_error_destroy(err);
 			r->cfg.capture_mode = IVM_CAPTURE_MODE_OPTIMISTIC;
 		} else {
@@ -314,6 +327,12 @@ static struct ivm_error *run_attach(struct guest_run *r,
 					     gopts.qmp_path,
 					     IVM_PIN_TIMEOUT_DEFAULT_MS,
 					     o->pin_lease_us, &r->pin);
+		if (err && *helper_denied(err)) {
+			/* A helper there, out of reach: not quietly. */
+			guest_run_who(o, r);
+			fprintf(stderr, "warning: no CFI readahead by the helper (%s%s)\n",
+				ivm_error_string(err), helper_denied(err));
+		}
 		if (err) {
 			ivm_error_destroy(err);
 			r->pin = NULL;

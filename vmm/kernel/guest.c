@@ -3,7 +3,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pwd.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <json-c/json.h>
 
@@ -183,6 +185,38 @@ static struct ivm_error *query_kvm(struct ivm_guest *g)
 	return NULL;
 }
 
+/*
+ * One byte of guest RAM, read as every later read will be: a QEMU of
+ * another user (libvirt's runs as libvirt-qemu) is readable only with
+ * CAP_SYS_PTRACE, and without it each read fails alike; better said once,
+ * here, than as a kernel that cannot be found in memory that reads as
+ * holes.
+ */
+static struct ivm_error *probe_process_read(struct ivm_guest *g,
+					    const struct ivm_gmem_region *r)
+{
+	struct ivm_error *err;
+	char path[64], user[64];
+	struct passwd *pw;
+	struct stat st;
+	uint8_t byte;
+
+	err = ivm_gmem_read_phys(g->gmem, r->gpa, &byte, 1);
+	if (!err || err->code != IVM_ERROR_OS ||
+	    (err->errnum != EPERM && err->errnum != EACCES))
+		return err;
+	snprintf(path, sizeof(path), "/proc/%d", (int)g->qemu_pid);
+	if (stat(path, &st) < 0)
+		snprintf(user, sizeof(user), "?");
+	else if ((pw = getpwuid(st.st_uid)))
+		snprintf(user, sizeof(user), "%s", pw->pw_name);
+	else
+		snprintf(user, sizeof(user), "uid %u", (unsigned int)st.st_uid);
+	return ivm_error_wrap(err,
+			      "cannot read the guest's memory in qemu process %d (user %s): idlevm needs CAP_SYS_PTRACE to read another user's process (run it as root, or give it that capability)",
+			      (int)g->qemu_pid, user);
+}
+
 static struct ivm_error *open_live(struct ivm_guest *g,
 				   const struct ivm_guest_options *opts)
 {
@@ -247,6 +281,9 @@ static struct ivm_error *open_live(struct ivm_guest *g,
 		if (err)
 			goto out;
 		g->gmem_kind = "process_vm_readv";
+		err = probe_process_read(g, &ram->region[0]);
+		if (err)
+			goto out;
 	}
 	err = ivm_guest_refresh_vcpus(g);
 out:

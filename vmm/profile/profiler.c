@@ -1201,8 +1201,9 @@ bool ivm_realtime(bool on)
 	if (sched_setscheduler(0, on ? SCHED_FIFO : SCHED_OTHER, &sp) < 0) {
 		if (on)
 			fprintf(stderr,
-				"idlevm: warning: no real-time priority (%s): events may be seen late on a loaded host\n",
-				strerror(errno));
+				"idlevm: warning: no real-time priority (%s%s): events may be seen late on a loaded host\n",
+				strerror(errno), errno == EPERM ?
+				"; it needs CAP_SYS_NICE" : "");
 		return false;
 	}
 	return on;
