@@ -248,3 +248,29 @@ Test(boot_watch, saved_and_migrated_name_the_end)
 		cr_expect_eq(ivm_boot_watch_first(&w), cases[i].end);
 	}
 }
+
+/*
+ * QEMU found gone before libvirt's event says why (its lifecycle state,
+ * a read of its memory): a save or a migration that follows names the
+ * end; anything else seen first stays the reason.
+ */
+Test(boot_watch, a_save_names_a_qemu_gone_seen_first)
+{
+	struct ivm_boot_watch w = { 0 };
+
+	/* As when a failed monitor call found QEMU gone: no event yet. */
+	ivm_boot_watch_event(&w, "SHUTDOWN");
+	cr_expect_not(ivm_boot_watch_stop_told(&w));
+	ivm_boot_watch_reset(&w);
+	ivm_boot_watch_event(&w, "DOMAIN_STOPPED");
+	cr_assert_eq(ivm_boot_watch_first(&w), IVM_BOOT_GONE);
+	cr_expect(ivm_boot_watch_stop_told(&w));
+	ivm_boot_watch_event(&w, "DOMAIN_SAVED");
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_SAVED);
+	ivm_boot_watch_reset(&w);
+	cr_expect_not(ivm_boot_watch_stop_told(&w));
+	ivm_boot_watch_event(&w, "SHUTDOWN");
+	ivm_boot_watch_event(&w, "DOMAIN_MIGRATED");
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_SHUTDOWN);
+	cr_expect(ivm_boot_watch_seen(&w) & IVM_BOOT_MIGRATED);
+}

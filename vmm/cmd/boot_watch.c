@@ -15,14 +15,21 @@
 #define LOOK_NS 1000000000ull
 #define LOOK_DEAF_NS 100000000ull
 
-/* end: one bit, or SAVED or MIGRATED with GONE (the reason is the first). */
+/*
+ * end: one bit, or SAVED or MIGRATED with GONE.  The reason is the first
+ * seen, except that SAVED or MIGRATED name a QEMU gone that was seen
+ * first without a why (its lifecycle state, set with the same event).
+ */
 static void saw(struct ivm_boot_watch *w, unsigned int end)
 {
-	unsigned int none = 0, reason = end;
+	unsigned int none = 0, gone = IVM_BOOT_GONE, reason = end;
 
-	if (end & (IVM_BOOT_SAVED | IVM_BOOT_MIGRATED))
-		reason &= ~IVM_BOOT_GONE;
 	atomic_fetch_or(&w->seen, end);
+	if (end & (IVM_BOOT_SAVED | IVM_BOOT_MIGRATED)) {
+		reason &= ~IVM_BOOT_GONE;
+		if (atomic_compare_exchange_strong(&w->first, &gone, reason))
+			return;
+	}
 	atomic_compare_exchange_strong(&w->first, &none, reason);
 }
 
@@ -30,6 +37,12 @@ void ivm_boot_watch_reset(struct ivm_boot_watch *w)
 {
 	atomic_store(&w->seen, 0);
 	atomic_store(&w->first, 0);
+	atomic_store(&w->stop_told, false);
+}
+
+bool ivm_boot_watch_stop_told(const struct ivm_boot_watch *w)
+{
+	return atomic_load(&w->stop_told);
 }
 
 void ivm_boot_watch_event(struct ivm_boot_watch *w, const char *name)
@@ -46,7 +59,9 @@ void ivm_boot_watch_event(struct ivm_boot_watch *w, const char *name)
 		saw(w, IVM_BOOT_PANIC);
 	else if (!strcmp(name, "SHUTDOWN"))
 		saw(w, IVM_BOOT_SHUTDOWN);
-	else if (!strcmp(name, "DOMAIN_STOPPED"))
+	else if (!strncmp(name, "DOMAIN_", 7))
+		atomic_store(&w->stop_told, true);
+	if (!strcmp(name, "DOMAIN_STOPPED"))
 		saw(w, IVM_BOOT_GONE);
 	else if (!strcmp(name, "DOMAIN_SAVED"))
 		saw(w, IVM_BOOT_SAVED | IVM_BOOT_GONE);

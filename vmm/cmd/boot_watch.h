@@ -60,6 +60,8 @@ enum ivm_boot_end {
 struct ivm_boot_watch {
 	_Atomic unsigned int seen;	/* enum ivm_boot_end bits */
 	_Atomic unsigned int first;	/* the first of them, 0 none */
+	/* libvirt said QEMU stopped (and why): DOMAIN_STOPPED, _SAVED... */
+	_Atomic bool stop_told;
 	/* Run's thread only: */
 	struct ivm_guest *guest;	/* attached to, or NULL */
 	uint64_t panic_cpu;		/* its run-time address, 0 unknown */
@@ -115,6 +117,9 @@ void ivm_boot_watch_look(struct ivm_boot_watch *w, bool banner_same,
  */
 #define IVM_BOOT_STILL_NS 3000000000ull
 void ivm_boot_watch_still(struct ivm_boot_watch *w, bool moved, uint64_t now);
+
+/* Whether libvirt's event that QEMU stopped came (it says why). */
+bool ivm_boot_watch_stop_told(const struct ivm_boot_watch *w);
 
 /* The bits seen so far, and the first (0: the boot goes on). */
 unsigned int ivm_boot_watch_seen(const struct ivm_boot_watch *w);

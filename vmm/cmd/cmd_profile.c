@@ -768,6 +768,13 @@ int ivm_cmd_profile(int argc, char **argv)
 
 			if (r->running && r->ended &&
 			    guest_run_follows(r, &o, all_domains)) {
+				if (!guest_run_settled(r, ivm_mono_ns())) {
+					/* Why QEMU went: libvirt says soon. */
+					running++;
+					if (ivm_mono_ns() + 20000000ull < wake)
+						wake = ivm_mono_ns() + 20000000ull;
+					continue;
+				}
 				/* Its boot is over; the run waits for the next. */
 				err = guest_run_between(r, &o);
 				if (err) {

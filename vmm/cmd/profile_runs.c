@@ -473,6 +473,28 @@ bool guest_run_follows(const struct guest_run *r, const struct profile_opts *o,
 }
 
 /*
+ * Whether r's boot is known to have ended the way it did.  A QEMU that
+ * exits is found by a read of its memory or a monitor call that fails
+ * before libvirt's event says why (a save, a migration: the boot goes on
+ * elsewhere; measured: after the window had ended), so a run that found
+ * it gone waits up to SETTLE_NS for that event.
+ */
+#define SETTLE_NS 2000000000ull
+
+bool guest_run_settled(struct guest_run *r, uint64_t now)
+{
+	if (!r->g || !r->g->qmp || !ivm_qmp_libvirt_events(r->g->qmp) ||
+	    strcmp(r->res.end_reason, "the guest went away"))
+		return true;
+	ivm_boot_watch_poll(&r->boot, now);
+	if (ivm_boot_watch_stop_told(&r->boot))
+		return true;
+	if (!r->gone_at)
+		r->gone_at = now;
+	return now - r->gone_at >= SETTLE_NS;
+}
+
+/*
  * r's boot ended and its run follows the guest: the window ends whole
  * (its pprof made, the closing lines for this boot said), the guest is
  * closed (a panicked one kept until a reset), and run_resume opens it
@@ -490,9 +512,13 @@ struct ivm_error *guest_run_between(struct guest_run *r,
 	time_t t = time(NULL);
 	char when[32];
 
+	/* Its why, when the event came after the run found QEMU gone. */
+	if (ivm_boot_watch_first(&r->boot) & (IVM_BOOT_SAVED | IVM_BOOT_MIGRATED))
+		snprintf(r->res.end_reason, sizeof(r->res.end_reason), "%s",
+			 ivm_boot_end_reason(ivm_boot_watch_first(&r->boot)));
+	r->gone_at = 0;
 	note_memory(r);
 	ferr = ivm_profiler_finish(r->pr);
-
 	r->pr = NULL;
 	r->running = false;
 	r->ended = false;

@@ -79,6 +79,7 @@ struct guest_run {
 	bool waiting;
 	uint64_t waiting_since, retry_at, retry_ns;
 	uint64_t partial_since;		/* opened, some vCPU without a CPU yet */
+	uint64_t gone_at;		/* its run found QEMU gone, or 0 */
 	char last_try[256];		/* what the last try said */
 	/* Its libvirt connection: lost since (ms, as said), times back. */
 	int64_t monitor_lost_ms;
@@ -106,6 +107,7 @@ struct ivm_error *guest_run_end(struct guest_run *r,
 				 struct ivm_error *err);
 bool guest_run_follows(const struct guest_run *r, const struct profile_opts *o,
 		       bool all_domains);
+bool guest_run_settled(struct guest_run *r, uint64_t now);
 struct ivm_error *guest_run_between(struct guest_run *r,
 				     const struct profile_opts *o);
 void guest_run_monitor_news(struct guest_run *r, const struct profile_opts *o);
