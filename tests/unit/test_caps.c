@@ -4,7 +4,9 @@
  * capability holds that one and no other, in every set, and an execve
  * (of a program root would get every capability for) gives none back.
  * The process is a fork of this one; what it holds is read from its
- * /proc/PID/status, as the e2e test reads the guardian's.
+ * /proc/PID/status, as the e2e test reads the guardian's.  A program
+ * started by ivm_spawn (base/spawn.h) holds only what it was left from
+ * its first instruction: cat reads its own status there.
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include <criterion/criterion.h>
 
 #include "base/caps.h"
+#include "base/spawn.h"
 
 struct held {
 	uint64_t eff, prm, inh, bnd, amb, nnp;
@@ -43,13 +46,29 @@ static void parse(FILE *f, struct held *h)
 	}
 }
 
+/* The sets child pid printed on the pipe fds, and its clean exit. */
+static void read_child(pid_t pid, int fds[2], struct held *h)
+{
+	int status;
+	FILE *f;
+
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	cr_assert_not_null(f);
+	parse(f, h);
+	fclose(f);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the child failed (status %#x)", status);
+}
+
 /*
  * What a child holds after ivm_caps_limit(keep), then (exec) after it
  * ran /bin/cat on its own status, or (no exec) as it reads it itself.
  */
 static void held_after_limit(uint64_t keep, bool exec, struct held *h)
 {
-	int fds[2], status;
+	int fds[2];
 	pid_t pid;
 	FILE *f;
 
@@ -79,14 +98,7 @@ static void held_after_limit(uint64_t keep, bool exec, struct held *h)
 		}
 		_exit(0);
 	}
-	close(fds[1]);
-	f = fdopen(fds[0], "r");
-	cr_assert_not_null(f);
-	parse(f, h);
-	fclose(f);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		  "the child failed (status %#x)", status);
+	read_child(pid, fds, h);
 }
 
 static void expect_only(const struct held *h, uint64_t keep)
@@ -143,4 +155,49 @@ Test(caps, reads_this_process_sets)
 	cr_expect_not(ivm_caps_read(0, "NoSuchSet", &eff));
 	cr_expect_eq(ivm_caps_effective(IVM_CAP_SYS_PTRACE),
 		     !!(eff & IVM_CAP_BIT(IVM_CAP_SYS_PTRACE)));
+}
+
+/* What /bin/cat started by ivm_spawn, keeping keep, finds it holds. */
+static void held_by_spawned(uint64_t keep, struct held *h)
+{
+	char *argv[] = { "cat", "/proc/self/status", NULL };
+	struct ivm_spawn opts = { .caps = keep, .pass_as = 1 };
+	struct ivm_error *err;
+	int fds[2];
+	pid_t pid;
+
+	cr_assert(pipe(fds) == 0);
+	opts.pass_fd = fds[1];
+	err = ivm_spawn("/bin/cat", argv, &opts, &pid);
+	cr_assert_null(err, "%s", err ? err->message : "");
+	read_child(pid, fds, h);
+}
+
+Test(spawn, the_program_holds_only_what_it_was_left_from_its_start)
+{
+	struct held h;
+
+	/* As root, an execve left to itself grants the bounding set. */
+	held_by_spawned(0, &h);
+	expect_only(&h, 0);
+	held_by_spawned(IVM_CAP_BIT(IVM_CAP_DAC_OVERRIDE), &h);
+	expect_only(&h, IVM_CAP_BIT(IVM_CAP_DAC_OVERRIDE));
+}
+
+Test(spawn, a_failed_exec_is_an_error_naming_it)
+{
+	char *argv[] = { "none", NULL };
+	struct ivm_spawn opts = { .pass_fd = -1 };
+	struct ivm_error *err;
+	pid_t pid = 0;
+
+	err = ivm_spawn("/nonexistent/idlevm", argv, &opts, &pid);
+	cr_assert_not_null(err);
+	cr_expect(strstr(err->message, "execve"), "%s", err->message);
+	cr_expect(strstr(err->message, "/nonexistent/idlevm"), "%s",
+		  err->message);
+	cr_expect_eq(pid, 0);
+	/* The child is reaped: none is left to wait for. */
+	cr_expect_eq(waitpid(-1, NULL, WNOHANG), -1);
+	ivm_error_destroy(err);
 }

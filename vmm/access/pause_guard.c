@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +21,8 @@
 #include "access/pause_guard.h"
 #include "access/qmp.h"
 #include "base/caps.h"
+#include "base/spawn.h"
 
-extern char **environ;
 
 /* The guardian's end of the socket pair in its own process. */
 #define GUARD_FD 3
@@ -58,13 +57,12 @@ struct ivm_error *ivm_pause_guard_start(const struct ivm_pause_target *target,
 					const char *path,
 					struct ivm_pause_guard **ret)
 {
-	posix_spawn_file_actions_t actions;
-	posix_spawnattr_t attr;
+	struct ivm_spawn opts;
 	struct ivm_pause_guard *g;
+	struct ivm_error *err;
 	const char *argv[10];
 	char fdarg[16];
-	sigset_t none;
-	int sv[2], n = 0, rc;
+	int sv[2], n = 0;
 	pid_t pid;
 
 	if (!target || (!target->domain_uuid == !target->qmp_path))
@@ -93,26 +91,20 @@ struct ivm_error *ivm_pause_guard_start(const struct ivm_pause_target *target,
 	/*
 	 * Its own session, default signal mask, nothing of ours but its end
 	 * of the pair and stderr: a guardian must outlive whatever kills us.
+	 * It keeps what its main keeps (ivm_pause_guard_main), from the
+	 * start.
 	 */
-	sigemptyset(&none);
-	posix_spawnattr_init(&attr);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
-					POSIX_SPAWN_SETSIGMASK);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawn_file_actions_init(&actions);
-	posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_adddup2(&actions, sv[1], GUARD_FD);
-	posix_spawn_file_actions_addclosefrom_np(&actions, GUARD_FD + 1);
-	rc = posix_spawn(&pid, path ? path : "/proc/self/exe", &actions, &attr,
-			 (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&actions);
-	posix_spawnattr_destroy(&attr);
+	opts = (struct ivm_spawn){
+		.caps = target->qmp_path ? IVM_CAP_BIT(IVM_CAP_DAC_OVERRIDE) : 0,
+		.new_session = true, .empty_sigmask = true, .null_stdio = true,
+		.pass_fd = sv[1], .pass_as = GUARD_FD,
+	};
+	err = ivm_spawn(path ? path : "/proc/self/exe", (char *const *)argv,
+			&opts, &pid);
 	close(sv[1]);
-	if (rc) {
+	if (err) {
 		close(sv[0]);
-		return ivm_error_os(rc, "pause guard: starting %s",
-				    path ? path : "/proc/self/exe");
+		return ivm_error_wrap(err, "pause guard");
 	}
 	g = calloc(1, sizeof(*g));
 	if (!g) {

@@ -5,7 +5,8 @@
  * idlevm runs as root, or as root with a reduced capability set (README,
  * "What idlevm needs").  The processes it starts for one job (the pause
  * guardian, a continuous run's pprof children) keep only what that job
- * needs: ivm_caps_limit() at the start of their main.  A set is a bit mask
+ * needs: ivm_caps_limit_raw() before their execve (spawn.h), and
+ * ivm_caps_limit() again at the start of their main.  A set is a bit mask
  * of capability numbers (linux/capability.h), bit N for capability N.
  */
 #ifndef IVM_CAPS_H
@@ -45,5 +46,12 @@ bool ivm_caps_effective(unsigned int cap);
  * that failed; the process then holds no more than before.
  */
 struct ivm_error *ivm_caps_limit(uint64_t keep);
+
+/*
+ * The same with nothing but system calls, for a child between fork and
+ * execve (spawn.h): 0, or an errno with *step the (static) name of the
+ * step that failed.
+ */
+int ivm_caps_limit_raw(uint64_t keep, const char **step);
 
 #endif /* IVM_CAPS_H */

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <malloc.h>
-#include <sched.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +9,10 @@
 #include <unistd.h>
 
 #include "base/caps.h"
+#include "base/spawn.h"
 #include "cmd/commands.h"
 #include "cmd/window_run.h"
 
-extern char **environ;
 
 struct ivm_error *ivm_window_run_init(struct ivm_window_run *w,
 				      const struct ivm_window_dir_config *cfg,
@@ -92,21 +90,23 @@ static bool reap(struct ivm_window_run *w, bool block)
 }
 
 /*
- * `idlevm report -f pprof -o PB PROF`, by this very binary (without its
- * capabilities: ivm_window_pprof_main), in a process
+ * `idlevm report -f pprof -o PB PROF`, by this very binary holding no
+ * capability from its first instruction (spawn.h), in a process
  * group of its own (a Ctrl-C to the terminal is for the profiler, which
  * then waits for it) and at normal priority (the profiler may wait for
  * events at real-time priority; symbolizing must not).
  */
 static void start_report(struct ivm_window_run *w)
 {
-	struct sched_param sp = { .sched_priority = 0 };
-	posix_spawnattr_t attr;
+	const struct ivm_spawn opts = {
+		.caps = 0, .new_group = true, .normal_priority = true,
+		.pass_fd = -1,
+	};
+	struct ivm_error *err;
 	char *prof = w->pending, *pb = ivm_window_dir_pprof_path(prof);
 	char *argv[] = { "idlevm", "__window-pprof", "-q", "-f", "pprof",
 			 "-o", pb, prof, NULL };
 	pid_t pid;
-	int rc;
 
 	w->pending = NULL;
 	if (!pb || access(prof, F_OK)) {
@@ -116,17 +116,11 @@ static void start_report(struct ivm_window_run *w)
 		free(prof);
 		return;
 	}
-	posix_spawnattr_init(&attr);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
-				 POSIX_SPAWN_SETSCHEDULER);
-	posix_spawnattr_setpgroup(&attr, 0);
-	posix_spawnattr_setschedpolicy(&attr, SCHED_OTHER);
-	posix_spawnattr_setschedparam(&attr, &sp);
-	rc = posix_spawn(&pid, "/proc/self/exe", NULL, &attr, argv, environ);
-	posix_spawnattr_destroy(&attr);
-	if (rc) {
+	err = ivm_spawn("/proc/self/exe", argv, &opts, &pid);
+	if (err) {
 		fprintf(stderr, "idlevm: no pprof for %s: %s\n", prof,
-			strerror(rc));
+			err->message);
+		ivm_error_destroy(err);
 		w->pprof_failures++;
 		free(pb);
 		free(prof);
