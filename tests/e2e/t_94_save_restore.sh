@@ -49,6 +49,9 @@ kill -INT "$pid"
 wait "$pid" || fail "idlevm failed"
 pid=""
 grep -E "saved|ended, whole|is back|waiting for" "$log"
+grep -q "^idlevm: the guest was saved to a file .*ended, whole; waiting for the guest to run here again" "$log" ||
+	fail "the save's line does not say idlevm waits for the guest to run again"
+grep "following the guest to its next boot" "$log" && fail "a save taken for a reboot"
 
 last=""
 saw_after=0

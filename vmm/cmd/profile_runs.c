@@ -539,8 +539,13 @@ struct ivm_error *guest_run_between(struct guest_run *r,
 	snprintf(r->after, sizeof(r->after), "%s at %s; the window before: %s",
 		 r->res.end_reason, when, base ? base : "none");
 	guest_run_who(o, r);
-	fprintf(stderr, "%s: window %s ended, whole; following the guest to its next boot%s\n",
+	/* A saved or migrated guest's boot goes on, elsewhere or later. */
+	fprintf(stderr, "%s: window %s ended, whole; %s%s\n",
 		r->res.end_reason, base ? base : "(none)",
+		ivm_boot_watch_first(&r->boot) &
+		(IVM_BOOT_SAVED | IVM_BOOT_MIGRATED) ?
+		"waiting for the guest to run here again (restored, or started anew)" :
+		"following the guest to its next boot",
 		r->g ? " (waiting for a reset)" : "");
 	free(last);
 	r->waiting = true;
