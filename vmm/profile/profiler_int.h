@@ -153,6 +153,14 @@ struct profiler {
 
 /* profiler.c */
 void end_with(struct profiler *p, const char *reason);
+/* Last in run_setup: the switch sampler, when asked for. */
+struct ivm_error *switch_setup(struct profiler *p);
+
+/* profiler_capture.c */
+struct ivm_error *handle_request(struct profiler *p, struct ivm_guest_vcpu *v,
+				 uint64_t now, struct ivm_capture_req *req);
+struct ivm_error *write_kept(struct profiler *p, const struct ivm_capture *cap,
+			     const struct ivm_capture_req *req);
 struct ivm_error *capture(struct profiler *p,
 			  const struct ivm_capture_req *req);
 bool is_helper_task(struct profiler *p, struct vcpu_poll *vp,
@@ -185,6 +193,12 @@ struct ivm_error *observe_periods(struct profiler *p, uint32_t vcpu,
 				  const struct ivm_vcpu_watch_view *view,
 				  bool after_own_run);
 struct ivm_error *look_after_capture(struct profiler *p, uint32_t vcpu);
+
+/* profiler_setup.c: everything the run holds, made and let go. */
+struct ivm_error *run_setup(struct profiler *p);
+void run_teardown(struct profiler *p);
+/* The file's metadata: at the start of the run and of each window. */
+struct ivm_error *write_meta(struct profiler *p);
 
 /* profiler_stats.c */
 void fill_stats(const struct profiler *p, struct ivm_stat *st, size_t *nr);
