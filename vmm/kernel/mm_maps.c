@@ -11,6 +11,7 @@
 
 #include "base/bytes.h"
 #include "base/hexnum.h"
+#include "kernel/mm_int.h"
 #include "kernel/mm_maps.h"
 
 /* vm_flags bits of include/linux/mm.h, unchanged since 2.6. */
@@ -20,16 +21,6 @@
 #define VM_MAYSHARE 0x80ull
 
 #define PAGE_SHIFT 12
-#define PAGE_MASK_4K 4095ull
-
-/* Maple tree encodings (include/linux/maple_tree.h, lib/maple_tree.c). */
-#define MAPLE_NODE_MASK 255ull
-#define MAPLE_NODE_TYPE_SHIFT 3
-#define MAPLE_NODE_TYPE_MASK 0xfull
-#define MAPLE_ROOT_NODE 2ull
-#define MAPLE_RESERVED_RANGE 4096ull
-/* The most slots any node type has (dense: 31 on 64-bit). */
-#define MAX_SLOTS 64
 
 /* Longest name a vm_special_mapping or an anon_vma_name has (80). */
 #define MAX_VMA_NAME 96
@@ -74,294 +65,6 @@ struct walk {
 	struct file_memo memo[FILE_MEMO];
 };
 
-/* ---- offsets ----------------------------------------------------------- */
-
-#define FIELD(type, path, want, field, optional)                              \
-	{ type, path, want, offsetof(struct ivm_mm_offsets, field), optional }
-
-static struct ivm_error *enum_u32(const struct ivm_btf *btf, const char *name,
-				  uint32_t *ret)
-{
-	int64_t v;
-	struct ivm_error *err = ivm_btf_enum_value(btf, "maple_type", name,
-						   &v);
-
-	if (err)
-		return err;
-	if (v < 0 || (uint64_t)v > MAPLE_NODE_TYPE_MASK)
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"enum maple_type: %s = %lld",
-					name, (long long)v);
-	*ret = (uint32_t)v;
-	return NULL;
-}
-
-/* A node's pivot and slot arrays: slots one more than pivots. */
-static struct ivm_error *node_arrays(const struct ivm_btf *btf,
-				     const char *type, uint32_t node_size,
-				     uint32_t *pivot, uint32_t *slot,
-				     uint32_t *nr_slots)
-{
-	uint32_t psize, ssize;
-	struct ivm_error *err;
-
-	err = ivm_btf_offset(btf, type, "pivot", 0, pivot, &psize);
-	if (!err)
-		err = ivm_btf_offset(btf, type, "slot", 0, slot, &ssize);
-	if (err)
-		return err;
-	if (psize % 8 || ssize % 8 || ssize / 8 != psize / 8 + 1 ||
-	    ssize / 8 < 2 || ssize / 8 > MAX_SLOTS ||
-	    *pivot + psize > node_size || *slot + ssize > node_size)
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"struct %s: %u bytes of pivots and %u of slots in a %u-byte node",
-					type, psize, ssize, node_size);
-	*nr_slots = ssize / 8;
-	return NULL;
-}
-
-static struct ivm_error *maple_offsets(const struct ivm_btf *btf,
-				       struct ivm_mm_offsets *ret)
-{
-	struct ivm_mm_offsets o = *ret;
-	struct ivm_error *err;
-	uint32_t size;
-
-	err = ivm_btf_struct_size(btf, "maple_node", &o.maple_node_size);
-	if (err)
-		return err;
-	if (o.maple_node_size > MAPLE_NODE_MASK + 1)
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"struct maple_node: %u bytes, more than its alignment",
-					o.maple_node_size);
-	err = node_arrays(btf, "maple_range_64", o.maple_node_size,
-			  &o.mr64_pivot, &o.mr64_slot, &o.mr64_nr_slots);
-	if (!err)
-		err = node_arrays(btf, "maple_arange_64", o.maple_node_size,
-				  &o.ma64_pivot, &o.ma64_slot,
-				  &o.ma64_nr_slots);
-	if (err)
-		return err;
-	err = ivm_btf_offset_opt(btf, "maple_range_64", "meta.end", 1,
-				 &o.mr64_meta_end, NULL);
-	if (!err)
-		err = ivm_btf_offset_opt(btf, "maple_arange_64", "meta.end", 1,
-					 &o.ma64_meta_end, NULL);
-	if (!err)
-		err = ivm_btf_offset(btf, "maple_node", "slot", 0,
-				     &o.dense_slot, &size);
-	if (err)
-		return err;
-	if (size % 8 || size / 8 < 1 || size / 8 > MAX_SLOTS ||
-	    o.dense_slot + size > o.maple_node_size)
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"struct maple_node: %u bytes of slots",
-					size);
-	o.dense_nr_slots = size / 8;
-	err = enum_u32(btf, "maple_dense", &o.maple_dense);
-	if (!err)
-		err = enum_u32(btf, "maple_leaf_64", &o.maple_leaf_64);
-	if (!err)
-		err = enum_u32(btf, "maple_range_64", &o.maple_range_64);
-	if (!err)
-		err = enum_u32(btf, "maple_arange_64", &o.maple_arange_64);
-	if (err)
-		return err;
-	*ret = o;
-	return NULL;
-}
-
-/* What every layout has, or may have. */
-static const struct ivm_btf_field_spec common_fields[] = {
-	FIELD("mm_struct", "exe_file", 8, mm_exe_file, true),
-	FIELD("mm_struct", "start_brk", 8, mm_start_brk, true),
-	FIELD("mm_struct", "brk", 8, mm_brk, true),
-	FIELD("mm_struct", "start_stack", 8, mm_start_stack, true),
-	FIELD("mm_struct", "map_count", 4, mm_map_count, true),
-	FIELD("vm_area_struct", "vm_start", 8, vma_start, false),
-	FIELD("vm_area_struct", "vm_end", 8, vma_end, false),
-	/* 6.3 put it in a union with __vm_flags; the name still finds it. */
-	FIELD("vm_area_struct", "vm_flags", 8, vma_flags, false),
-	FIELD("vm_area_struct", "vm_pgoff", 8, vma_pgoff, false),
-	FIELD("vm_area_struct", "vm_file", 8, vma_file, false),
-	FIELD("vm_area_struct", "anon_vma", 8, vma_anon_vma, true),
-	FIELD("vm_area_struct", "vm_ops", 8, vma_ops, true),
-	FIELD("vm_area_struct", "vm_private_data", 8, vma_private_data, true),
-	FIELD("vm_area_struct", "anon_name", 8, vma_anon_name, true),
-	FIELD("anon_vma_name", "name", 0, anon_vma_name_name, true),
-	FIELD("vm_special_mapping", "name", 8, special_mapping_name, true),
-	FIELD("file", "f_path.mnt", 8, file_mnt, false),
-	FIELD("file", "f_path.dentry", 8, file_dentry, false),
-	FIELD("file", "f_inode", 8, file_inode, false),
-	FIELD("dentry", "d_parent", 8, dentry_parent, false),
-	FIELD("dentry", "d_name.len", 4, dentry_name_len, false),
-	FIELD("dentry", "d_name.name", 8, dentry_name, false),
-	FIELD("dentry", "d_hash.pprev", 8, dentry_hash_pprev, false),
-	FIELD("dentry", "d_op", 8, dentry_op, false),
-	FIELD("dentry_operations", "d_dname", 8, dentry_op_dname, false),
-	FIELD("inode", "i_ino", 8, inode_ino, false),
-	FIELD("inode", "i_sb", 8, inode_sb, false),
-	FIELD("inode", "i_mapping", 8, inode_mapping, false),
-	FIELD("inode", "i_size", 8, inode_size, false),
-	FIELD("inode", "i_generation", 4, inode_generation, true),
-	FIELD("super_block", "s_dev", 4, sb_dev, false),
-	FIELD("vfsmount", "mnt_root", 8, vfsmount_root, false),
-	FIELD("mount", "mnt", 0, mount_mnt, false),
-	FIELD("mount", "mnt_parent", 8, mount_parent, false),
-	FIELD("mount", "mnt_mountpoint", 8, mount_mountpoint, false),
-};
-
-/* Members that are all there, or all taken as absent. */
-static void all_or_none(uint32_t *const *f, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (*f[i] == IVM_KOFF_NONE)
-			break;
-	if (i < n)
-		for (i = 0; i < n; i++)
-			*f[i] = IVM_KOFF_NONE;
-}
-
-struct ivm_error *ivm_mm_offsets_from_btf(const struct ivm_btf *btf,
-					  struct ivm_mm_offsets *ret)
-{
-	struct ivm_mm_offsets o;
-	struct ivm_error *err;
-
-	memset(&o, 0xff, sizeof(o));	/* every field IVM_KOFF_NONE */
-	err = ivm_btf_offset_opt(btf, "mm_struct", "mm_mt.ma_root", 8,
-				 &o.mm_mt_root, NULL);
-	if (!err && o.mm_mt_root == IVM_KOFF_NONE) {
-		err = ivm_btf_offset(btf, "mm_struct", "mmap", 8, &o.mm_mmap,
-				     NULL);
-		if (err)
-			return ivm_error_wrap(err,
-					      "mm_struct has neither a maple tree (mm_mt) nor a VMA list");
-		err = ivm_btf_offset(btf, "vm_area_struct", "vm_next", 8,
-				     &o.vma_next, NULL);
-	} else if (!err) {
-		err = maple_offsets(btf, &o);
-	}
-	if (!err)
-		err = ivm_btf_struct_size(btf, "vm_area_struct", &o.vma_size);
-	if (!err)
-		err = ivm_btf_offsets_find(btf, common_fields,
-					   sizeof(common_fields) /
-					   sizeof(common_fields[0]), &o);
-	if (err)
-		return err;
-	all_or_none((uint32_t *const[]){ &o.mm_start_brk, &o.mm_brk,
-					 &o.mm_start_stack }, 3);
-	all_or_none((uint32_t *const[]){ &o.vma_ops, &o.vma_private_data,
-					 &o.special_mapping_name }, 3);
-	all_or_none((uint32_t *const[]){ &o.vma_anon_name,
-					 &o.anon_vma_name_name }, 2);
-	*ret = o;
-	return NULL;
-}
-
-struct ivm_error *ivm_mm_source_init(struct ivm_mm_source *src,
-				     const struct ivm_kernel_layout *layout,
-				     const struct ivm_btf *btf)
-{
-	struct ivm_error *err;
-
-	memset(src, 0, sizeof(*src));
-	err = ivm_mm_offsets_from_btf(btf, &src->off);
-	if (err)
-		return err;
-	ivm_kernel_layout_reader(layout, &src->kmem);
-	src->la57 = ivm_kernel_layout_la57(layout);
-	/* Static symbols: in a vmlinux, in kallsyms only with ALL. */
-	err = ivm_kernel_symbol(layout, "special_mapping_vmops",
-				&src->special_vmops);
-	if (err) {
-		ivm_error_destroy(err);
-		src->special_vmops = 0;
-	}
-	err = ivm_kernel_symbol(layout, "anon_inodefs_dname",
-				&src->anon_inode_dname);
-	if (err) {
-		ivm_error_destroy(err);
-		src->anon_inode_dname = 0;
-	}
-	return NULL;
-}
-
-/* ---- reading ------------------------------------------------------------ */
-
-static bool kernel_ptr(const struct ivm_mm_source *src, uint64_t va)
-{
-	return ivm_kmem_is_kernel_address(va, src->la57);
-}
-
-static struct ivm_error *kread(const struct ivm_mm_source *src, uint64_t va,
-			       void *buf, size_t len)
-{
-	return ivm_kmem_read_kernel(&src->kmem, src->la57, va, buf, len);
-}
-
-static struct ivm_error *kread_u64(const struct ivm_mm_source *src,
-				   uint64_t va, uint64_t *ret)
-{
-	uint8_t b[8];
-	struct ivm_error *err = kread(src, va, b, sizeof(b));
-
-	if (!err)
-		*ret = ivm_le64(b);
-	return err;
-}
-
-/* A kernel pointer (or 0 when zero_ok) at va, named what in errors. */
-static struct ivm_error *kread_ptr(const struct ivm_mm_source *src,
-				   uint64_t va, const char *what, bool zero_ok,
-				   uint64_t *ret)
-{
-	struct ivm_error *err = kread_u64(src, va, ret);
-
-	if (err)
-		return ivm_error_wrap(err, "reading %s", what);
-	if ((*ret || !zero_ok) && !kernel_ptr(src, *ret))
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"%s at 0x%llx is 0x%llx, not a kernel address",
-					what, (unsigned long long)va,
-					(unsigned long long)*ret);
-	return NULL;
-}
-
-/*
- * Up to cap - 1 bytes of the NUL-terminated string at va into buf, read
- * 32 bytes at a time, never across a page: the names read this way are
- * short, and the end of their object may end what is mapped.
- */
-static struct ivm_error *kread_str(const struct ivm_mm_source *src,
-				   uint64_t va, char *buf, size_t cap)
-{
-	size_t got = 0;
-
-	while (got + 1 < cap) {
-		size_t n = 4096 - ((va + got) & PAGE_MASK_4K);
-		struct ivm_error *err;
-		char *nul;
-
-		if (n > 32)
-			n = 32;
-		if (n > cap - 1 - got)
-			n = cap - 1 - got;
-		err = kread(src, va + got, buf + got, n);
-		if (err)
-			return err;
-		nul = memchr(buf + got, '\0', n);
-		got += n;
-		if (nul)
-			return NULL;
-	}
-	buf[got] = '\0';
-	return NULL;
-}
-
 /* ---- the list and its strings ------------------------------------------ */
 
 static const char *keep_string(struct ivm_mm_maps *maps, const char *s)
@@ -392,369 +95,6 @@ static void walk_stop(struct walk *w, struct ivm_error *err)
 		ivm_error_destroy(err);
 }
 
-/* ---- paths -------------------------------------------------------------- */
-
-/* A path built backwards from the end of buf. */
-struct path_buf {
-	char buf[IVM_MM_MAX_PATH];
-	size_t pos;			/* first byte used */
-	bool cut;
-};
-
-static bool path_prepend(struct path_buf *p, const char *s, size_t len)
-{
-	if (len > p->pos) {
-		p->cut = true;
-		return false;
-	}
-	p->pos -= len;
-	memcpy(p->buf + p->pos, s, len);
-	return true;
-}
-
-/* "/name" in front, whole or not at all. */
-static bool path_prepend_component(struct path_buf *p, const char *name,
-				   size_t len)
-{
-	if (len + 1 > p->pos) {
-		p->cut = true;
-		return false;
-	}
-	path_prepend(p, name, len);
-	return path_prepend(p, "/", 1);
-}
-
-/* One dentry's name, bounded; NUL bytes (hostile) become '?'. */
-static struct ivm_error *dentry_name(const struct ivm_mm_source *src,
-				     const uint8_t *d, char *name,
-				     size_t *len)
-{
-	const struct ivm_mm_offsets *o = &src->off;
-	uint64_t ptr = ivm_le64(d + o->dentry_name);
-	size_t n = ivm_le32(d + o->dentry_name_len), i;
-	struct ivm_error *err;
-
-	if (n > IVM_MM_MAX_NAME - 1)
-		n = IVM_MM_MAX_NAME - 1;
-	err = kread(src, ptr, name, n);
-	if (err)
-		return err;
-	for (i = 0; i < n; i++)
-		if (name[i] == '\0')
-			name[i] = '?';
-	*len = n;
-	return NULL;
-}
-
-/*
- * A file whose dentry is on no directory (its own parent, and not the
- * root of its mount): d_path() asks the dentry's d_dname, which is
- * simple_dname ("/NAME (deleted)": memfds, SysV shm, shared anonymous
- * memory) or anon_inodefs_dname ("anon_inode:NAME") for what can be
- * mapped; without a d_dname the path is "/".
- */
-static struct ivm_error *pseudo_name(const struct ivm_mm_source *src,
-				     const uint8_t *d, struct path_buf *p,
-				     enum ivm_vma_path_state *state)
-{
-	const struct ivm_mm_offsets *o = &src->off;
-	static const char deleted[] = " (deleted)";
-	char name[IVM_MM_MAX_NAME];
-	uint64_t op = ivm_le64(d + o->dentry_op), dname = 0;
-	struct ivm_error *err = NULL;
-	size_t len;
-
-	if (op)
-		err = kread_u64(src, op + o->dentry_op_dname, &dname);
-	if (!err && dname)
-		err = dentry_name(src, d, name, &len);
-	if (err) {
-		*state = IVM_VMA_PATH_FAULT;
-		ivm_error_destroy(err);
-		path_prepend(p, "?", 1);
-		return NULL;
-	}
-	if (!dname) {
-		path_prepend(p, "/", 1);
-	} else if (src->anon_inode_dname && dname == src->anon_inode_dname) {
-		path_prepend(p, name, len);
-		path_prepend(p, "anon_inode:", 11);
-	} else {
-		path_prepend(p, deleted, sizeof(deleted) - 1);
-		path_prepend(p, name, len);
-		path_prepend(p, "/", 1);
-	}
-	if (p->cut)
-		*state = IVM_VMA_PATH_CUT;
-	return NULL;
-}
-
-/*
- * The d_path() of (mnt, dentry): names up to each mount's root, then the
- * mountpoint in the parent mount, until a mount is its own parent (the
- * root of the tree, or an internal mount such as shmem's for memfds).
- */
-static struct ivm_error *build_path(const struct ivm_mm_source *src,
-				    uint64_t vfsmnt, uint64_t dentry,
-				    struct path_buf *p,
-				    enum ivm_vma_path_state *state)
-{
-	const struct ivm_mm_offsets *o = &src->off;
-	uint32_t dlen = o->dentry_parent + 8, mlen;
-	uint8_t d[512], m[512];
-	char name[IVM_MM_MAX_NAME];
-	uint64_t mount, mnt_root = 0, leaf = dentry;
-	struct ivm_error *err = NULL;
-	bool unlinked = false;
-	unsigned int depth;
-
-	/* The dentry fields read, as one span. */
-	if (o->dentry_name_len + 4 > dlen)
-		dlen = o->dentry_name_len + 4;
-	if (o->dentry_name + 8 > dlen)
-		dlen = o->dentry_name + 8;
-	if (o->dentry_hash_pprev + 8 > dlen)
-		dlen = o->dentry_hash_pprev + 8;
-	if (o->dentry_op + 8 > dlen)
-		dlen = o->dentry_op + 8;
-	mlen = o->mount_parent + 8;
-	if (o->mount_mountpoint + 8 > mlen)
-		mlen = o->mount_mountpoint + 8;
-	if (dlen > sizeof(d) || mlen > sizeof(m) ||
-	    o->mount_mnt > vfsmnt)
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"dentry or mount layout too large to read");
-	mount = vfsmnt - o->mount_mnt;
-	p->pos = sizeof(p->buf) - 1;
-	p->buf[p->pos] = '\0';
-	p->cut = false;
-	*state = IVM_VMA_PATH_FULL;
-	for (depth = 0; depth < IVM_MM_MAX_PATH_DEPTH; depth++) {
-		uint64_t parent;
-		size_t len;
-
-		if (!mnt_root) {
-			err = kread_ptr(src, vfsmnt + o->vfsmount_root,
-					"vfsmount.mnt_root", false, &mnt_root);
-			if (err)
-				break;
-		}
-		if (dentry == mnt_root) {
-			uint64_t mparent, mountpoint;
-
-			err = kread(src, mount, m, mlen);
-			if (err)
-				break;
-			mparent = ivm_le64(m + o->mount_parent);
-			mountpoint = ivm_le64(m + o->mount_mountpoint);
-			if (mparent == mount)
-				goto done;
-			if (!kernel_ptr(src, mparent) ||
-			    !kernel_ptr(src, mountpoint) ||
-			    mparent + o->mount_mnt < mparent) {
-				err = ivm_error_create(IVM_ERROR_PROTOCOL,
-						       "mount 0x%llx: bad parent 0x%llx or mountpoint 0x%llx",
-						       (unsigned long long)mount,
-						       (unsigned long long)mparent,
-						       (unsigned long long)mountpoint);
-				break;
-			}
-			mount = mparent;
-			vfsmnt = mparent + o->mount_mnt;
-			mnt_root = 0;
-			dentry = mountpoint;
-			continue;
-		}
-		err = kread(src, dentry, d, dlen);
-		if (err)
-			break;
-		parent = ivm_le64(d + o->dentry_parent);
-		if (dentry == leaf && parent == dentry)
-			return pseudo_name(src, d, p, state);
-		if (dentry == leaf)
-			/* d_unlinked(): unhashed and not a root. */
-			unlinked = !ivm_le64(d + o->dentry_hash_pprev);
-		if (parent == dentry)
-			goto done;	/* a filesystem root, not mounted */
-		err = dentry_name(src, d, name, &len);
-		if (err)
-			break;
-		if (!path_prepend_component(p, name, len))
-			break;
-		if (!kernel_ptr(src, parent)) {
-			err = ivm_error_create(IVM_ERROR_PROTOCOL,
-					       "dentry 0x%llx: parent 0x%llx is not a kernel address",
-					       (unsigned long long)dentry,
-					       (unsigned long long)parent);
-			break;
-		}
-		dentry = parent;
-	}
-	if (err) {
-		*state = IVM_VMA_PATH_FAULT;
-		ivm_error_destroy(err);
-	} else {
-		*state = IVM_VMA_PATH_CUT;
-	}
-done:
-	if (p->pos == sizeof(p->buf) - 1)
-		path_prepend(p, "/", 1);
-	if (p->cut && *state == IVM_VMA_PATH_FULL)
-		*state = IVM_VMA_PATH_CUT;
-	if (unlinked && *state == IVM_VMA_PATH_FULL) {
-		static const char deleted[] = " (deleted)";
-		size_t len = sizeof(p->buf) - 1 - p->pos;
-
-		/* Appended: move the path down to make room. */
-		if (p->pos >= sizeof(deleted) - 1) {
-			memmove(p->buf + p->pos - (sizeof(deleted) - 1),
-				p->buf + p->pos, len);
-			p->pos -= sizeof(deleted) - 1;
-			memcpy(p->buf + p->pos + len, deleted,
-			       sizeof(deleted));
-		}
-	}
-	return NULL;
-}
-
-/* ---- files -------------------------------------------------------------- */
-
-/* What a struct file says: where it is (mount, dentry) and its inode. */
-struct file_fields {
-	uint64_t mnt, dentry, inode;
-};
-
-static struct ivm_error *read_file_fields(const struct ivm_mm_source *src,
-					  uint64_t file, struct file_fields *ret)
-{
-	const struct ivm_mm_offsets *o = &src->off;
-	const struct ivm_kernel_field f[] = {
-		{ o->file_mnt, 8 }, { o->file_dentry, 8 }, { o->file_inode, 8 },
-	};
-	uint8_t b[256];
-	uint32_t lo, hi;
-	struct ivm_error *err;
-
-	ivm_kernel_fields_span(f, 3, &lo, &hi);
-	if (hi - lo > sizeof(b))
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"struct file: %u bytes to read",
-					hi - lo);
-	err = kread(src, file + lo, b, hi - lo);
-	if (err)
-		return ivm_error_wrap(err, "reading file 0x%llx",
-				      (unsigned long long)file);
-	ret->mnt = ivm_le64(b + o->file_mnt - lo);
-	ret->dentry = ivm_le64(b + o->file_dentry - lo);
-	ret->inode = ivm_le64(b + o->file_inode - lo);
-	if (!kernel_ptr(src, ret->mnt) || !kernel_ptr(src, ret->dentry) ||
-	    !kernel_ptr(src, ret->inode))
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"file 0x%llx: mount 0x%llx, dentry 0x%llx or inode 0x%llx is not a kernel address",
-					(unsigned long long)file,
-					(unsigned long long)ret->mnt,
-					(unsigned long long)ret->dentry,
-					(unsigned long long)ret->inode);
-	return NULL;
-}
-
-/* The inode's identity: one read of its fields, one of its device. */
-static struct ivm_error *read_guest_file(const struct ivm_mm_source *src,
-					 uint64_t file, uint64_t inode,
-					 struct ivm_guest_file *ret)
-{
-	const struct ivm_mm_offsets *o = &src->off;
-	const struct ivm_kernel_field f[] = {
-		{ o->inode_sb, 8 }, { o->inode_mapping, 8 },
-		{ o->inode_ino, 8 }, { o->inode_size, 8 },
-		{ o->inode_generation, 4 },
-	};
-	uint8_t b[2048], dev[4];
-	struct ivm_error *err;
-	uint64_t sb, size;
-	uint32_t lo, hi;
-
-	memset(ret, 0, sizeof(*ret));
-	ivm_kernel_fields_span(f, sizeof(f) / sizeof(f[0]), &lo, &hi);
-	if (hi - lo > sizeof(b))
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"struct inode: %u bytes to read",
-					hi - lo);
-	err = kread(src, inode + lo, b, hi - lo);
-	if (err)
-		return ivm_error_wrap(err, "reading inode 0x%llx of file 0x%llx",
-				      (unsigned long long)inode,
-				      (unsigned long long)file);
-	sb = ivm_le64(b + o->inode_sb - lo);
-	ret->mapping = ivm_le64(b + o->inode_mapping - lo);
-	ret->ino = ivm_le64(b + o->inode_ino - lo);
-	size = ivm_le64(b + o->inode_size - lo);
-	/* i_size is a loff_t: a negative one is no size at all. */
-	ret->size = (int64_t)size < 0 ? 0 : size;
-	if (o->inode_generation != IVM_KOFF_NONE)
-		ret->generation = ivm_le32(b + o->inode_generation - lo);
-	if (ret->mapping && !kernel_ptr(src, ret->mapping))
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"inode 0x%llx: i_mapping 0x%llx is not a kernel address",
-					(unsigned long long)inode,
-					(unsigned long long)ret->mapping);
-	err = kread(src, sb + o->sb_dev, dev, sizeof(dev));
-	if (err)
-		return ivm_error_wrap(err, "reading the superblock of inode 0x%llx",
-				      (unsigned long long)inode);
-	ret->dev = ivm_le32(dev);
-	ret->file = file;
-	ret->inode = inode;
-	return NULL;
-}
-
-static struct ivm_error *file_path(const struct ivm_mm_source *src,
-				   const struct file_fields *ff, char **ret,
-				   enum ivm_vma_path_state *state)
-{
-	struct path_buf *p = malloc(sizeof(*p));
-	struct ivm_error *err;
-
-	if (!p)
-		return &ivm_enomem;
-	err = build_path(src, ff->mnt, ff->dentry, p, state);
-	*ret = err ? NULL : strdup(p->buf + p->pos);
-	free(p);
-	if (err)
-		return err;
-	return *ret ? NULL : &ivm_enomem;
-}
-
-struct ivm_error *ivm_mm_file_path(const struct ivm_mm_source *src,
-				   uint64_t file, char **ret,
-				   enum ivm_vma_path_state *state)
-{
-	struct file_fields ff;
-	struct ivm_error *err;
-
-	if (!kernel_ptr(src, file))
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"file 0x%llx is not a kernel address",
-					(unsigned long long)file);
-	err = read_file_fields(src, file, &ff);
-	if (err)
-		return err;
-	return file_path(src, &ff, ret, state);
-}
-
-/* The identity of the struct file at file. */
-static struct ivm_error *guest_file_of(const struct ivm_mm_source *src,
-				       uint64_t file,
-				       struct ivm_guest_file *ret)
-{
-	struct file_fields ff;
-	struct ivm_error *err = read_file_fields(src, file, &ff);
-
-	if (err)
-		return err;
-	return read_guest_file(src, file, ff.inode, ret);
-}
-
 /* The file's identity and path, once per walk per struct file. */
 static struct file_memo *file_of(struct walk *w, uint64_t file,
 				 struct ivm_error **errp)
@@ -768,11 +108,11 @@ static struct file_memo *file_of(struct walk *w, uint64_t file,
 	if (m->file == file)
 		return m;
 	m->file = 0;
-	err = read_file_fields(w->src, file, &ff);
+	err = mm_read_file_fields(w->src, file, &ff);
 	if (!err)
-		err = read_guest_file(w->src, file, ff.inode, &m->gf);
+		err = mm_read_guest_file(w->src, file, ff.inode, &m->gf);
 	if (!err)
-		err = file_path(w->src, &ff, &path, &m->state);
+		err = mm_file_path(w->src, &ff, &path, &m->state);
 	if (err) {
 		*errp = err;
 		return NULL;
@@ -825,7 +165,7 @@ static struct ivm_error *read_vma(const struct ivm_mm_source *src,
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"VMA pointer 0x%llx is not aligned",
 					(unsigned long long)addr);
-	err = kread(src, addr, b, span);
+	err = mm_kread(src, addr, b, span);
 	if (err)
 		return ivm_error_wrap(err, "reading VMA 0x%llx",
 				      (unsigned long long)addr);
@@ -848,7 +188,7 @@ static struct ivm_error *read_vma(const struct ivm_mm_source *src,
 	    ivm_le64(b + o->vma_anon_vma))
 		v->prot |= IVM_VMA_ANON_PAGES;
 	file = ivm_le64(b + o->vma_file);
-	if (file && !kernel_ptr(src, file))
+	if (file && !mm_kernel_ptr(src, file))
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"VMA 0x%llx: vm_file 0x%llx is not a kernel address",
 					(unsigned long long)addr,
@@ -873,10 +213,10 @@ static const char *anon_name(struct walk *w, const uint8_t *b,
 	    ivm_le64(b + o->vma_ops) == src->special_vmops) {
 		uint64_t sm = ivm_le64(b + o->vma_private_data);
 
-		err = kread_ptr(src, sm + o->special_mapping_name,
-				"vm_special_mapping.name", false, &ptr);
+		err = mm_kread_ptr(src, sm + o->special_mapping_name,
+				   "vm_special_mapping.name", false, &ptr);
 		if (!err)
-			err = kread_str(src, ptr, name, sizeof(name));
+			err = mm_kread_str(src, ptr, name, sizeof(name));
 		if (!err)
 			return keep_string(w->maps, name);
 		ivm_error_destroy(err);
@@ -893,7 +233,7 @@ static const char *anon_name(struct walk *w, const uint8_t *b,
 	ptr = ivm_le64(b + o->vma_anon_name);
 	if (!ptr)
 		return NULL;
-	err = kread_str(src, ptr + o->anon_vma_name_name, name, sizeof(name));
+	err = mm_kread_str(src, ptr + o->anon_vma_name_name, name, sizeof(name));
 	if (err) {
 		ivm_error_destroy(err);
 		return NULL;
@@ -991,7 +331,7 @@ static bool xa_is_node(uint64_t entry)
  */
 static bool child_node(const struct ivm_mm_source *src, uint64_t entry)
 {
-	return !(entry & 3) && kernel_ptr(src, entry & ~MAPLE_NODE_MASK);
+	return !(entry & 3) && mm_kernel_ptr(src, entry & ~MAPLE_NODE_MASK);
 }
 
 /* A node as read: where its pivots and slots are, how many are used. */
@@ -1031,7 +371,7 @@ static struct ivm_error *read_node(const struct ivm_mm_source *src,
 	n->addr = enode & ~MAPLE_NODE_MASK;
 	n->type = (uint32_t)((enode >> MAPLE_NODE_TYPE_SHIFT) &
 			     MAPLE_NODE_TYPE_MASK);
-	err = kread(src, n->addr, n->buf, o->maple_node_size);
+	err = mm_kread(src, n->addr, n->buf, o->maple_node_size);
 	if (err)
 		return ivm_error_wrap(err, "reading maple node 0x%llx",
 				      (unsigned long long)n->addr);
@@ -1122,7 +462,7 @@ static void walk_entry(struct walk *w, uint64_t entry, uint64_t lo,
 	 */
 	if ((entry & 3) == 2)
 		return;
-	if (!kernel_ptr(w->src, entry)) {
+	if (!mm_kernel_ptr(w->src, entry)) {
 		walk_stop(w, ivm_error_create(IVM_ERROR_PROTOCOL,
 					      "maple entry 0x%llx for 0x%llx-0x%llx is not a VMA pointer",
 					      (unsigned long long)entry,
@@ -1158,7 +498,7 @@ static void walk_node(struct walk *w, uint64_t enode, uint64_t min,
 					      w->max_nodes));
 		return;
 	}
-	if (!kernel_ptr(w->src, enode & ~MAPLE_NODE_MASK)) {
+	if (!mm_kernel_ptr(w->src, enode & ~MAPLE_NODE_MASK)) {
 		walk_stop(w, ivm_error_create(IVM_ERROR_PROTOCOL,
 					      "maple node pointer 0x%llx is not a kernel address",
 					      (unsigned long long)enode));
@@ -1230,7 +570,7 @@ static struct ivm_error *read_mm(const struct ivm_mm_source *src,
 	uint8_t *b;
 
 	memset(ret, 0, sizeof(*ret));
-	if (!kernel_ptr(src, mm))
+	if (!mm_kernel_ptr(src, mm))
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"mm 0x%llx is not a kernel address",
 					(unsigned long long)mm);
@@ -1238,7 +578,7 @@ static struct ivm_error *read_mm(const struct ivm_mm_source *src,
 	b = malloc(hi - lo);
 	if (!b)
 		return &ivm_enomem;
-	err = kread(src, mm + lo, b, hi - lo);
+	err = mm_kread(src, mm + lo, b, hi - lo);
 	if (err) {
 		free(b);
 		return ivm_error_wrap(err, "reading mm 0x%llx",
@@ -1267,7 +607,7 @@ static void walk_list(struct walk *w)
 		uint64_t next;
 		struct ivm_error *err;
 
-		if (!kernel_ptr(w->src, vma)) {
+		if (!mm_kernel_ptr(w->src, vma)) {
 			walk_stop(w, ivm_error_create(IVM_ERROR_PROTOCOL,
 						      "VMA list: 0x%llx is not a kernel address",
 						      (unsigned long long)vma));
@@ -1276,7 +616,7 @@ static void walk_list(struct walk *w)
 		walk_vma(w, vma, 0, 0);
 		if (w->stopped || w->maps->nr == before)
 			return;
-		err = kread_u64(w->src, vma + w->src->off.vma_next, &next);
+		err = mm_kread_u64(w->src, vma + w->src->off.vma_next, &next);
 		if (err) {
 			walk_stop(w, err);
 			return;
@@ -1293,7 +633,7 @@ static void walk_exe(struct walk *w)
 
 	if (!w->mm.exe_file)
 		return;
-	if (!kernel_ptr(w->src, w->mm.exe_file))
+	if (!mm_kernel_ptr(w->src, w->mm.exe_file))
 		return;
 	m = file_of(w, w->mm.exe_file, &err);
 	if (!m) {
@@ -1439,7 +779,7 @@ struct ivm_error *ivm_mm_vma_at(const struct ivm_mm_source *src, uint64_t mm,
 			if (addr < ret->end)
 				goto found;
 			last_end = ret->end;
-			err = kread_u64(src, vma + src->off.vma_next, &vma);
+			err = mm_kread_u64(src, vma + src->off.vma_next, &vma);
 			if (err)
 				return err;
 		}
@@ -1458,7 +798,7 @@ struct ivm_error *ivm_mm_vma_at(const struct ivm_mm_source *src, uint64_t mm,
 		unsigned int i;
 
 		if (depth > IVM_MM_MAX_TREE_HEIGHT ||
-		    !kernel_ptr(src, enode & ~MAPLE_NODE_MASK)) {
+		    !mm_kernel_ptr(src, enode & ~MAPLE_NODE_MASK)) {
 			free(n);
 			return ivm_error_create(IVM_ERROR_PROTOCOL,
 						"maple tree: bad node 0x%llx at depth %u",
@@ -1505,7 +845,7 @@ struct ivm_error *ivm_mm_vma_at(const struct ivm_mm_source *src, uint64_t mm,
 entry:
 	if (!entry || (entry & 3) == 2)
 		goto none;
-	if (!kernel_ptr(src, entry))
+	if (!mm_kernel_ptr(src, entry))
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"maple entry 0x%llx is not a VMA pointer",
 					(unsigned long long)entry);
@@ -1522,7 +862,7 @@ found:
 	if (ret->file.file) {
 		uint64_t file = ret->file.file;
 
-		err = guest_file_of(src, file, &ret->file);
+		err = mm_guest_file_of(src, file, &ret->file);
 		if (err)
 			return err;
 	}
@@ -1548,10 +888,10 @@ struct ivm_error *ivm_mm_exe_file(const struct ivm_mm_source *src,
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"mm 0x%llx has no executable file",
 					(unsigned long long)mm);
-	if (!kernel_ptr(src, f.exe_file))
+	if (!mm_kernel_ptr(src, f.exe_file))
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"mm 0x%llx: exe_file 0x%llx is not a kernel address",
 					(unsigned long long)mm,
 					(unsigned long long)f.exe_file);
-	return guest_file_of(src, f.exe_file, ret);
+	return mm_guest_file_of(src, f.exe_file, ret);
 }
