@@ -4,11 +4,17 @@
  * build-id, announced once (again only when the path becomes known), each
  * process's mapping and each function name said once, the metadata read
  * back by the report's parsers, and an emit failure keeps what was not
- * written for the next take.
+ * written for the next take; the images held to a bound in bytes, least
+ * recently used dropped first and made again, build-id checked, when next
+ * needed.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "profile/uobjects.h"
 
@@ -177,4 +183,107 @@ Test(uobjects, nothing_to_take)
 	cr_assert_null(ivm_uobjects_take_meta(t, emit, &e));
 	cr_assert_eq(e.nr, 0);
 	ivm_uobjects_destroy(t);
+}
+
+/* ---- the images' bound ---------------------------------------------------- */
+
+/* A host file as a guest's bytes, by offset. */
+struct mapped_file {
+	const uint8_t *data;
+	size_t size;
+};
+
+static struct ivm_error *read_mapped(void *ctx, uint64_t off, void *buf,
+				     size_t len)
+{
+	const struct mapped_file *f = ctx;
+
+	if (off > f->size || len > f->size - off)
+		return ivm_error_fault(off, "past the end");
+	memcpy(buf, f->data + off, len);
+	return NULL;
+}
+
+/* The host file path, mapped, numbered in t, its image made and named. */
+static struct ivm_uobject *object_of(struct ivm_uobjects *t,
+				     const char *path, struct mapped_file *f,
+				     struct ivm_kmem_reader *r)
+{
+	const struct ivm_uelf *elf;
+	struct ivm_uimage *im;
+	struct ivm_uobject *o;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0, "open %s", path);
+	cr_assert_eq(fstat(fd, &st), 0);
+	f->size = (size_t)st.st_size;
+	f->data = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+	cr_assert_neq(f->data, MAP_FAILED);
+	close(fd);
+	*r = (struct ivm_kmem_reader){ read_mapped, f };
+	cr_assert_null(ivm_uimage_create(r, &im));
+	elf = ivm_uimage_elf(im);
+	cr_assert_gt(elf->build_id_len, 0, "%s has no build-id", path);
+	o = ivm_uobjects_get(t, elf->build_id, elf->build_id_len, true, path);
+	ivm_uimage_destroy(im);
+	cr_assert_not_null(o);
+	cr_assert_not_null(ivm_uobjects_image(t, o, r));
+	cr_assert_not_null(ivm_uimage_syms(o->image, r, 0), "%s", path);
+	return o;
+}
+
+Test(uobjects, images_bounded_in_bytes_least_recent_first)
+{
+	static const char *const paths[3] = {
+		"/lib/x86_64-linux-gnu/libc.so.6",
+		"/lib64/ld-linux-x86-64.so.2",
+		"/lib/x86_64-linux-gnu/libm.so.6",
+	};
+	struct mapped_file f[3];
+	struct ivm_kmem_reader r[3];
+	struct ivm_uobjects_stats us;
+	struct ivm_uobjects *t;
+	struct ivm_uobject *o[3];
+	struct emitted e = { .fail_at = -1 };
+	size_t held;
+
+	cr_assert_null(ivm_uobjects_create(&t));
+	for (int i = 0; i < 3; i++)
+		o[i] = object_of(t, paths[i], &f[i], &r[i]);
+	/* libc used again: ld.so is now the least recently used. */
+	ivm_uobjects_use(t, o[0]);
+	ivm_uobjects_stats(t, &us);
+	held = us.image_memory;
+	cr_assert_eq(us.with_image, 3);
+	cr_assert_eq(ivm_uobjects_bound(t, held), 0, "within the bound");
+	cr_assert_eq(ivm_uobjects_bound(t, held - 1), 1);
+	cr_assert_null(o[1]->image, "ld.so, the least recently used, kept");
+	cr_assert_not_null(o[0]->image);
+	cr_assert_not_null(o[2]->image);
+	ivm_uobjects_stats(t, &us);
+	cr_assert_lt(us.image_memory, held);
+	cr_assert_eq(us.images_dropped, 1);
+	/* Past any bound, the last one used stays. */
+	cr_assert_eq(ivm_uobjects_bound(t, 0), 1);
+	cr_assert_null(o[2]->image);
+	cr_assert_not_null(o[0]->image, "the last one used dropped");
+	/* The objects stay, numbered and announced as before. */
+	cr_assert_eq(ivm_uobjects_by_id(t, o[1]->id), o[1]);
+	cr_assert_eq(ivm_uobjects_get(t, o[1]->build_id, o[1]->build_id_len,
+				      true, NULL), o[1]);
+	ivm_uobjects_forget(t);
+	cr_assert_null(ivm_uobjects_take_meta(t, emit, &e));
+	cr_assert_eq(e.nr, 3);
+	/* Made again from the same file; never from another one. */
+	cr_assert_null(ivm_uobjects_image(t, o[2], &r[1]));
+	cr_assert_null(o[2]->image, "libm's object took ld.so's bytes");
+	cr_assert_not_null(ivm_uobjects_image(t, o[1], &r[1]));
+	cr_assert_not_null(ivm_uimage_syms(o[1]->image, &r[1], 0));
+	ivm_uobjects_stats(t, &us);
+	cr_assert_eq(us.with_image, 2);
+	cr_assert_eq(us.images_dropped, 2);
+	ivm_uobjects_destroy(t);
+	for (int i = 0; i < 3; i++)
+		munmap((void *)f[i].data, f[i].size);
 }

@@ -137,13 +137,14 @@ static void print_memory(const struct profile_opts *o,
 
 	guest_run_who(o, r);
 	fprintf(stderr,
-		"memory: %.1f MiB opening the guest (its kernel's symbols, ORC, BTF%s), %.1f MiB starting its run; %zu processes (at most %u) and %zu function names (at most %u) in the last window; %zu user objects (at most %u), their CFI rows %.1f MiB",
+		"memory: %.1f MiB opening the guest (its kernel's symbols, ORC, BTF%s), %.1f MiB starting its run; %zu processes (at most %u) and %zu function names (at most %u) in the last window; %zu user objects (at most %u), %.1f MiB with their images (the images at most %.0f MiB: %" PRIu64 " dropped, made again when next needed)",
 		mib(r->heap_open),
 		r->ktables_users > 1 ? ", shared by guests of the same kernel" : "",
 		mib(r->heap_start), res->procs,
 		IVM_PROC_INFO_MAX, res->objects.syms, IVM_UOBJECTS_MAX_SYMS,
 		res->objects.objects, IVM_UOBJECTS_MAX,
-		mib(res->objects.memory));
+		mib(res->objects.memory), mib(IVM_UOBJECTS_IMAGE_BYTES),
+		res->objects.images_dropped);
 	if (!o->several) {
 		struct rusage ru;
 

@@ -33,6 +33,12 @@
 #define MAPS_REFRESH_NS 200000000ull
 
 /*
+ * The user objects' images are held to their bound in bytes every this
+ * many user unwinds (uobjects.h), between two: the sum walks them all.
+ */
+#define IMAGE_BOUND_EVERY 16
+
+/*
  * An executable file mapping of an address space: the object it maps (by
  * build-id), its load bias, and a reader of the file's bytes by offset
  * through the guest (that process's mapping, the page cache, others).
@@ -82,6 +88,7 @@ struct ivm_capture_engine {
 	struct ivm_uobjects *objects;
 	/* How user stacks ended (capture.h struct ivm_capture_user_stats). */
 	struct ivm_capture_user_stats ustats;
+	uint64_t unwinds;		/* user unwinds begun */
 	/* VMAs and guest files' bytes; has_maps false when BTF lacks them. */
 	bool has_maps;
 	struct ivm_mm_source mm_src;
@@ -679,28 +686,14 @@ static struct ivm_uobject *exe_object(struct ivm_capture_engine *e,
 {
 	struct ivm_kmem_reader r = { own_file_read, file };
 	struct ivm_uobject *o;
-	struct ivm_uimage *im;
-	struct ivm_error *err;
-	const struct ivm_uelf *elf;
 
 	o = ivm_uobjects_get(e->objects, b->exe.build_id,
 			     b->exe.build_id_len, b->exe.dyn, NULL);
-	if (!o || o->image)
-		return o;
-	file->elf = NULL;
-	err = ivm_uimage_create(&r, &im);
-	if (err) {
-		ivm_error_destroy(err);
-		return o;
-	}
-	elf = ivm_uimage_elf(im);
+	if (!o)
+		return NULL;
 	/* The same file as the auxiliary vector's, or none of it. */
-	if (elf->build_id_len != o->build_id_len ||
-	    memcmp(elf->build_id, o->build_id, o->build_id_len)) {
-		ivm_uimage_destroy(im);
-		return o;
-	}
-	o->image = im;
+	file->elf = NULL;
+	ivm_uobjects_image(e->objects, o, &r);
 	return o;
 }
 
@@ -774,8 +767,12 @@ static struct ivm_uobject *file_object(struct ivm_capture_engine *e,
 	for (i = 0; i < e->nr_files; i++) {
 		fo = &e->files[i];
 		if (fo->inode == f->inode && fo->ino == f->ino &&
-		    fo->dev == f->dev && fo->generation == f->generation)
+		    fo->dev == f->dev && fo->generation == f->generation) {
+			/* Its image may have been dropped (the bound). */
+			if (fo->obj)
+				ivm_uobjects_image(e->objects, fo->obj, r);
 			return fo->obj;
+		}
 	}
 	err = ivm_uimage_create(r, &im);
 	if (err) {
@@ -798,6 +795,8 @@ static struct ivm_uobject *file_object(struct ivm_capture_engine *e,
 		o->image = im;
 		im = NULL;
 	}
+	if (o && o->image)
+		ivm_uobjects_use(e->objects, o);
 	ivm_uimage_destroy(im);
 	if (e->nr_files < MAX_FILES) {
 		fo = &e->files[e->nr_files++];
@@ -843,8 +842,10 @@ static struct ivm_uobject *vdso_object(struct ivm_capture_engine *e,
 	struct ivm_uobject *o = NULL;
 	struct ivm_error *err;
 
-	if (e->vdso)
+	if (e->vdso) {
+		ivm_uobjects_image(e->objects, e->vdso, r);
 		return e->vdso;
+	}
 	err = ivm_uimage_create(r, &im);
 	if (err) {
 		ivm_error_destroy(err);
@@ -859,9 +860,17 @@ static struct ivm_uobject *vdso_object(struct ivm_capture_engine *e,
 		o->image = im;
 		im = NULL;
 	}
+	if (o && o->image)
+		ivm_uobjects_use(e->objects, o);
 	ivm_uimage_destroy(im);
 	e->vdso = o;
 	return o;
+}
+
+/* Whether v maps a file's code (the vDSO is looked at first, apart). */
+static bool is_code(const struct ivm_vma *v)
+{
+	return is_vdso(v) || (ivm_vma_is_file(v) && (v->prot & IVM_VMA_EXEC));
 }
 
 /*
@@ -873,7 +882,7 @@ static void read_code_maps(struct ivm_capture_engine *e, struct mm_binding *b,
 			   uint64_t mm, const struct ivm_kmem_reader *umem)
 {
 	struct ivm_error *err;
-	size_t i, n;
+	size_t i, n, nr;
 
 	free_code_maps(b);
 	b->maps_ns = ivm_mono_ns();
@@ -883,7 +892,14 @@ static void read_code_maps(struct ivm_capture_engine *e, struct mm_binding *b,
 		return;
 	}
 	n = ivm_mm_maps_count(b->vmas);
-	b->code = calloc(n < MAX_CODE_MAPS ? (n ? n : 1) : MAX_CODE_MAPS,
+	/*
+	 * Room for the code mappings alone: a binding is kept while its slot
+	 * is (256 of them), and php-fpm's hundreds of mappings have a few
+	 * dozen that hold code.
+	 */
+	for (i = 0, nr = 0; i < n; i++)
+		nr += is_code(ivm_mm_maps_get(b->vmas, i));
+	b->code = calloc(nr < MAX_CODE_MAPS ? (nr ? nr : 1) : MAX_CODE_MAPS,
 			 sizeof(*b->code));
 	if (!b->code)
 		return;
@@ -906,7 +922,7 @@ static void read_code_maps(struct ivm_capture_engine *e, struct mm_binding *b,
 			b->nr_code++;
 			continue;
 		}
-		if (!ivm_vma_is_file(v) || !(v->prot & IVM_VMA_EXEC))
+		if (!is_code(v))
 			continue;
 		c->start = v->start;
 		c->end = v->end;
@@ -974,7 +990,9 @@ static void tag_code_frames(struct ivm_capture_engine *e,
 		cap->user_pcs[i] = IVM_UPC(c->obj->id, pc - c->bias);
 		ivm_uobjects_note_map(e->objects, cap->sample.pid, c->obj,
 				      c->start, c->end, c->pgoff, c->bias);
-		syms = ivm_uimage_syms(c->obj->image, &c->reader, c->bias);
+		syms = c->obj->image ? ivm_uimage_syms(c->obj->image,
+						       &c->reader, c->bias) :
+				       NULL;
 		sym = syms ? ivm_uelf_syms_find(syms, pc - c->bias - back) :
 			     NULL;
 		if (sym)
@@ -1005,7 +1023,8 @@ static void want_readaheads(struct ivm_capture_engine *e,
 		uint64_t in;
 
 		/* Files only: the vDSO is all in memory. */
-		if (c->obj->readahead || !c->obj->path || c->space)
+		if (c->obj->readahead || !c->obj->path || c->space ||
+		    !c->obj->image)
 			continue;
 		ivm_uimage_stats(c->obj->image, &st);
 		if (!st.faults)
@@ -1100,6 +1119,9 @@ static void unwind_user(struct ivm_capture_engine *e,
 		cap->sample.stack_flags |= IVM_STACK_NO_USER;
 		return;
 	}
+	/* Before any image is looked at: the bound may free some. */
+	if (!(e->unwinds++ % IMAGE_BOUND_EVERY))
+		ivm_uobjects_bound(e->objects, IVM_UOBJECTS_IMAGE_BYTES);
 	cr3 = e->umem.cr3;
 	ureader = pt_reader;
 	if (e->has_maps) {
@@ -1125,11 +1147,20 @@ static void unwind_user(struct ivm_capture_engine *e,
 					       IVM_UBINARY_MAX_EXEC);
 	}
 	if (b->nr_code) {
+		/*
+		 * The images of this process's objects, made again if the
+		 * bound dropped them; only their headers are read now.
+		 */
+		for (i = 0; i < b->nr_code; i++)
+			ivm_uobjects_image(e->objects, b->code[i].obj,
+					   &b->code[i].reader);
 		/* Every other code mapping by the CFI the guest holds. */
 		for (i = 0; i < b->nr_code && nr_maps < MAX_CODE_MAPS; i++) {
 			struct code_map *c = &b->code[i];
 			size_t k;
 
+			if (!c->obj->image)	/* its headers not held now */
+				continue;
 			for (k = 0; host && k < nr_maps; k++)
 				if (maps[k].binary && c->start < maps[k].end &&
 				    maps[k].start < c->end)

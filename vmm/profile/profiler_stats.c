@@ -141,6 +141,10 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 
 		ivm_uobjects_stats(ivm_capture_engine_objects(p->engine), &us);
 		st[n++] = (struct ivm_stat){ "user_objects", us.objects };
+		st[n++] = (struct ivm_stat){ "user_images_bytes",
+					     us.image_memory };
+		st[n++] = (struct ivm_stat){ "user_images_dropped",
+					     us.images_dropped };
 		st[n++] = (struct ivm_stat){ "cfi_rows", us.row_lookups };
 		st[n++] = (struct ivm_stat){ "cfi_rows_absent",
 					     us.row_faults };

@@ -22,6 +22,10 @@ struct ivm_uobjects {
 	size_t seen_cap, nr_seen, nr_syms;
 	struct pending *pending;
 	size_t nr_pending, cap_pending;
+	uint64_t clock;			/* one tick per use of an image */
+	uint64_t dropped;		/* images the bound dropped */
+	/* Their counters, so that the run's sums never go back. */
+	struct ivm_uobjects_stats gone;
 };
 
 struct ivm_error *ivm_uobjects_create(struct ivm_uobjects **ret)
@@ -254,21 +258,112 @@ void ivm_uobjects_forget(struct ivm_uobjects *t)
 		announce(t, t->objects[i]);
 }
 
+static size_t image_memory(const struct ivm_uobject *o)
+{
+	struct ivm_uimage_stats st;
+
+	if (!o->image)
+		return 0;
+	ivm_uimage_stats(o->image, &st);
+	return st.memory;
+}
+
+static size_t images_memory(const struct ivm_uobjects *t)
+{
+	size_t n = 0, i;
+
+	for (i = 0; i < t->nr; i++)
+		n += image_memory(t->objects[i]);
+	return n;
+}
+
 size_t ivm_uobjects_memory(const struct ivm_uobjects *t)
 {
-	size_t n = sizeof(*t) + t->seen_cap * sizeof(*t->seen) +
-		   t->cap_pending * sizeof(*t->pending), i;
+	return sizeof(*t) + t->seen_cap * sizeof(*t->seen) +
+	       t->cap_pending * sizeof(*t->pending) +
+	       t->nr * sizeof(struct ivm_uobject) + images_memory(t);
+}
 
-	for (i = 0; i < t->nr; i++) {
-		struct ivm_uimage_stats st;
+void ivm_uobjects_use(struct ivm_uobjects *t, struct ivm_uobject *o)
+{
+	o->used = ++t->clock;
+}
 
-		n += sizeof(*t->objects[i]);
-		if (t->objects[i]->image) {
-			ivm_uimage_stats(t->objects[i]->image, &st);
-			n += st.memory;
+struct ivm_uimage *ivm_uobjects_image(struct ivm_uobjects *t,
+				      struct ivm_uobject *o,
+				      const struct ivm_kmem_reader *file)
+{
+	const struct ivm_uelf *elf;
+	struct ivm_uimage *im;
+	struct ivm_error *err;
+
+	if (!o->image) {
+		err = ivm_uimage_create(file, &im);
+		if (err) {
+			ivm_error_destroy(err);
+			return NULL;
 		}
+		/* The file read may not be the one numbered: say none. */
+		elf = ivm_uimage_elf(im);
+		if (elf->build_id_len != o->build_id_len ||
+		    memcmp(elf->build_id, o->build_id, o->build_id_len)) {
+			ivm_uimage_destroy(im);
+			return NULL;
+		}
+		o->image = im;
 	}
-	return n;
+	ivm_uobjects_use(t, o);
+	return o->image;
+}
+
+/* Add the CFI row counters of im to ret. */
+static void add_counts(struct ivm_uobjects_stats *ret,
+		       const struct ivm_uimage *im)
+{
+	struct ivm_uimage_stats st;
+
+	ivm_uimage_stats(im, &st);
+	ret->row_lookups += st.lookups;
+	ret->row_hits += st.hits;
+	ret->row_faults += st.faults;
+	ret->row_bad += st.bad;
+	ret->row_page_cache += st.page_cache;
+	ret->row_other_mapping += st.other_mapping;
+}
+
+/* Least recently used first. */
+static int by_use(const void *a, const void *b)
+{
+	const struct ivm_uobject *x = *(struct ivm_uobject *const *)a;
+	const struct ivm_uobject *y = *(struct ivm_uobject *const *)b;
+
+	return x->used < y->used ? -1 : x->used > y->used;
+}
+
+size_t ivm_uobjects_bound(struct ivm_uobjects *t, size_t max)
+{
+	struct ivm_uobject **lru;
+	size_t held = images_memory(t), n = 0, dropped = 0, i;
+
+	if (held <= max)
+		return 0;
+	lru = malloc(t->nr * sizeof(*lru));
+	if (!lru)
+		return 0;
+	for (i = 0; i < t->nr; i++)
+		if (t->objects[i]->image)
+			lru[n++] = t->objects[i];
+	qsort(lru, n, sizeof(*lru), by_use);
+	for (i = 0; i + 1 < n && held > max; i++) {
+		held -= image_memory(lru[i]);
+		add_counts(&t->gone, lru[i]->image);
+		ivm_uimage_destroy(lru[i]->image);
+		lru[i]->image = NULL;
+		dropped++;
+	}
+	free(lru);
+	t->dropped += dropped;
+	return dropped;
 }
 
 void ivm_uobjects_stats(const struct ivm_uobjects *t,
@@ -276,23 +371,17 @@ void ivm_uobjects_stats(const struct ivm_uobjects *t,
 {
 	size_t i;
 
-	memset(ret, 0, sizeof(*ret));
+	*ret = t->gone;
 	ret->objects = t->nr;
 	ret->syms = t->nr_syms;
 	ret->memory = ivm_uobjects_memory(t);
+	ret->image_memory = images_memory(t);
+	ret->images_dropped = t->dropped;
 	for (i = 0; i < t->nr; i++) {
-		struct ivm_uimage_stats st;
-
 		if (!t->objects[i]->image)
 			continue;
-		ivm_uimage_stats(t->objects[i]->image, &st);
 		ret->with_image++;
-		ret->row_lookups += st.lookups;
-		ret->row_hits += st.hits;
-		ret->row_faults += st.faults;
-		ret->row_bad += st.bad;
-		ret->row_page_cache += st.page_cache;
-		ret->row_other_mapping += st.other_mapping;
+		add_counts(ret, t->objects[i]->image);
 	}
 }
 
