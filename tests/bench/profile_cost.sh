@@ -15,6 +15,11 @@
 #
 # BUDGET=PCT runs with --cpu-budget PCT and prints the share of the run
 # watched beside idlevm's CPU, which the budget should hold within 10%.
+#
+# IDLEVM_OTHER=PATH (another idlevm build, e.g. main's) runs it after the
+# first in each run, on the same guest, and prints both medians: the
+# host's drift (a few % between runs of one build here) then falls on both
+# alike.  Rows and medians name the build: "a" is BUILD's, "b" PATH's.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -22,6 +27,8 @@ BUILD=${BUILD:-build}
 SECS=${1:-20}
 RUNS=${2:-5}
 IDLEVM=$(cd "$BUILD" && pwd)/idlevm
+OTHER=${IDLEVM_OTHER:-}
+[ -z "$OTHER" ] || [ -x "$OTHER" ] || { echo "IDLEVM_OTHER=$OTHER: not an executable" >&2; exit 2; }
 IVM_PROG=bench-cost
 . images/lib.sh
 . tests/bench/lib_guests.sh
@@ -34,48 +41,60 @@ trap 'bench_guests_destroy; rm -rf "$OUT"' EXIT
 bench_guests_boot "$PREFIX" 2 512 1
 echo "guest ready (2 vCPUs, lockstorm); $SECS s per run, $RUNS runs; host $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-4s %10s %8s %9s  %s\n' run samples/s "% core" "us/sample" "time by stage (%)"
+builds=a
+[ -z "$OTHER" ] || builds="a b"
 for i in $(seq 1 "$RUNS"); do
-	log=$OUT/run-$i.log
-	"$IDLEVM" profile --domain "$PREFIX-1" -D "$SECS" -o "$OUT/p.prof" \
-		--no-report ${BUDGET:+--cpu-budget "$BUDGET"} >"$log" 2>&1 ||
-		ivm_die "idlevm failed: $(tail -n 5 "$log")"
-	awk -v run="$i" '
-	/stopped after/ {
-		for (k = 1; k <= NF; k++) {
-			if ($k == "after") secs = $(k + 1)
-			if ($(k + 1) ~ /^(to_idle|from_idle|on_cpu),?$/) n += $k
+	for b in $builds; do
+		bin=$IDLEVM
+		[ "$b" = a ] || bin=$OTHER
+		log=$OUT/run-$i$b.log
+		"$bin" profile --domain "$PREFIX-1" -D "$SECS" -o "$OUT/p.prof" \
+			--no-report ${BUDGET:+--cpu-budget "$BUDGET"} >"$log" 2>&1 ||
+			ivm_die "idlevm ($bin) failed: $(tail -n 5 "$log")"
+		run=$i
+		[ -z "$OTHER" ] || run=$i$b
+		awk -v run="$run" '
+		/stopped after/ {
+			for (k = 1; k <= NF; k++) {
+				if ($k == "after") secs = $(k + 1)
+				if ($(k + 1) ~ /^(to_idle|from_idle|on_cpu),?$/) n += $k
+			}
 		}
-	}
-	/^idlevm: host CPU/ { sub(/.*\(/, ""); core = $1 + 0 }
-	/^idlevm: time by stage:/ {
-		line = $0; sub(/.*time by stage: /, "", line); split(line, a, "; ")
-		stages = a[1]; us = a[2] + 0
-	}
-	/CPU budget .* watched/ { w = $0; sub(/.* s \(/, "", w); watched = w + 0 }
-	END { printf "%-4s %10.0f %8.1f %9.1f  %s%s\n", run, n / secs, core, us, stages,
-		watched ? sprintf(" watched %.1f%%", watched) : "" }' "$log" |
-		tee -a "$OUT/rows"
+		/^idlevm: host CPU/ { sub(/.*\(/, ""); core = $1 + 0 }
+		/^idlevm: time by stage:/ {
+			line = $0; sub(/.*time by stage: /, "", line); split(line, a, "; ")
+			stages = a[1]; us = a[2] + 0
+		}
+		/CPU budget .* watched/ { w = $0; sub(/.* s \(/, "", w); watched = w + 0 }
+		END { printf "%-4s %10.0f %8.1f %9.1f  %s%s\n", run, n / secs, core, us, stages,
+			watched ? sprintf(" watched %.1f%%", watched) : "" }' "$log" |
+			tee -a "$OUT/rows-$b"
+	done
 done
-# Medians, column by column, and of each stage.
-awk '
-function median(v, n,   i, j, t) {
-	for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
-		t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-}
-{
-	r++; s[r] = $2; c[r] = $3; u[r] = $4
-	for (k = 5; k < NF; k += 2) { name[k] = $k; v = $(k + 1); sub(/%/, "", v); st[k, r] = v }
-	last = NF
-}
-END {
-	printf "median: %.0f samples/s, %.1f%% of a core, %.1f us of host CPU per sample; by stage:",
-		median(s, r), median(c, r), median(u, r)
-	for (k = 5; k < last; k += 2) {
-		for (i = 1; i <= r; i++) x[i] = st[k, i]
-		printf " %s %.0f%%", name[k], median(x, r)
+# Medians, column by column, and of each stage; per build.
+for b in $builds; do
+	name=
+	[ -z "$OTHER" ] || { [ "$b" = a ] && name="a ($IDLEVM) " || name="b ($OTHER) "; }
+	awk -v name="$name" '
+	function median(v, n,   i, j, t) {
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
+			t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+		return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 	}
-	printf "\n"
-}' "$OUT/rows"
+	{
+		r++; s[r] = $2; c[r] = $3; u[r] = $4
+		for (k = 5; k < NF; k += 2) { nm[k] = $k; v = $(k + 1); sub(/%/, "", v); st[k, r] = v }
+		last = NF
+	}
+	END {
+		printf "%smedian: %.0f samples/s, %.1f%% of a core, %.1f us of host CPU per sample; by stage:",
+			name, median(s, r), median(c, r), median(u, r)
+		for (k = 5; k < last; k += 2) {
+			for (i = 1; i <= r; i++) x[i] = st[k, i]
+			printf " %s %.0f%%", nm[k], median(x, r)
+		}
+		printf "\n"
+	}' "$OUT/rows-$b"
+done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "command: ${BUDGET:+BUDGET=$BUDGET }BUILD=$BUILD tests/bench/profile_cost.sh $SECS $RUNS"
+echo "command: ${BUDGET:+BUDGET=$BUDGET }${OTHER:+IDLEVM_OTHER=$OTHER }BUILD=$BUILD tests/bench/profile_cost.sh $SECS $RUNS"
