@@ -2,11 +2,12 @@
 /*
  * Guest physical read latency and throughput through gmem.
  *
- *   bench_gmem --qmp SOCKET | --pid PID --region GPA:SIZE:HVA [--region ...]
- *              [--core PATH] [--iterations N] [--cr3 CR3 --va VA]
+ *   bench_gmem --qmp SOCKET | --domain NAME | --pid PID --region GPA:SIZE:HVA
+ *              [--region ...] [--core PATH] [--iterations N] [--cr3 CR3 --va VA]
  *
- * With --qmp, the QEMU pid and the RAM regions come from the product's own
- * discovery (vmm/access/qemu_discovery.h) over that QMP socket.  Otherwise they are
+ * With --qmp (or --domain, a libvirt domain), the QEMU pid and the RAM
+ * regions come from the product's own discovery
+ * (vmm/access/qemu_discovery.h) over that QMP socket (or libvirt's).  Otherwise they are
  * given: `info mtree -f` for the guest RAM ranges and `gpa2hva GPA` for their
  * host addresses.  Measured, for the process backend and optionally for a core
  * of the same guest: 8-byte and 4 KiB reads at random offsets of the
@@ -15,7 +16,11 @@
  * in the page at VA, without (four page-table reads plus the data each) and
  * with the translation cache, and the whole 4 KiB page at VA without and
  * with the walk memo (its walk predicted and checked in the data's round
- * trip, as captures read stack pages).
+ * trip, as captures read stack pages).  Also what a read of the scheduler's
+ * stamps costs (kernel/last_ran.h): 100 tasks as one 2,200-byte span each,
+ * as last_ran reads Debian 6.1's task_struct, against the same tasks as two
+ * pieces each (the 192 bytes at its start, the 24 at 2,160: the fields
+ * alone), one ivm_gmem_read_phys_many() call either way.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,6 +32,7 @@
 
 #include "gmem/gmem.h"
 #include "access/qemu_discovery.h"
+#include "access/libvirt_domain.h"
 #include "access/qmp.h"
 #include "gmem/x86_64_paging.h"
 
@@ -118,7 +124,14 @@ static void report(const char *what, uint64_t *ns, size_t n, size_t bytes)
 	       sum ? (double)bytes * n / (sum / 1e9) / 1e6 : 0.0);
 }
 
-enum bench_kind { PHYS, MANY, VIRT, VIRT_TLB, PAGE, PAGE_MEMO };
+enum bench_kind { PHYS, MANY, VIRT, VIRT_TLB, PAGE, PAGE_MEMO, SPANS, FIELDS };
+
+/* The stamp read's shape (see the top): tasks, span, the two field groups. */
+#define TASKS 100
+#define SPAN 2200
+#define HEAD 192
+#define TAIL_AT 2160
+#define TAIL 24
 
 static int run(struct ivm_gmem *gmem, const char *label, enum bench_kind kind,
 	       size_t len, size_t iterations, uint64_t cr3, uint64_t va)
@@ -126,7 +139,8 @@ static int run(struct ivm_gmem *gmem, const char *label, enum bench_kind kind,
 	static uint8_t buf[1 << 20];
 	uint64_t *ns = calloc(iterations, sizeof(*ns));
 	uint64_t words[16];
-	struct ivm_gmem_piece pieces[16];
+	struct ivm_gmem_piece pieces[2 * TASKS];
+	size_t nr_pieces = 16;
 	struct ivm_x86_64_tlb tlb = { 0 };
 	static struct ivm_x86_64_walk_memo memo;
 	char what[64];
@@ -144,13 +158,31 @@ static int run(struct ivm_gmem *gmem, const char *label, enum bench_kind kind,
 			for (j = 0; j < 16; j++)
 				pieces[j] = (struct ivm_gmem_piece){
 					random_gpa(8), &words[j], 8 };
+		/* Tasks at 64-byte boundaries, as the slab places them. */
+		for (j = 0; (kind == SPANS || kind == FIELDS) && j < TASKS; j++) {
+			uint64_t task = random_gpa(SPAN + 64) & ~63ull;
+			uint8_t *b = buf + j * SPAN;
+
+			if (kind == SPANS) {
+				pieces[j] = (struct ivm_gmem_piece){ task, b,
+								     SPAN };
+				continue;
+			}
+			pieces[2 * j] = (struct ivm_gmem_piece){ task, b, HEAD };
+			pieces[2 * j + 1] = (struct ivm_gmem_piece){
+				task + TAIL_AT, b + TAIL_AT, TAIL };
+		}
+		if (kind == SPANS || kind == FIELDS)
+			nr_pieces = kind == SPANS ? TASKS : 2 * TASKS;
 		t0 = now_ns();
 		switch (kind) {
 		case PHYS:
 			err = ivm_gmem_read_phys(gmem, gpa, buf, len);
 			break;
 		case MANY:
-			err = ivm_gmem_read_phys_many(gmem, pieces, 16);
+		case SPANS:
+		case FIELDS:
+			err = ivm_gmem_read_phys_many(gmem, pieces, nr_pieces);
 			break;
 		case VIRT:
 			err = ivm_gmem_read_virt(gmem, cr3, 0, word_va, buf, 8);
@@ -178,12 +210,16 @@ static int run(struct ivm_gmem *gmem, const char *label, enum bench_kind kind,
 	}
 	snprintf(what, sizeof(what), "%s %s", label,
 		 kind == MANY ? "16x8 B many" :
+		 kind == SPANS ? "stamps: 100 spans" :
+		 kind == FIELDS ? "stamps: 100x2 fields" :
 		 kind == VIRT ? "8 B virt" :
 		 kind == VIRT_TLB ? "8 B virt, tlb" :
 		 kind == PAGE ? "4 KiB virt" :
 		 kind == PAGE_MEMO ? "4 KiB virt, memo" :
 		 len == 8 ? "8 B" : len == 4096 ? "4 KiB" : "1 MiB");
-	report(what, ns, iterations, kind == MANY ? 128 : len);
+	report(what, ns, iterations,
+	       kind == MANY ? 128 : kind == SPANS ? TASKS * SPAN :
+	       kind == FIELDS ? TASKS * (HEAD + TAIL) : len);
 	free(ns);
 	return 0;
 }
@@ -191,7 +227,7 @@ static int run(struct ivm_gmem *gmem, const char *label, enum bench_kind kind,
 static int bench(struct ivm_gmem *gmem, const char *label, size_t iterations,
 		 uint64_t cr3, uint64_t va)
 {
-	int r = 0;
+	int r = 0, k;
 
 	r |= run(gmem, label, PHYS, 8, iterations, 0, 0);
 	r |= run(gmem, label, PHYS, 4096, iterations, 0, 0);
@@ -199,6 +235,11 @@ static int bench(struct ivm_gmem *gmem, const char *label, size_t iterations,
 		r |= run(gmem, label, PHYS, 1 << 20, iterations / 100 + 1, 0,
 			 0);
 	r |= run(gmem, label, MANY, 8, iterations, 0, 0);
+	/* Alternately, so that the host's drift falls on both. */
+	for (k = 0; k < 3; k++) {
+		r |= run(gmem, label, SPANS, SPAN, iterations / 10 + 1, 0, 0);
+		r |= run(gmem, label, FIELDS, SPAN, iterations / 10 + 1, 0, 0);
+	}
 	if (cr3) {
 		r |= run(gmem, label, VIRT, 8, iterations, cr3, va);
 		r |= run(gmem, label, VIRT_TLB, 8, iterations, cr3, va);
@@ -209,15 +250,27 @@ static int bench(struct ivm_gmem *gmem, const char *label, size_t iterations,
 }
 
 /* Pid and regions through vmm/access/qemu_discovery.h, as idlevm finds them. */
-static struct ivm_error *discover(const char *socket_path, pid_t *pid)
+static struct ivm_error *discover(const char *socket_path, const char *domain,
+				  pid_t *pid)
 {
 	struct ivm_qemu_vcpus *vcpus = NULL;
+	struct ivm_libvirt_domain *dom = NULL;
 	struct ivm_qemu_ram *ram = NULL;
 	struct ivm_qmp *qmp;
 	struct ivm_error *err;
 	size_t i;
 
-	err = ivm_qmp_connect_socket(socket_path, &qmp);
+	if (domain) {
+		err = ivm_libvirt_domain_open(NULL, domain, &dom);
+		if (!err)
+			err = ivm_qmp_connect_libvirt(dom, &qmp);
+	} else {
+		err = ivm_qmp_connect_socket(socket_path, &qmp);
+	}
+	if (err) {
+		ivm_libvirt_domain_close(dom);
+		return err;
+	}
 	if (err)
 		return err;
 	err = ivm_qemu_vcpus(qmp, &vcpus);
@@ -237,14 +290,15 @@ static struct ivm_error *discover(const char *socket_path, pid_t *pid)
 	free(ram);
 	free(vcpus);
 	ivm_qmp_destroy(qmp);
+	ivm_libvirt_domain_close(dom);
 	return err;
 }
 
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: bench_gmem --qmp SOCKET | --pid PID --region GPA:SIZE:HVA [--region ...]\n"
-		"                  [--core PATH] [--iterations N] [--cr3 CR3 --va VA]\n");
+		"usage: bench_gmem --qmp SOCKET | --domain NAME | --pid PID --region GPA:SIZE:HVA\n"
+		"                  [--region ...] [--core PATH] [--iterations N] [--cr3 CR3 --va VA]\n");
 	exit(2);
 }
 
@@ -258,9 +312,10 @@ int main(int argc, char **argv)
 		{ "cr3", required_argument, NULL, '3' },
 		{ "va", required_argument, NULL, 'v' },
 		{ "qmp", required_argument, NULL, 'q' },
+		{ "domain", required_argument, NULL, 'd' },
 		{ 0 },
 	};
-	const char *core_path = NULL, *qmp_path = NULL;
+	const char *core_path = NULL, *qmp_path = NULL, *domain = NULL;
 	size_t iterations = 20000;
 	uint64_t cr3 = 0, va = 0;
 	struct ivm_gmem *gmem;
@@ -297,14 +352,17 @@ int main(int argc, char **argv)
 		case 'q':
 			qmp_path = optarg;
 			break;
+		case 'd':
+			domain = optarg;
+			break;
 		default:
 			usage();
 		}
 	}
-	if (qmp_path && (pid || nr_regions))
+	if ((qmp_path || domain) && (pid || nr_regions || (qmp_path && domain)))
 		usage();
-	if (qmp_path) {
-		err = discover(qmp_path, &pid);
+	if (qmp_path || domain) {
+		err = discover(qmp_path, domain, &pid);
 		if (err)
 			return ivm_error_report(err);
 	}
