@@ -10,6 +10,7 @@
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -266,6 +267,83 @@ Test(sched_events, record_live_sleeps_of_this_thread)
 				  (uint64_t)t0.tv_nsec);
 	cr_assert_leq(l.last_ts, (uint64_t)t1.tv_sec * 1000000000ull +
 				  (uint64_t)t1.tv_nsec);
+	cr_assert_eq(ivm_trace_session_lost(s), 0);
+	ivm_trace_session_destroy(s);
+	ivm_sched_events_destroy(l.ev);
+}
+
+/* n sleeps of this thread, 2 ms each: a switch and a wakeup each. */
+static void sleep_n(int n)
+{
+	struct timespec ts = { 0, 2000000 };
+
+	while (n-- > 0)
+		nanosleep(&ts, NULL);
+}
+
+/*
+ * A poll's findings spare reads of the buffers it found empty, and lose
+ * nothing: what a skipped buffer holds comes with the next read.
+ */
+Test(sched_events, polled_hint_skips_empty_buffers_and_loses_nothing)
+{
+	const char *events[] = { "sched:sched_switch", "sched:sched_waking" };
+	struct pollfd fds[1024];
+	const struct pollfd *mine;
+	struct ivm_trace_session *s;
+	struct live l = { 0 };
+	struct ivm_error *err;
+	size_t n, i;
+
+	if (geteuid() != 0)
+		cr_skip_test("tracefs needs root");
+	l.tid = (int32_t)syscall(SYS_gettid);
+	err = ivm_sched_events_load(NULL, &l.ev);
+	if (!err)
+		err = ivm_trace_session_create(events, 2, (pid_t[]){ l.tid }, 1,
+					       0, &s);
+	if (err && err->code == IVM_ERROR_OS) {
+		cr_skip_test("no tracefs here: %s", err->message);
+		return;
+	}
+	cr_assert_null(err, "%s", err ? err->message : "");
+	n = ivm_trace_session_pollfds(s, &mine);
+	cr_assert(n > 0 && n <= 1024);
+	sleep_n(5);
+	/* A poll that found every buffer empty: nothing is read... */
+	for (i = 0; i < n; i++) {
+		fds[i] = mine[i];
+		fds[i].revents = 0;
+	}
+	ivm_trace_session_polled(s, fds, n);
+	cr_assert_null(ivm_trace_session_read(s, on_live, &l));
+	cr_assert_eq(l.sleeps + l.wakes, 0, "read %u, %u", l.sleeps, l.wakes);
+	/* ...once: the next read, without one, has every event. */
+	cr_assert_null(ivm_trace_session_read(s, on_live, &l));
+	cr_assert_geq(l.sleeps, 5, "sleeps %u", l.sleeps);
+	cr_assert_geq(l.wakes, 5, "wakes %u", l.wakes);
+	/* A real poll: the buffers it found events in are read, all of them. */
+	l.sleeps = l.wakes = 0;
+	sleep_n(5);
+	for (i = 0; i < n; i++)
+		fds[i] = mine[i];
+	cr_assert_gt(poll(fds, n, 1000), 0);
+	ivm_trace_session_polled(s, fds, n);
+	cr_assert_null(ivm_trace_session_read(s, on_live, &l));
+	cr_assert_geq(l.sleeps, 5, "sleeps %u", l.sleeps);
+	cr_assert_geq(l.wakes, 5, "wakes %u", l.wakes);
+	/* Descriptors that are not all the session's: no hint taken. */
+	l.sleeps = l.wakes = 0;
+	sleep_n(5);
+	for (i = 0; i < n; i++) {
+		fds[i] = mine[i];
+		fds[i].revents = 0;
+	}
+	ivm_trace_session_polled(s, fds, n - 1);
+	if (n > 1) {
+		cr_assert_null(ivm_trace_session_read(s, on_live, &l));
+		cr_assert_geq(l.sleeps, 5, "sleeps %u", l.sleeps);
+	}
 	cr_assert_eq(ivm_trace_session_lost(s), 0);
 	ivm_trace_session_destroy(s);
 	ivm_sched_events_destroy(l.ev);

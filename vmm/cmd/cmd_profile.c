@@ -367,6 +367,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	static struct not_yet later[MAX_GUESTS];
 	size_t nr_later = 0;
 	struct pollfd fds[4 * IVM_PROFILER_MAX_POLLFDS];
+	bool polled;	/* fds' revents are the last wait's */
 	struct ivm_error *err = NULL, *first_err = NULL;
 	struct ivm_label_spec labels[IVM_LABELS_MAX];
 	size_t nr_labels = 0;
@@ -726,6 +727,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	/* The loop: every guest's events and polls in one wait. */
 	profile_all_runs = runs;
 	profile_nr_all_runs = &nr_runs;
+	polled = false;
 	for (;;) {
 		uint64_t now = ivm_mono_ns(), wake = now + 1000000000ull;
 		size_t nr_fds = 0, running = 0;
@@ -757,8 +759,14 @@ int ivm_cmd_profile(int argc, char **argv)
 			/* One new since the last wait is stepped at once. */
 			if (guest_run_steppable(r) &&
 			    (!r->waited || guest_run_step_due(r, fds, r->fd_first,
-						    r->nr_fds, ivm_mono_ns())))
+						    r->nr_fds, ivm_mono_ns()))) {
+				/* Its empty buffers need no read. */
+				if (r->waited && polled)
+					ivm_profiler_polled(r->pr,
+							    fds + r->fd_first,
+							    r->nr_fds);
 				guest_run_step(r);
+			}
 			/* Its windows' pprofs: one done, one waiting a turn. */
 			if (r->windows.report || r->windows.pending)
 				ivm_window_run_poll(&r->windows);
@@ -830,7 +838,7 @@ int ivm_cmd_profile(int argc, char **argv)
 			wake = next_scan;
 		if (o.end_ns && o.end_ns < wake)
 			wake = o.end_ns;
-		ivm_profiler_wait(fds, nr_fds, wake);
+		polled = ivm_profiler_wait(fds, nr_fds, wake);
 	}
 	if (rt)
 		ivm_realtime(false);

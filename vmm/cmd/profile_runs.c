@@ -138,6 +138,9 @@ static int serve_others(void *ctx, int fd, uint64_t deadline_ns)
 			 */
 			if (o->pin)
 				ivm_pin_capture_pause(o->pin, true);
+			if (r >= 0)
+				ivm_profiler_polled(o->pr, fds + first[i],
+						    count[i]);
 			/*
 			 * A step is charged the thread's CPU since the last
 			 * step ended (profiler.h): that of the waiting guest's

@@ -647,6 +647,8 @@ bool ivm_profiler_step(struct ivm_profiler *pr, bool stop,
 	}
 	running = !p->gone;
 out:
+	if (p->trace)
+		ivm_trace_session_polled(p->trace, NULL, 0);
 	ivm_stage_stop(&p->stages);
 	loop_cpu = ivm_thread_cpu_ns();
 	step_cpu = cpu0 && loop_cpu > cpu0 ? loop_cpu - cpu0 : 0;
@@ -695,6 +697,14 @@ size_t ivm_profiler_pollfds(const struct ivm_profiler *pr,
 	for (i = 0; i < n && i < max; i++)
 		fds[i] = mine[i];
 	return i;
+}
+
+void ivm_profiler_polled(struct ivm_profiler *pr, const struct pollfd *fds,
+			 size_t n)
+{
+	/* Checked there: fds must be the session's, all of them. */
+	if (pr->p.trace && pr->p.source == IVM_IDLE_SOURCE_SCHED)
+		ivm_trace_session_polled(pr->p.trace, fds, n);
 }
 
 struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
@@ -791,21 +801,21 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	return ferr;
 }
 
-void ivm_profiler_wait(struct pollfd *fds, size_t nr, uint64_t until_ns)
+bool ivm_profiler_wait(struct pollfd *fds, size_t nr, uint64_t until_ns)
 {
 	uint64_t now = ivm_mono_ns();
 	struct timespec ts;
 
 	if (until_ns <= now)
-		return;
+		return false;
 	if (nr) {
 		ts.tv_sec = (time_t)((until_ns - now) / 1000000000ull);
 		ts.tv_nsec = (long)((until_ns - now) % 1000000000ull);
 		/* EINTR (Ctrl-C) just ends the wait early. */
-		ppoll(fds, (nfds_t)nr, &ts, NULL);
-		return;
+		return ppoll(fds, (nfds_t)nr, &ts, NULL) >= 0;
 	}
 	ts.tv_sec = (time_t)(until_ns / 1000000000ull);
 	ts.tv_nsec = (long)(until_ns % 1000000000ull);
 	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	return false;
 }

@@ -270,6 +270,16 @@ uint64_t ivm_profiler_wake_at(const struct ivm_profiler *pr);
 size_t ivm_profiler_pollfds(const struct ivm_profiler *pr,
 			    struct pollfd *fds, size_t max);
 
+/*
+ * What a wait found on the run's descriptors: fds[0..n) are those
+ * ivm_profiler_pollfds() gave, in its order, after a poll() that returned
+ * 0 or more (ivm_profiler_wait() returning true).  Given just before the
+ * step, it spares that step the reads of the trace buffers poll found
+ * empty (ivm_trace_session_polled); the step forgets it.
+ */
+void ivm_profiler_polled(struct ivm_profiler *pr, const struct pollfd *fds,
+			 size_t n);
+
 /* Whether the run wants real-time priority (the sched source, --realtime). */
 bool ivm_profiler_wants_realtime(const struct ivm_profiler *pr);
 /* Record that the run had it (result->realtime). */
@@ -281,8 +291,12 @@ void ivm_profiler_set_realtime(struct ivm_profiler *pr, bool on);
  */
 struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr);
 
-/* Sleep until until_ns, or until one of fds is readable (or a signal). */
-void ivm_profiler_wait(struct pollfd *fds, size_t nr, uint64_t until_ns);
+/*
+ * Sleep until until_ns, or until one of fds is readable (or a signal).
+ * True when fds' revents are what a poll() found (for
+ * ivm_profiler_polled): it ran and did not fail.
+ */
+bool ivm_profiler_wait(struct pollfd *fds, size_t nr, uint64_t until_ns);
 
 /*
  * Real-time priority (SCHED_FIFO 1) for the calling thread, or back to

@@ -53,6 +53,13 @@ struct ivm_trace_session {
 	uint8_t *arena;
 	size_t arena_used, arena_cap;
 	uint64_t lost;
+	/*
+	 * Readiness is exact only with buffer_percent 0 (a poller is told
+	 * of the first event); then a poll's findings spare the next read
+	 * the buffers it found empty (ivm_trace_session_polled).
+	 */
+	bool poll_exact, hinted;
+	bool *hint_empty;	/* per CPU, while hinted */
 };
 
 bool ivm_tracefs_mounted(void)
@@ -148,11 +155,12 @@ static struct ivm_error *open_cpus(struct ivm_trace_session *s)
 	s->nr_cpus = (int)n;
 	s->fds = calloc((size_t)n, sizeof(*s->fds));
 	s->pfds = calloc((size_t)n, sizeof(*s->pfds));
+	s->hint_empty = calloc((size_t)n, sizeof(*s->hint_empty));
 	s->subbuf_size = subbuf_size(s->instance);
 	s->page = malloc(s->subbuf_size);
 	s->kbuf = kbuffer_alloc(sizeof(long) == 8 ? KBUFFER_LSIZE_8 :
 				KBUFFER_LSIZE_4, KBUFFER_ENDIAN_LITTLE);
-	if (!s->fds || !s->pfds || !s->page || !s->kbuf)
+	if (!s->fds || !s->pfds || !s->hint_empty || !s->page || !s->kbuf)
 		return &ivm_enomem;
 	for (cpu = 0; cpu < s->nr_cpus; cpu++) {
 		char name[64], *path;
@@ -237,7 +245,8 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 		err = ivm_error_os(errno, "setting the trace clock to mono");
 		goto fail;
 	}
-	tracefs_instance_file_write(s->instance, "buffer_percent", "0");
+	s->poll_exact = tracefs_instance_file_write(s->instance,
+						    "buffer_percent", "0") > 0;
 	tracefs_instance_file_write(s->instance, "buffer_size_kb", BUFFER_KB);
 	/* Before the pid list: a child of a thread listed is listed. */
 	if ((flags & IVM_TRACE_FOLLOW_FORKS) &&
@@ -305,6 +314,7 @@ void ivm_trace_session_destroy(struct ivm_trace_session *s)
 		kbuffer_free(s->kbuf);
 	free(s->fds);
 	free(s->pfds);
+	free(s->hint_empty);
 	free(s->page);
 	free(s->pend);
 	free(s->arena);
@@ -427,8 +437,9 @@ struct ivm_error *ivm_trace_session_read(
 	s->nr_pend = 0;
 	s->arena_used = 0;
 	for (cpu = 0; cpu < s->nr_cpus; cpu++)
-		if (s->fds[cpu] >= 0)
+		if (s->fds[cpu] >= 0 && !(s->hinted && s->hint_empty[cpu]))
 			drain_cpu(s, cpu);
+	s->hinted = false;
 	/* Each CPU's records are in order; merge them by stamp. */
 	if (s->nr_pend)	/* pend is NULL until the first record */
 		qsort(s->pend, s->nr_pend, sizeof(*s->pend), by_time);
@@ -472,6 +483,23 @@ size_t ivm_trace_session_discard(struct ivm_trace_session *s)
 	return n;
 }
 
+void ivm_trace_session_polled(struct ivm_trace_session *s,
+			      const struct pollfd *fds, size_t n)
+{
+	int cpu;
+
+	s->hinted = false;
+	if (!fds || !s->poll_exact || n != (size_t)s->nr_cpus)
+		return;
+	for (cpu = 0; cpu < s->nr_cpus; cpu++) {
+		if (fds[cpu].fd != s->fds[cpu])
+			return;
+		/* POLLERR, POLLHUP and the like: let the read see. */
+		s->hint_empty[cpu] = !fds[cpu].revents;
+	}
+	s->hinted = true;
+}
+
 size_t ivm_trace_session_pollfds(const struct ivm_trace_session *s,
 				 const struct pollfd **ret)
 {
@@ -489,6 +517,8 @@ struct ivm_error *ivm_trace_session_wait(struct ivm_trace_session *s,
 	int n = ppoll(s->pfds, (nfds_t)s->nr_cpus, &ts, NULL);
 
 	*ret = n > 0;
+	if (n >= 0)
+		ivm_trace_session_polled(s, s->pfds, (size_t)s->nr_cpus);
 	if (n < 0 && errno != EINTR)
 		return ivm_error_os(errno, "waiting for trace events");
 	return NULL;

@@ -108,6 +108,22 @@ size_t ivm_trace_session_pollfds(const struct ivm_trace_session *s,
 				 const struct pollfd **ret);
 
 /*
+ * What a wait on the session's descriptors found: fds are the n
+ * descriptors ivm_trace_session_pollfds() gave, in its order, with the
+ * revents of a poll() that returned (0 or more, not an error).  The next
+ * ivm_trace_session_read() reads only the CPU buffers that poll found
+ * holding an event, once: an empty buffer read is a system call that
+ * returns EAGAIN.  An event recorded after the poll into a buffer it found
+ * empty is read by a later read, never lost: the buffer stays readable
+ * and the next poll returns at once.  Without exact readiness (a kernel
+ * that refused buffer_percent 0 wakes pollers only at half full), or with
+ * fds not the session's, nothing is skipped.  fds NULL forgets a hint not
+ * used (a step that read nothing).
+ */
+void ivm_trace_session_polled(struct ivm_trace_session *s,
+			      const struct pollfd *fds, size_t n);
+
+/*
  * Stop or restart recording (the instance's tracing_on), keeping the
  * session: records already in the buffers stay until read or discarded.
  */
