@@ -252,7 +252,7 @@ Test(uobjects, images_bounded_in_bytes_least_recent_first)
 	for (int i = 0; i < 3; i++)
 		o[i] = object_of(t, paths[i], &f[i], &r[i]);
 	/* libc used again: ld.so is now the least recently used. */
-	ivm_uobjects_use(t, o[0]);
+	ivm_uobjects_adopt(t, o[0], NULL);
 	ivm_uobjects_stats(t, &us);
 	held = us.image_memory;
 	cr_assert_eq(us.with_image, 3);

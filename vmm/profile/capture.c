@@ -791,13 +791,10 @@ static struct ivm_uobject *file_object(struct ivm_capture_engine *e,
 				     vma->path &&
 				     vma->path_state == IVM_VMA_PATH_FULL ?
 				     vma->path : NULL);
-	if (o && !o->image) {
-		o->image = im;
-		im = NULL;
-	}
-	if (o && o->image)
-		ivm_uobjects_use(e->objects, o);
-	ivm_uimage_destroy(im);
+	if (o)
+		ivm_uobjects_adopt(e->objects, o, im);
+	else
+		ivm_uimage_destroy(im);
 	if (e->nr_files < MAX_FILES) {
 		fo = &e->files[e->nr_files++];
 		*fo = (struct file_object){ f->inode, f->ino, f->dev,
@@ -856,13 +853,10 @@ static struct ivm_uobject *vdso_object(struct ivm_capture_engine *e,
 		o = ivm_uobjects_get(e->objects, elf->build_id,
 				     elf->build_id_len, elf->type == ET_DYN,
 				     VDSO_NAME);
-	if (o && !o->image) {
-		o->image = im;
-		im = NULL;
-	}
-	if (o && o->image)
-		ivm_uobjects_use(e->objects, o);
-	ivm_uimage_destroy(im);
+	if (o)
+		ivm_uobjects_adopt(e->objects, o, im);
+	else
+		ivm_uimage_destroy(im);
 	e->vdso = o;
 	return o;
 }

@@ -277,16 +277,29 @@ static size_t images_memory(const struct ivm_uobjects *t)
 	return n;
 }
 
-size_t ivm_uobjects_memory(const struct ivm_uobjects *t)
+/* The table's own bytes, its objects' images apart. */
+static size_t table_memory(const struct ivm_uobjects *t)
 {
 	return sizeof(*t) + t->seen_cap * sizeof(*t->seen) +
 	       t->cap_pending * sizeof(*t->pending) +
-	       t->nr * sizeof(struct ivm_uobject) + images_memory(t);
+	       t->nr * sizeof(struct ivm_uobject);
 }
 
-void ivm_uobjects_use(struct ivm_uobjects *t, struct ivm_uobject *o)
+size_t ivm_uobjects_memory(const struct ivm_uobjects *t)
 {
-	o->used = ++t->clock;
+	return table_memory(t) + images_memory(t);
+}
+
+void ivm_uobjects_adopt(struct ivm_uobjects *t, struct ivm_uobject *o,
+			struct ivm_uimage *im)
+{
+	if (!o->image) {
+		o->image = im;
+		im = NULL;
+	}
+	ivm_uimage_destroy(im);
+	if (o->image)
+		o->used = ++t->clock;
 }
 
 struct ivm_uimage *ivm_uobjects_image(struct ivm_uobjects *t,
@@ -310,9 +323,10 @@ struct ivm_uimage *ivm_uobjects_image(struct ivm_uobjects *t,
 			ivm_uimage_destroy(im);
 			return NULL;
 		}
-		o->image = im;
+		ivm_uobjects_adopt(t, o, im);
+		return o->image;
 	}
-	ivm_uobjects_use(t, o);
+	ivm_uobjects_adopt(t, o, NULL);
 	return o->image;
 }
 
@@ -374,8 +388,8 @@ void ivm_uobjects_stats(const struct ivm_uobjects *t,
 	*ret = t->gone;
 	ret->objects = t->nr;
 	ret->syms = t->nr_syms;
-	ret->memory = ivm_uobjects_memory(t);
 	ret->image_memory = images_memory(t);
+	ret->memory = table_memory(t) + ret->image_memory;
 	ret->images_dropped = t->dropped;
 	for (i = 0; i < t->nr; i++) {
 		if (!t->objects[i]->image)

@@ -131,8 +131,13 @@ struct ivm_uimage *ivm_uobjects_image(struct ivm_uobjects *t,
 				      struct ivm_uobject *o,
 				      const struct ivm_kmem_reader *file);
 
-/* o's image (made elsewhere, same build-id) is used now. */
-void ivm_uobjects_use(struct ivm_uobjects *t, struct ivm_uobject *o);
+/*
+ * im, an image of o's file made elsewhere (same build-id), becomes o's if
+ * o has none, else it is destroyed; o's image, if any, is marked used
+ * now.  im may be NULL: o is only marked.
+ */
+void ivm_uobjects_adopt(struct ivm_uobjects *t, struct ivm_uobject *o,
+			struct ivm_uimage *im);
 
 /*
  * Drop the least recently used images until the images hold at most max
