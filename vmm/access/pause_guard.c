@@ -23,7 +23,6 @@
 #include "base/caps.h"
 #include "base/spawn.h"
 
-
 /* The guardian's end of the socket pair in its own process. */
 #define GUARD_FD 3
 /* How long the guardian keeps trying to reach the guest (libvirtd may be
@@ -52,6 +51,19 @@ struct ivm_pause_guard {
 	pid_t pid;
 	bool armed;
 };
+
+/*
+ * What the guardian keeps, from its start (spawn.h) and again in its main.
+ * Resuming needs no capability through libvirt (its socket is root's, and
+ * it knows root by the connection's credentials); a QMP socket may be
+ * another user's, which the parent reached with CAP_DAC_OVERRIDE.  Nothing
+ * else: the guardian outlives a profile and must not hold CAP_SYS_PTRACE
+ * or CAP_SYS_ADMIN meanwhile.
+ */
+static uint64_t guard_caps(const char *qmp_path)
+{
+	return qmp_path ? IVM_CAP_BIT(IVM_CAP_DAC_OVERRIDE) : 0;
+}
 
 struct ivm_error *ivm_pause_guard_start(const struct ivm_pause_target *target,
 					const char *path,
@@ -91,11 +103,10 @@ struct ivm_error *ivm_pause_guard_start(const struct ivm_pause_target *target,
 	/*
 	 * Its own session, default signal mask, nothing of ours but its end
 	 * of the pair and stderr: a guardian must outlive whatever kills us.
-	 * It keeps what its main keeps (ivm_pause_guard_main), from the
-	 * start.
+	 * It keeps what its main keeps (guard_caps), from the start.
 	 */
 	opts = (struct ivm_spawn){
-		.caps = target->qmp_path ? IVM_CAP_BIT(IVM_CAP_DAC_OVERRIDE) : 0,
+		.caps = guard_caps(target->qmp_path),
 		.new_session = true, .empty_sigmask = true, .null_stdio = true,
 		.pass_fd = sv[1], .pass_as = GUARD_FD,
 	};
@@ -294,14 +305,7 @@ int ivm_pause_guard_main(int argc, char **argv)
 		fprintf(stderr, "idlevm __pause-guard: internal command of idlevm\n");
 		return 2;
 	}
-	/*
-	 * Resuming needs no capability through libvirt (its socket is root's,
-	 * and it knows root by the connection's credentials); a QMP socket
-	 * may be another user's, which the parent reached with
-	 * CAP_DAC_OVERRIDE.  Nothing else: the guardian outlives a profile
-	 * and must not hold CAP_SYS_PTRACE or CAP_SYS_ADMIN meanwhile.
-	 */
-	err = ivm_caps_limit(qmp_path ? IVM_CAP_BIT(IVM_CAP_DAC_OVERRIDE) : 0);
+	err = ivm_caps_limit(guard_caps(qmp_path));
 	if (err) {
 		fprintf(stderr, "idlevm pause guard: %s\n", err->message);
 		ivm_error_destroy(err);

@@ -13,7 +13,6 @@
 #include "cmd/commands.h"
 #include "cmd/window_run.h"
 
-
 struct ivm_error *ivm_window_run_init(struct ivm_window_run *w,
 				      const struct ivm_window_dir_config *cfg,
 				      bool pprof)

@@ -33,8 +33,10 @@ struct ivm_error *mm_kread_u64(const struct ivm_mm_source *src, uint64_t va,
 /* A kernel pointer (or 0 when zero_ok) at va, named what in errors. */
 struct ivm_error *mm_kread_ptr(const struct ivm_mm_source *src, uint64_t va,
 			       const char *what, bool zero_ok, uint64_t *ret);
-/* Up to cap - 1 bytes of the NUL-terminated string at va, never across
- * a page. */
+/*
+ * Up to cap - 1 bytes of the NUL-terminated string at va, never across a
+ * page.
+ */
 struct ivm_error *mm_kread_str(const struct ivm_mm_source *src, uint64_t va,
 			       char *buf, size_t cap);
 
