@@ -480,9 +480,13 @@ bool guest_run_follows(const struct guest_run *r, const struct profile_opts *o,
  * exits is found by a read of its memory or a monitor call that fails
  * before libvirt's event says why (a save, a migration: the boot goes on
  * elsewhere; measured: after the window had ended), so a run that found
- * it gone waits up to SETTLE_NS for that event.
+ * it gone waits for that event.  libvirt sends it once it has cleaned up
+ * after QEMU (qemuProcessStop: cgroups, labels, the save file closed),
+ * which took more than 2 s on a loaded CI host; every QEMU gone gets its
+ * STOPPED event from a libvirtd alive, so the wait is long and ends at
+ * once when the connection to libvirtd is lost: no event comes then.
  */
-#define SETTLE_NS 2000000000ull
+#define SETTLE_NS 30000000000ull
 
 bool guest_run_settled(struct guest_run *r, uint64_t now)
 {
@@ -490,7 +494,8 @@ bool guest_run_settled(struct guest_run *r, uint64_t now)
 	    strcmp(r->res.end_reason, "the guest went away"))
 		return true;
 	ivm_boot_watch_poll(&r->boot, now);
-	if (ivm_boot_watch_stop_told(&r->boot))
+	if (ivm_boot_watch_stop_told(&r->boot) ||
+	    ivm_qmp_libvirt_lost_ms(r->g->qmp))
 		return true;
 	if (!r->gone_at)
 		r->gone_at = now;
