@@ -49,13 +49,24 @@ void end_with(struct profiler *p, const char *reason)
 			 reason);
 }
 
+/*
+ * The run ends on err.  QEMU gone is said one way whichever read or call
+ * found it (a memory read, the monitor, libvirt): the run that follows the
+ * guest then waits for libvirt's word on why (a save, a migration), and a
+ * window's end_reason does not depend on which look met it first.
+ */
+static void end_with_error(struct profiler *p, const struct ivm_error *err)
+{
+	p->gone = true;
+	end_with(p, err->code == IVM_ERROR_GONE ? "the guest went away" :
+		 ivm_error_string(err));
+}
+
 /* A guest read failed: the end of the guest, or a counted blip. */
 static void read_failed(struct profiler *p, struct ivm_error *err)
 {
-	if (err->code == IVM_ERROR_GONE) {
-		p->gone = true;
-		end_with(p, "the guest went away");
-	}
+	if (err->code == IVM_ERROR_GONE)
+		end_with_error(p, err);
 	ivm_error_destroy(err);
 }
 
@@ -243,11 +254,9 @@ static void poll_once(struct profiler *p, uint64_t now)
 			p->res->capture_errors++;
 			if (err->code == IVM_ERROR_GONE ||
 			    err->code == IVM_ERROR_OS ||
-			    err->code == IVM_ERROR_NOMEM) {
+			    err->code == IVM_ERROR_NOMEM)
 				/* The file or the guest: can't go on. */
-				p->gone = true;
-				end_with(p, ivm_error_string(err));
-			}
+				end_with_error(p, err);
 			ivm_error_destroy(err);
 		}
 	}
@@ -345,8 +354,7 @@ static void switch_look(struct profiler *p, uint64_t now)
 		return;
 	err = ivm_switch_sampler_look(p->switches, now);
 	if (err) {
-		p->gone = true;
-		end_with(p, ivm_error_string(err));
+		end_with_error(p, err);
 		ivm_error_destroy(err);
 	}
 }
