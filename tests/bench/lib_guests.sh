@@ -48,11 +48,8 @@ bench_web01_boot() {
 	BENCH_RUNDIRS+=("$d")
 	BENCH_GUESTS+=("$name")
 	qemu-img create -q -f qcow2 -b "$IVM_WEB01_DISK" -F qcow2 "$d/web01.qcow2"
-	# no_timer_check: under TCG on a busy host the early IO-APIC timer
-	# check fails now and then, and the kernel panics.
 	images/make-domain-xml --guest web01 --name "$name" --disk "$d/web01.qcow2" \
-		--vcpus 2 --memory 1024 --run-dir "$d" \
-		--cmdline-extra no_timer_check >"$d/domain.xml"
+		--vcpus 2 --memory 1024 --run-dir "$d" >"$d/domain.xml"
 	: >"$d/console.log"
 	ivm_virsh create "$d/domain.xml" >/dev/null || ivm_die "virsh create $name failed"
 	ready=$(ivm_wait_ready "$d/console.log" "${IVM_BOOT_TIMEOUT:-600}" \

@@ -100,15 +100,13 @@ hp=/sys/module/haltpoll/parameters/guest_halt_poll_ns
 [ -r "$hp" ] && echo "web01_latency: host cpuidle $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo '?'), guest_halt_poll_ns $(cat "$hp")"
 ivm_libvirt_ensure
 qemu-img create -q -f qcow2 -b "$IVM_WEB01_DISK" -F qcow2 "$RUNDIR/web01.qcow2"
-# no_timer_check: on a host this busy, the kernel's early check that the
-# IO-APIC timer ticks fails under TCG now and then, and it panics.
 # trace_event: the guest's sched_switch, counted below, is enabled at boot
 # and never switched: enabling a tracepoint in a running kernel patches its
 # code (text_poke_bp), which has hung TCG guests (tests/e2e/run says how);
 # a filter and the ring buffer's on/off patch nothing.
 images/make-domain-xml --guest web01 --name "$DOMAIN" --disk "$RUNDIR/web01.qcow2" \
 	--vcpus 2 --memory 1024 --run-dir "$RUNDIR" --test-shell \
-	--cmdline-extra "no_timer_check trace_event=sched:sched_switch" \
+	--cmdline-extra "trace_event=sched:sched_switch" \
 	>"$RUNDIR/domain.xml"
 HELPER_SIZE=0
 if [ -n "${IVM_BENCH_HELPER:-}" ]; then

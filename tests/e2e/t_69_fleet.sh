@@ -54,7 +54,7 @@ pid=$!
 rundir_b=$(ivm_rundir_create b "$IVM_RUNDIR")
 ivm_domain_create "$B" "$IVM_WORKLOAD" "$rundir_b" "$IVM_VCPUS" 512
 ivm_wait_ready "$rundir_b/console.log" 300 "$(ivm_domain_qemu_pid "$B")" >/dev/null ||
-	fail "guest $B did not boot"
+	fail "guest $B did not boot; its console's end: $(tail -n 15 "$rundir_b/console.log")"
 end=$((SECONDS + 120))
 until [ "$(ls "$base/all/$B"-[0-9]*.prof 2>/dev/null | wc -l)" -ge 2 ]; do
 	[ $SECONDS -lt $end ] || fail "$B not profiled by --all-domains: $(cat "$base/all.log")"
