@@ -360,6 +360,28 @@ static void holders_exclusive(void)
 	cr_assert_eq(flock(fd, LOCK_EX), 0);
 }
 
+/*
+ * A short lease also bounds how long the holder may take to get its CPU:
+ * on a host that keeps us off it longer (a busy machine, a vCPU of ours
+ * descheduled by the hypervisor: seen here in 1 run of 5 of the unit
+ * tests beside a soak's guests and builds), HOLD answers -ETIMEDOUT,
+ * which is the right answer.  What the caller
+ * checks is what a hold does once granted, so it asks again then; any
+ * other answer fails.
+ */
+static void hold_granted(struct helper_holds *holds, int at, uint32_t lease_ms)
+{
+	uint32_t granted;
+	int r, tries = 0;
+
+	do
+		r = helper_hold(holds, at, lease_ms, &granted);
+	while (r == -ETIMEDOUT && ++tries < 50);
+	cr_assert_eq(r, 0, "HOLD of %u ms: %s after %d tries", lease_ms,
+		     strerror(-r), tries + 1);
+	cr_assert_eq(granted, lease_ms);
+}
+
 Test(helper_hold, hold_release_and_expiry)
 {
 	struct helper_holds *holds;
@@ -400,13 +422,13 @@ Test(helper_hold, hold_release_and_expiry)
 	 * lease is past it, however late we wake.  (A lease long enough for
 	 * the holder to get its CPU on a busy host: HOLD answers only then.)
 	 */
-	cr_assert_eq(helper_hold(holds, c, 50, &granted), 0);
+	hold_granted(holds, c, 50);
 	usleep(60000);
 	cr_assert_eq(helper_holds_expire(holds), 1);
 	cr_assert_eq(helper_holds_next_deadline(holds), UINT64_MAX);
 
 	/* And it says so on RELEASE, if RELEASE came late. */
-	cr_assert_eq(helper_hold(holds, c, 50, &granted), 0);
+	hold_granted(holds, c, 50);
 	usleep(60000);
 	cr_assert_eq(helper_release(holds, c, &held, &expired), 0);
 	cr_assert(expired);
