@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cfi_rows: the CFI row the user unwinder follows, shared by its two
- * sources of rows: libdw over a host file (uunwind_dwarf.c) and the
+ * sources of rows: libdw over a host file (ubinary.c) and the
  * guest's own bytes (uimage.c).  Internal to vmm/unwind/.
  */
 #ifndef IVM_CFI_ROWS_H
@@ -90,8 +90,17 @@ bool ivm_cfi_decode_rule(const Dwarf_Op *ops, size_t nops,
 char *ivm_cfi_row_format(const struct ivm_cfi_row *row, char *buf,
 			 size_t len);
 
+struct ivm_ubinary;
 struct ivm_uimage;
 struct ivm_kmem_reader;
+
+/*
+ * The row of link-time pc in host binary b (ubinary.c, by libdw): from
+ * its cache (decoded into a slot on a miss) when the cache is on, else
+ * decoded into scratch.  Never NULL.
+ */
+const struct ivm_cfi_row *ivm_ubinary_row(struct ivm_ubinary *b, uint64_t pc,
+					  struct ivm_cfi_row *scratch);
 
 /*
  * The row of link-time pc in image im, its bytes read through file: from
