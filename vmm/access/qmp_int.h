@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the QMP client's two files share (qmp.c: events, replies, the
- * socket transport and the common API; qmp_libvirt.c: libvirt's monitor
- * passthrough, its events and its connection).  Not for other callers:
- * qmp.h is the interface.
+ * What the QMP client's files share (qmp.c: events, replies and the
+ * common API; qmp_socket.c: the socket transport; qmp_libvirt.c:
+ * libvirt's monitor passthrough, its events and its connection).  Not for
+ * other callers: qmp.h is the interface.
  */
 #ifndef IVM_QMP_INT_H
 #define IVM_QMP_INT_H
@@ -101,6 +101,25 @@ struct ivm_error *qmp_reply_result(struct ivm_qmp *qmp, const char *cmd,
 struct ivm_qmp *qmp_alloc(enum qmp_transport transport, const char *name);
 /* QEMU's version from a query-version reply ({"qemu": {"major": ...}}). */
 void qmp_set_version(struct ivm_qmp *qmp, struct json_object *version);
+
+/* qmp_socket.c */
+/*
+ * Read the next message.  deadline_ms < 0 means do not block: *ret is NULL
+ * when no complete message has arrived yet.
+ */
+struct ivm_error *qmp_read_message(struct ivm_qmp *qmp, int64_t deadline_ms,
+				   struct json_object **ret);
+/*
+ * Handle one message while waiting for the reply with id want_id; returns
+ * true (and hands the message over) when it is that reply.
+ */
+bool qmp_dispatch(struct ivm_qmp *qmp, struct json_object *msg,
+		  int64_t want_id);
+struct ivm_error *qmp_socket_execute(struct ivm_qmp *qmp, const char *cmd,
+				     struct json_object *args,
+				     struct json_object **ret);
+/* Read whatever has arrived without blocking, queueing events. */
+struct ivm_error *qmp_socket_drain(struct ivm_qmp *qmp);
 
 /* qmp_libvirt.c */
 struct ivm_error *qmp_libvirt_execute(struct ivm_qmp *qmp, const char *cmd,
