@@ -1,7 +1,7 @@
 #!/bin/bash
 # Benchmark: what idlevm's profile costs the host, and where it goes.
 #
-#   BUILD=build tests/bench/profile_cost.sh [SECONDS] [RUNS]
+#   [GUEST=web01] BUILD=build tests/bench/profile_cost.sh [SECONDS] [RUNS]
 #
 # Boots one demo guest running lockstorm (2 vCPUs, 512 MiB) as a transient
 # libvirt domain, profiles it RUNS times (default 5) for SECONDS (default
@@ -15,6 +15,11 @@
 #
 # BUDGET=PCT runs with --cpu-budget PCT and prints the share of the run
 # watched beside idlevm's CPU, which the budget should hold within 10%.
+#
+# GUEST=web01 profiles web01 (make web01: Debian 12 with nginx, php-fpm,
+# redis, postgres) under its own paced load instead, 2 vCPUs, 1 GiB: the
+# service a user would watch, whose transitions are fewer and whose
+# stacks reach through many more user objects than lockstorm's.
 #
 # IDLEVM_OTHER=PATH (another idlevm build, e.g. main's) runs it after the
 # first in each run, on the same guest, and prints both medians: the
@@ -32,14 +37,24 @@ OTHER=${IDLEVM_OTHER:-}
 IVM_PROG=bench-cost
 . images/lib.sh
 . tests/bench/lib_guests.sh
+GUEST=${GUEST:-demo}
+case $GUEST in
+demo|web01) ;;
+*) echo "GUEST=$GUEST: demo or web01" >&2; exit 2 ;;
+esac
 ivm_image_env
+[ "$GUEST" = demo ] || ivm_web01_env
 ivm_libvirt_ensure
 
 PREFIX=idlevm-bench-cost-$$
 OUT=$(mktemp -d /tmp/idlevm-bench-cost.XXXXXX)
 trap 'bench_guests_destroy; rm -rf "$OUT"' EXIT
-bench_guests_boot "$PREFIX" 2 512 1
-echo "guest ready (2 vCPUs, lockstorm); $SECS s per run, $RUNS runs; host $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "$GUEST" = web01 ]; then
+	bench_web01_boot "$PREFIX-1"
+else
+	bench_guests_boot "$PREFIX" 2 512 1
+fi
+echo "guest ready ($GUEST, 2 vCPUs); $SECS s per run, $RUNS runs; host $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-4s %10s %8s %9s  %s\n' run samples/s "% core" "us/sample" "time by stage (%)"
 builds=a
 [ -z "$OTHER" ] || builds="a b"
@@ -97,4 +112,4 @@ for b in $builds; do
 	}' "$OUT/rows-$b"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "command: ${BUDGET:+BUDGET=$BUDGET }${OTHER:+IDLEVM_OTHER=$OTHER }BUILD=$BUILD tests/bench/profile_cost.sh $SECS $RUNS"
+echo "command: ${GUEST:+GUEST=$GUEST }${BUDGET:+BUDGET=$BUDGET }${OTHER:+IDLEVM_OTHER=$OTHER }BUILD=$BUILD tests/bench/profile_cost.sh $SECS $RUNS"
