@@ -1511,30 +1511,6 @@ Test(kernel_layout, hostile_per_cpu_data)
 	fixture_fini(&f);
 }
 
-Test(kernel_layout, vmcoreinfo_offset)
-{
-	uint64_t v;
-	struct ivm_error *err;
-
-	cr_assert_null(ivm_kernel_vmcoreinfo_offset(
-		"OSRELEASE=6.1.0\nPAGESIZE=4096\nKERNELOFFSET=2e600000\n", &v));
-	cr_expect_eq(v, 0x2e600000);
-	cr_assert_null(ivm_kernel_vmcoreinfo_offset("KERNELOFFSET=0", &v));
-	cr_expect_eq(v, 0);
-	err = ivm_kernel_vmcoreinfo_offset("OSRELEASE=6.1.0\n", &v);
-	cr_assert_not_null(err);
-	cr_expect_eq(err->code, IVM_ERROR_NOT_FOUND);
-	ivm_error_destroy(err);
-	err = ivm_kernel_vmcoreinfo_offset("KERNELOFFSET=xyz\n", &v);
-	cr_assert_not_null(err);
-	cr_expect_eq(err->code, IVM_ERROR_PROTOCOL);
-	ivm_error_destroy(err);
-	err = ivm_kernel_vmcoreinfo_offset(
-		"KERNELOFFSET=12345678123456781\n", &v);
-	cr_assert_not_null(err);
-	ivm_error_destroy(err);
-}
-
 /* ---- vcpu_watch over the same synthetic guest --------------------------- */
 
 #include "profile/vcpu_watch.h"

@@ -607,11 +607,16 @@ static struct ivm_error *open_kernel(struct ivm_guest *g,
 	cfg.nr_vcpus = g->nr_vcpus;
 	if (!g->from_memory && ivm_gmem_is_core(g->gmem) &&
 	    ivm_gmem_core_vmcoreinfo(g->gmem)) {
-		struct ivm_error *e = ivm_kernel_vmcoreinfo_offset(
-			ivm_gmem_core_vmcoreinfo(g->gmem), &cfg.slide_hint);
+		struct ivm_vmcoreinfo *vi = NULL;
+		struct ivm_error *e = ivm_vmcoreinfo_parse(
+			ivm_gmem_core_vmcoreinfo(g->gmem),
+			IVM_VMCOREINFO_MAX_TEXT + 1, &vi);
 
+		if (!e)
+			e = ivm_vmcoreinfo_kerneloffset(vi, &cfg.slide_hint);
 		cfg.has_slide_hint = !e;
 		ivm_error_destroy(e);
+		ivm_vmcoreinfo_destroy(vi);
 	}
 	err = ivm_kernel_layout_create(g->gmem, &cfg, &g->layout);
 	free(regs);

@@ -315,11 +315,4 @@ struct ivm_error *ivm_kernel_task_list(const struct ivm_kernel_layout *layout,
 
 void ivm_guest_task_list_destroy(struct ivm_guest_task_list *list);
 
-/*
- * Parse KERNELOFFSET=<hex> out of VMCOREINFO text (hostile; may be any
- * bytes up to its NUL).  IVM_ERROR_NOT_FOUND when the line is absent.
- */
-struct ivm_error *ivm_kernel_vmcoreinfo_offset(const char *vmcoreinfo,
-					       uint64_t *ret);
-
 #endif /* IVM_KERNEL_LAYOUT_H */
