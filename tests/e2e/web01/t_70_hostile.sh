@@ -141,6 +141,11 @@ worse) fail "the server programs' capture rate fell more than $HOSTILE_DROP_POIN
 degraded) echo "degraded: the server programs' capture rate fell more than $HOSTILE_RATE_POINTS points (lookups refused under the fork storm: above)" ;;
 misnamed) fail "the server programs' capture rate rose more than $HOSTILE_RATE_POINTS points: misattributed samples" ;;
 esac
+# Each program on its own, printed: the bound is per program, not only
+# pooled (a program with few switches moves by a few points on its own).
+echo "$rates" | awk -v pts="$HOSTILE_RATE_POINTS" '
+	$2 >= 20 && $4 >= 20 { d = $5 * 100 / $4 - $3 * 100 / $2
+	  if (d < -pts) printf "degraded: %s %+.1f points\n", $1, d }'
 
 # 2. Bounded memory.
 calm_hwm=$(cat "$IVM_RUNDIR/calm.hwm") hostile_hwm=$(cat "$IVM_RUNDIR/hostile.hwm")
