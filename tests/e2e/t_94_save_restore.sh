@@ -18,9 +18,13 @@ rm -rf "$dir"
 log=$IVM_RUNDIR/t94.log
 save=$IVM_RUNDIR/t94.save
 pid=""
+vpid=""
+held=""
 
 cleanup() {
 	local rc=$?
+	[ -n "$held" ] && kill -CONT "$held"
+	[ -n "$vpid" ] && wait "$vpid" 2>/dev/null
 	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	# Never leave the guest saved away.
 	[ -f "$save" ] && ! ivm_virsh domid "$IVM_DOMAIN" >/dev/null 2>&1 &&
@@ -37,7 +41,31 @@ k1=$(kaslr)
 	--no-pprof -D 300 >"$log" 2>&1 &
 pid=$!
 wait_windows 2
-ivm_virsh save "$IVM_DOMAIN" "$save" >/dev/null || fail "virsh save failed"
+# libvirt says why QEMU exited only once it has cleaned up after it (its
+# STOPPED event), seconds later on a loaded host: CI's run looked at the
+# kernel meanwhile and took the QEMU gone for a changed kernel.  libvirtd
+# is held for 3 s as soon as QEMU is gone, so the run always meets that.
+qpid=$(cat "/run/libvirt/qemu/$IVM_DOMAIN.pid" 2>/dev/null)
+lpid=$(cat /run/libvirtd.pid 2>/dev/null)
+[ "$(cat "/proc/$lpid/comm" 2>/dev/null)" = libvirtd ] || lpid=""
+ivm_virsh save "$IVM_DOMAIN" "$save" >/dev/null &
+vpid=$!
+if [ -n "$qpid" ] && [ -n "$lpid" ]; then
+	while kill -0 "$qpid" 2>/dev/null && kill -0 "$vpid" 2>/dev/null; do
+		sleep 0.01
+	done
+	kill -0 "$qpid" 2>/dev/null && fail "virsh save ended, QEMU did not"
+	held=$lpid
+	kill -STOP "$lpid"
+	echo "libvirtd ($lpid) held for 3 s from QEMU's exit"
+	sleep 3
+	kill -CONT "$lpid"
+	held=""
+else
+	echo "libvirtd not held: no pid of QEMU ($qpid) or libvirtd ($lpid)"
+fi
+wait "$vpid" || fail "virsh save failed"
+vpid=""
 # The window's end, whichever reason it names: a save taken for QEMU
 # gone fails here, not at -D's end.
 wait_for_output "$log" "^idlevm: the guest (was saved to a file|went away).*: window .* ended, whole" "$pid" ||

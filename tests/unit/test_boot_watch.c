@@ -151,26 +151,26 @@ Test(boot_watch, kernel_looks_find_a_reboot_nobody_announced)
 	uint64_t j = w.last_jiffies;
 
 	/* The same boot: jiffies go on, the banner stays. */
-	ivm_boot_watch_look(&w, true, j += 250);
-	ivm_boot_watch_look(&w, true, j += 250);
+	ivm_boot_watch_look(&w, NULL, true, j += 250);
+	ivm_boot_watch_look(&w, NULL, true, j += 250);
 	cr_expect_eq(ivm_boot_watch_seen(&w), 0);
 	/* One odd look (a torn read, a read that failed) is no reboot. */
-	ivm_boot_watch_look(&w, false, 0);
-	ivm_boot_watch_look(&w, true, j += 250);
-	ivm_boot_watch_look(&w, true, 3);
-	ivm_boot_watch_look(&w, true, j += 250);
+	ivm_boot_watch_look(&w, NULL, false, 0);
+	ivm_boot_watch_look(&w, NULL, true, j += 250);
+	ivm_boot_watch_look(&w, NULL, true, 3);
+	ivm_boot_watch_look(&w, NULL, true, j += 250);
 	cr_expect_eq(ivm_boot_watch_seen(&w), 0);
 	/* Same offset, new boot: jiffies start again. */
-	ivm_boot_watch_look(&w, true, 0xfffb6c20ull + 250 * 4);
-	ivm_boot_watch_look(&w, true, 0xfffb6c20ull + 250 * 5);
+	ivm_boot_watch_look(&w, NULL, true, 0xfffb6c20ull + 250 * 4);
+	ivm_boot_watch_look(&w, NULL, true, 0xfffb6c20ull + 250 * 5);
 	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_CHANGED);
 	cr_expect(ivm_boot_watch_new_boot(&w));
 
 	/* Another offset: the banner is gone from where it was. */
 	ivm_boot_watch_reset(&w);
 	w.strikes = 0;
-	ivm_boot_watch_look(&w, false, j += 250);
-	ivm_boot_watch_look(&w, false, j += 250);
+	ivm_boot_watch_look(&w, NULL, false, j += 250);
+	ivm_boot_watch_look(&w, NULL, false, j += 250);
 	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_CHANGED);
 }
 
@@ -273,4 +273,35 @@ Test(boot_watch, a_save_names_a_qemu_gone_seen_first)
 	ivm_boot_watch_event(&w, "DOMAIN_MIGRATED");
 	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_SHUTDOWN);
 	cr_expect(ivm_boot_watch_seen(&w) & IVM_BOOT_MIGRATED);
+}
+
+/*
+ * `virsh save` on a loaded host (CI's t_94): the kernel looked at after
+ * QEMU exited and before libvirt's STOPPED event, which came seconds
+ * later.  Reads that find QEMU gone are its end, not a changed kernel, so
+ * the save still names it; a read that fails otherwise still counts.
+ */
+Test(boot_watch, looks_at_a_qemu_gone_leave_the_why_to_libvirt)
+{
+	struct ivm_boot_watch w = { .last_jiffies = 1000 };
+	struct ivm_error *gone = ivm_error_create(IVM_ERROR_GONE,
+						  "qemu process exited (pid 1)");
+	struct ivm_error *fault = ivm_error_fault(0x1000, "not readable");
+	int i;
+
+	ivm_boot_watch_event(&w, "STOP");
+	for (i = 0; i < IVM_BOOT_CHANGED_LOOKS + 1; i++)
+		ivm_boot_watch_look(&w, gone, false, 0);
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_GONE);
+	cr_expect_not(ivm_boot_watch_stop_told(&w));
+	ivm_boot_watch_event(&w, "DOMAIN_SAVED");
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_SAVED);
+	cr_expect(ivm_boot_watch_stop_told(&w));
+
+	ivm_boot_watch_reset(&w);
+	for (i = 0; i < IVM_BOOT_CHANGED_LOOKS; i++)
+		ivm_boot_watch_look(&w, fault, true, 2000);
+	cr_expect_eq(ivm_boot_watch_first(&w), IVM_BOOT_CHANGED);
+	ivm_error_destroy(gone);
+	ivm_error_destroy(fault);
 }

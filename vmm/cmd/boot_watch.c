@@ -117,9 +117,14 @@ void ivm_boot_watch_attach(struct ivm_boot_watch *w, struct ivm_guest *guest)
 	ivm_error_destroy(err);
 }
 
-void ivm_boot_watch_look(struct ivm_boot_watch *w, bool banner_same,
-			 uint64_t jiffies)
+void ivm_boot_watch_look(struct ivm_boot_watch *w, const struct ivm_error *err,
+			 bool banner_same, uint64_t jiffies)
 {
+	if (err && err->code == IVM_ERROR_GONE) {
+		saw(w, IVM_BOOT_GONE);
+		return;
+	}
+	banner_same = banner_same && !err;
 	/*
 	 * Two in a row: one torn or early read is no reboot.  Jiffies only
 	 * go back with a new boot (INITIAL_JIFFIES again).
@@ -188,8 +193,8 @@ void ivm_boot_watch_poll(struct ivm_boot_watch *w, uint64_t now)
 		if (!err)
 			err = ivm_kernel_read(g->layout, w->jiffies, &jiffies,
 					      sizeof(jiffies));
-		ivm_boot_watch_look(w, !err && !memcmp(text, w->banner_text,
-						       sizeof(text)), jiffies);
+		ivm_boot_watch_look(w, err, !err && !memcmp(text, w->banner_text,
+							    sizeof(text)), jiffies);
 		if (!ivm_qmp_libvirt_lost_ms(g->qmp) ||
 		    ivm_qmp_lifecycle_cached(g->qmp) != IVM_QMP_RUNNING)
 			w->still_since_ns = 0;

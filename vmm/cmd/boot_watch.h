@@ -99,12 +99,16 @@ void ivm_boot_watch_poll(struct ivm_boot_watch *w, uint64_t now);
 
 /*
  * One look at the kernel (what ivm_boot_watch_poll reads once a second):
- * whether its banner was read and is the same, and jiffies_64 as read.
- * IVM_BOOT_CHANGED_LOOKS looks in a row with the banner gone or jiffies
- * behind the last ones seen end the boot.  For tests on recorded looks.
+ * the reads' error (NULL: read), whether the banner is the same, and
+ * jiffies_64 as read.  IVM_BOOT_CHANGED_LOOKS looks in a row with the
+ * banner gone or jiffies behind the last ones seen end the boot.  A read
+ * that found QEMU gone (IVM_ERROR_GONE) is no changed kernel: the boot
+ * ends GONE at once, so that libvirt's event, which may come seconds
+ * later, can still say it was a save or a migration.  For tests on
+ * recorded looks.
  */
-void ivm_boot_watch_look(struct ivm_boot_watch *w, bool banner_same,
-			 uint64_t jiffies);
+void ivm_boot_watch_look(struct ivm_boot_watch *w, const struct ivm_error *err,
+			 bool banner_same, uint64_t jiffies);
 
 /*
  * While no event can come (libvirtd away) and the guest runs: whether
