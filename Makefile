@@ -277,13 +277,13 @@ web01: image deb-helper
 # Both test guests, then the demo guest on the other kernels, one after
 # the other (two TCG guests at once would share the two cores); fails if
 # any suite failed.
-e2e: all image image-bullseye web01 $(BUILD)/tests/core-mutate
+e2e: all image image-bullseye web01 $(BUILD)/tests/core-mutate $(BUILD)/tests/kvm-records
 	@BUILD=$(BUILD) tests/e2e/run; demo=$$?; \
 	BUILD=$(BUILD) IVM_E2E_GUEST=web01 tests/e2e/run; web01=$$?; \
 	$(MAKE) --no-print-directory e2e-kernels; kernels=$$?; \
 	[ $$demo = 0 ] && [ $$web01 = 0 ] && [ $$kernels = 0 ]
 
-e2e-demo: all image image-bullseye $(BUILD)/tests/core-mutate
+e2e-demo: all image image-bullseye $(BUILD)/tests/core-mutate $(BUILD)/tests/kvm-records
 	@BUILD=$(BUILD) tests/e2e/run
 
 # The demo guest on the other guest kernels people run: Debian 11's 5.10
