@@ -5,6 +5,7 @@
 #include "cmd/boot_watch.h"
 #include "kernel/kernel_layout.h"
 #include "kernel/ksyms.h"
+#include "profile/profiler.h"
 
 /*
  * How often a plain socket's events are read, and the kernel looked at:
@@ -224,7 +225,7 @@ const char *ivm_boot_end_reason(unsigned int end)
 	case IVM_BOOT_SHUTDOWN:
 		return "the guest shut down";
 	case IVM_BOOT_GONE:
-		return "the guest went away";
+		return IVM_END_GONE;
 	case IVM_BOOT_CHANGED:
 		return "the guest's kernel is not the boot opened (a reboot unannounced)";
 	case IVM_BOOT_SAVED:

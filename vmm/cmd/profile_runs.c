@@ -491,7 +491,7 @@ bool guest_run_follows(const struct guest_run *r, const struct profile_opts *o,
 bool guest_run_settled(struct guest_run *r, uint64_t now)
 {
 	if (!r->g || !r->g->qmp || !ivm_qmp_libvirt_events(r->g->qmp) ||
-	    strcmp(r->res.end_reason, "the guest went away"))
+	    strcmp(r->res.end_reason, IVM_END_GONE))
 		return true;
 	ivm_boot_watch_poll(&r->boot, now);
 	if (ivm_boot_watch_stop_told(&r->boot) ||

@@ -58,7 +58,7 @@ void end_with(struct profiler *p, const char *reason)
 static void end_with_error(struct profiler *p, const struct ivm_error *err)
 {
 	p->gone = true;
-	end_with(p, err->code == IVM_ERROR_GONE ? "the guest went away" :
+	end_with(p, err->code == IVM_ERROR_GONE ? IVM_END_GONE :
 		 ivm_error_string(err));
 }
 

@@ -194,7 +194,7 @@ struct ivm_profiler_result {
 	/* --cpu-budget: time watched (all of it without one), slices. */
 	uint64_t watched_ns;
 	uint64_t slices, watched_slices;
-	char end_reason[128];		/* "duration", "interrupted", ... */
+	char end_reason[128];		/* "duration", IVM_END_GONE, ... */
 	/* Per --label, in order: counts and why the last "?" was. */
 	struct ivm_label_stats labels[IVM_LABELS_MAX];
 	const char *label_why[IVM_LABELS_MAX];	/* static, or NULL */
@@ -261,6 +261,13 @@ void ivm_profiler_lend_cpu(struct ivm_profiler *pr, uint64_t ns);
 uint64_t ivm_profiler_wake_at(const struct ivm_profiler *pr);
 
 /* Most descriptors one guest's run waits on (its host CPUs' buffers). */
+/*
+ * The end_reason of a run whose QEMU went away, whichever read or call
+ * found it first: a run that follows its guest waits for libvirt's word
+ * on why (a save, a migration) when its run ended so.
+ */
+#define IVM_END_GONE "the guest went away"
+
 #define IVM_PROFILER_MAX_POLLFDS 256
 
 /*
