@@ -161,7 +161,7 @@ ivm_host_sched_instead(const struct ivm_host_sched *hs, size_t *nr);
 /* vCPUs with stats of their own (the others count in the sums). */
 #define IVM_HOST_STAT_VCPUS	32
 /* Room ivm_host_sched_fill_stats() may need. */
-#define IVM_HOST_MAX_STATS	(9 + 5 * IVM_HOST_STAT_VCPUS + \
+#define IVM_HOST_MAX_STATS	(10 + 5 * IVM_HOST_STAT_VCPUS + \
 				 IVM_HOST_DELAY_BUCKETS + \
 				 2 * (IVM_HOST_INSTEAD_MAX + 1))
 

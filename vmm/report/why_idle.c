@@ -392,8 +392,9 @@ void ivm_why_idle_print(const struct ivm_idle_summary *s,
 	if (ST("host_trace_lost") || ST("host_switch_ins_missed"))
 		fprintf(out, "      not counted: the waits around %" PRIu64
 			" host records lost and %" PRIu64
-			" switch-ins the host did not record\n",
-			ST("host_trace_lost"), ST("host_switch_ins_missed"));
+			" switch-ins the host did not record (those at most %.3f s)\n",
+			ST("host_trace_lost"), ST("host_switch_ins_missed"),
+			sec(ST("host_switch_ins_missed_ns")));
 	fprintf(out, "  host sleep, not idle %14.3f s %6.1f%%  the vCPU had work; its thread blocked on the host (QEMU's lock, I/O)\n",
 		sec(blocked), pct(blocked, vcpu_ns));
 	rest = vcpu_ns > idle + busy_steal + blocked ?
