@@ -86,6 +86,7 @@ static void build_btf(void)
 {
 	struct btf *b = btf__new_empty();
 	int t_int, t_uint, t_ulong, t_char, t_ptr, t_list, t_ti, t_th, t_comm, t_se;
+	int t_si;
 	const void *raw;
 	uint32_t size;
 	int i;
@@ -106,6 +107,9 @@ static void build_btf(void)
 	t_comm = btf__add_array(b, t_int, t_char, 16);
 	t_se = btf__add_struct(b, "sched_entity", 16);
 	btf__add_field(b, "exec_start", t_ulong, 64, 0);
+	t_si = btf__add_struct(b, "sched_info", 24);
+	btf__add_field(b, "pcount", t_ulong, 0, 0);
+	btf__add_field(b, "last_arrival", t_ulong, 128, 0);
 	btf__add_struct(b, "task_struct", 0x300);
 	btf__add_field(b, "thread_info", t_ti, 0, 0);
 	btf__add_field(b, "__state", t_uint, 24 * 8, 0);
@@ -122,7 +126,12 @@ static void build_btf(void)
 	btf__add_field(b, "comm", t_comm, 0xe0 * 8, 0);
 	btf__add_field(b, "signal", t_ptr, 0xf0 * 8, 0);
 	btf__add_field(b, "se", t_se, 0x100 * 8, 0);
+	btf__add_field(b, "sched_info", t_si, 0x110 * 8, 0);
 	btf__add_field(b, "thread", t_th, 0x200 * 8, 0);
+	/* Run queues that count switch-ins: last_ran's hot reads. */
+	btf__add_struct(b, "rq", 0x100);
+	btf__add_field(b, "nr_switches", t_ulong, 0x48 * 8, 0);
+	btf__add_field(b, "rq_sched_info", t_si, 0x80 * 8, 0);
 	btf__add_struct(b, "signal_struct", 0x40);
 	btf__add_field(b, "thread_head", t_list, 0x10 * 8, 0);
 	btf__add_struct(b, "mm_struct", 0x80);
@@ -173,6 +182,7 @@ static void build_guest(void)
 	static const char map[] =
 		"0000000000000100 D current_task\n"
 		"0000000000000200 d idle_threads\n"
+		"0000000000000400 D runqueues\n"
 		"ffffffff81200000 D linux_banner\n"
 		"ffffffff81201000 D init_task\n"
 		"ffffffff81300000 D init_top_pgt\n"
@@ -239,18 +249,39 @@ static uint8_t *slot(unsigned int s)
 	return mem_b + K_INIT_TASK + off.task_tasks;
 }
 
+/* The task last_ran named, if it did: a non-idle task of the walk, or abort. */
+static void named_of_walk(const struct ivm_guest_task_list *list,
+			  struct ivm_error *err, const uint64_t *task)
+{
+	size_t i;
+
+	if (err) {
+		ivm_error_destroy(err);
+		return;
+	}
+	for (i = 0; i < list->nr; i++)
+		if (list->tasks[i].addr == *task && !list->tasks[i].is_idle)
+			return;
+	abort();
+}
+
 /*
- * Whatever cpu, on_cpu and exec_start say, who ran last is a non-idle
- * task of the walk (the same walk: memory does not change in between), or
- * nobody.  The CPU numbers asked include ones no task claims.
+ * Whatever cpu, on_cpu, exec_start, the switch-in counts and the run
+ * queues' counts say, who ran last is a non-idle task of the walk (the
+ * same walk: memory does not change in between), or nobody.  The CPU
+ * numbers asked include ones no task claims.  The first lookup reads all
+ * tasks, the next ones the hot ones (all, at first), and a second later,
+ * after a walk, none of them.
  */
 static void last_ran_check(const struct ivm_kernel_layout *layout,
 			   struct ivm_gmem *gmem)
 {
+	const uint64_t later = 2000000000ull;
 	struct ivm_guest_task_list *list;
 	struct ivm_last_ran *lr;
+	struct ivm_error *err;
+	uint64_t task, arrival;
 	unsigned int cpu;
-	size_t i;
 
 	/* The same cap as last_ran's own walk. */
 	if (ivm_kernel_task_list(layout, 0, &list))
@@ -258,20 +289,16 @@ static void last_ran_check(const struct ivm_kernel_layout *layout,
 	if (ivm_last_ran_create(layout, gmem, &lr))
 		abort();	/* the BTF has se.exec_start */
 	for (cpu = 0; cpu < 4; cpu++) {
-		struct ivm_error *err;
-		uint64_t task;
-
 		err = ivm_last_ran_find(lr, cpu, cpu == 3 ? 50 : 0, 0, &task);
-		if (err) {
-			ivm_error_destroy(err);
-			continue;
-		}
-		for (i = 0; i < list->nr; i++)
-			if (list->tasks[i].addr == task &&
-			    !list->tasks[i].is_idle)
-				break;
-		if (i == list->nr)
-			abort();
+		named_of_walk(list, err, &task);
+	}
+	for (cpu = 0; cpu < 4; cpu++) {
+		err = ivm_last_ran_find_at(lr, cpu, 0, 0x1000, 0x800,
+					   later + cpu, &task);
+		named_of_walk(list, err, &task);
+		err = ivm_last_ran_first_since(lr, cpu, 0, 0x100, later + cpu,
+					       &task, &arrival);
+		named_of_walk(list, err, &task);
 	}
 	ivm_last_ran_destroy(lr);
 	ivm_guest_task_list_destroy(list);

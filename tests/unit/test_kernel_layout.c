@@ -41,6 +41,7 @@
 #define PCPU_APICID 0x300ull
 #define PCPU_RUNQUEUES 0x400ull
 #define RQ_NR_SWITCHES 0x48ull
+#define RQ_SCHED_INFO 0x80ull
 
 /* Physical addresses in region A. */
 #define PA_VCPU_PML4 0x6000ull	/* 8 KiB aligned, as under KPTI */
@@ -64,6 +65,8 @@ enum { P1, P2, T51, T52, IDLE1, NR_TASKS };
 
 /* 6.2..6.14: `current` is pcpu_hot.current_task, no current_task symbol. */
 static bool g_pcpu_hot;
+/* CONFIG_SCHEDSTATS: the run queues count switch-ins (rq_sched_info). */
+static bool g_rq_pcount;
 #define PCPU_HOT 0x180ull
 #define PCPU_HOT_CURRENT 0x10ull
 
@@ -195,6 +198,9 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 		btf__add_field(b, "nr_running", t_uint, 0, 0);
 		btf__add_field(b, "nr_switches", t_ulong,
 			       RQ_NR_SWITCHES * 8, 0);
+		if (g_rq_pcount)
+			btf__add_field(b, "rq_sched_info", t_si,
+				       RQ_SCHED_INFO * 8, 0);
 	}
 	if (g_pcpu_hot) {
 		btf__add_struct(b, "pcpu_hot", 64);
@@ -1619,4 +1625,121 @@ Test(vcpu_watch, unwatched_vcpu_and_no_counters)
 	ivm_vcpu_watch_destroy(w);
 	ivm_kernel_layout_destroy(l);
 	fixture_fini(&f);
+}
+
+/* CPU cpu's count of switch-ins (rq->rq_sched_info.pcount). */
+static void rq_switched_in(struct fixture *f, int cpu, uint64_t pcount)
+{
+	w64(f, DM(cpu ? PA_PCPU1 : PA_PCPU0) + PCPU_RUNQUEUES + RQ_SCHED_INFO,
+	    pcount);
+}
+
+/* Task t ran on CPU 1 from arrival to end, its count and the CPU's raised. */
+static void ran_on_1(struct fixture *f, int t, uint64_t arrival, uint64_t end,
+		     uint64_t pcount, uint64_t rq_pcount)
+{
+	stamps(f, t, arrival, end);
+	switched_in(f, t, pcount);
+	rq_switched_in(f, 1, rq_pcount);
+}
+
+/* The task that went to idle on CPU 1 at clock, looked up at now_ns. */
+static uint64_t to_idle_on_1(struct ivm_last_ran *lr, uint64_t clock,
+			     uint64_t now_ns)
+{
+	uint64_t task = 0;
+
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, clock, 0, now_ns,
+					    &task));
+	return task;
+}
+
+/* The stamps' reads so far: of all tasks, of the hot ones, and missed. */
+static void reads_were(const struct ivm_last_ran_stats *st, uint64_t full,
+		       uint64_t hot, uint64_t misses)
+{
+	cr_expect_eq(st->full_reads, full);
+	cr_expect_eq(st->hot_reads, hot);
+	cr_expect_eq(st->hot_misses, misses);
+}
+
+static void hot_reads(uint32_t sched_info_at)
+{
+	const uint64_t s = 1000000000ull;	/* a walk's and the hot set's span */
+	struct ivm_kernel_layout *l;
+	struct ivm_last_ran *lr;
+	const struct ivm_last_ran_stats *st;
+	struct fixture f;
+	uint64_t task, arrival;
+
+	si_off = sched_info_at;
+	g_rq_pcount = true;
+	fixture_init(&f);
+	si_off = 0x110;
+	g_rq_pcount = false;
+	/* CPU 1: init ran 400..500, sleeper-t2 600..900; CPU 0: sleeper. */
+	stamps(&f, P1, 400, 500);
+	switched_in(&f, P1, 3);
+	stamps(&f, T52, 600, 900);
+	switched_in(&f, T52, 5);
+	stamps(&f, P2, 1000, 2000);
+	switched_in(&f, P2, 7);
+	rq_switched_in(&f, 0, 100);
+	rq_switched_in(&f, 1, 200);
+	l = create_ok(&f);
+	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
+	st = ivm_last_ran_stats(lr);
+
+	cr_expect_eq(to_idle_on_1(lr, 900, 0), task_va(T52));
+	/* A walk later: nobody switched in for a second, all of them cold. */
+	cr_expect_eq(to_idle_on_1(lr, 900, 2 * s), task_va(T52));
+	reads_were(st, 2, 0, 0);
+	/* The counts have not moved: a read of none of the tasks stands. */
+	cr_expect_eq(to_idle_on_1(lr, 900, 2 * s + 1), task_va(T52));
+	reads_were(st, 2, 1, 0);
+
+	/* Sleeper-t2, cold, ran again: the counts say so, all are read. */
+	ran_on_1(&f, T52, 1700, 1800, 6, 201);
+	cr_expect_eq(to_idle_on_1(lr, 1800, 2 * s + 2), task_va(T52));
+	reads_were(st, 3, 1, 1);
+	/* ... and again: hot now, read alone, and all it shows stands. */
+	ran_on_1(&f, T52, 1900, 2000, 7, 202);
+	cr_expect_eq(to_idle_on_1(lr, 2000, 2 * s + 3), task_va(T52));
+	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 1850, 2 * s + 3,
+						&task, &arrival));
+	cr_expect_eq(task, task_va(T52));
+	cr_expect_eq(arrival, 1900);
+	reads_were(st, 3, 3, 1);
+
+	/*
+	 * Words of a cold task that moved with no count (no kernel does
+	 * that) are not read again: the proof the hot read left it out.
+	 */
+	stamps(&f, P1, 2100, 2200);
+	cr_expect_eq(to_idle_on_1(lr, 2200, 2 * s + 4), task_va(T52));
+	/* Counted, as the scheduler does: read, and named by its stamp. */
+	ran_on_1(&f, P1, 2100, 2200, 4, 203);
+	cr_expect_eq(to_idle_on_1(lr, 2200, 2 * s + 5), task_va(P1));
+	reads_were(st, 4, 4, 2);
+
+	/* A task's count that went back is another task's: all are read. */
+	ran_on_1(&f, T52, 2300, 2400, 6, 204);
+	cr_expect_eq(to_idle_on_1(lr, 2400, 2 * s + 6), task_va(T52));
+	reads_were(st, 5, 4, 3);
+
+	ivm_last_ran_destroy(lr);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
+/*
+ * With the run queues' counts of switch-ins (last_ran.h "hot reads"): a
+ * lookup reads the tasks that ran lately, and all of them when the counts
+ * say another ran; its answers are those of a full read.  sched_info read
+ * with the rest (one piece), and apart (two).
+ */
+Test(kernel_layout, last_ran_hot_reads)
+{
+	hot_reads(0x110);
+	hot_reads(0x1100);
 }

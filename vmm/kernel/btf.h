@@ -202,6 +202,11 @@ struct ivm_kernel_offsets {
 	 * (set as it picks no task; 0 once a task is woken onto it).
 	 */
 	uint32_t rq_idle_stamp;
+	/*
+	 * optional (CONFIG_SCHEDSTATS): the run queue's count of switch-ins,
+	 * raised with each arriving task's sched_info.pcount.
+	 */
+	uint32_t rq_sched_info_pcount;
 };
 
 /*

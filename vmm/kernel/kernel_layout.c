@@ -180,6 +180,14 @@ struct ivm_error *ivm_kernel_cpu_rq_idle_stamp_va(
 			    "idle_stamp", ret);
 }
 
+struct ivm_error *ivm_kernel_cpu_rq_pcount_va(
+	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret)
+{
+	return rq_member_va(layout, cpu, layout->off.rq_sched_info_pcount ?
+			    layout->off.rq_sched_info_pcount : IVM_KOFF_NONE,
+			    "rq_sched_info.pcount", ret);
+}
+
 struct ivm_error *ivm_kernel_cpu_switches(const struct ivm_kernel_layout *layout,
 					  unsigned int cpu, uint64_t *ret)
 {

@@ -243,6 +243,15 @@ struct ivm_error *ivm_kernel_cpu_rq_clock_va(
 struct ivm_error *ivm_kernel_cpu_rq_idle_stamp_va(
 	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret);
 
+/*
+ * Address of guest CPU cpu's count of tasks switched in
+ * (rq->rq_sched_info.pcount, CONFIG_SCHEDSTATS): raised with the arriving
+ * task's own sched_info.pcount, under the same lock, so the CPUs' counts
+ * sum every task's.  Errors as above.
+ */
+struct ivm_error *ivm_kernel_cpu_rq_pcount_va(
+	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret);
+
 /* What idlevm reads of a guest task_struct. */
 struct ivm_guest_task {
 	uint64_t addr;		/* task_struct address */

@@ -255,6 +255,7 @@ struct ivm_error *ivm_kernel_offsets_from_btf(const struct ivm_btf *btf,
 	OPT("task_struct", "sched_info.pcount", task_sched_info_pcount, 8);
 	OPT("rq", "clock", rq_clock, 8);
 	OPT("rq", "idle_stamp", rq_idle_stamp, 8);
+	OPT("rq", "rq_sched_info.pcount", rq_sched_info_pcount, 8);
 	*ret = o;
 	return NULL;
 }

@@ -3,89 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/bytes.h"
-#include "kernel/last_ran.h"
-
-/*
- * More than any task_struct span we read; bounds a hostile layout.  Also
- * how far the sched_info words may be from the rest to come in the same
- * piece: what a piece costs is mostly its pages pinned and its first cold
- * cache line, not its length.  On web01 (Linux 6.1, 2.2 KiB from
- * thread_info.cpu to sched_info.last_arrival) reading all threads' stamps
- * took 23% of idlevm's CPU as one piece per task and 27% as two small ones
- * (perf, same guest and load).
- */
-#define MAX_SPAN 4096
-/* More CPUs than a mark is kept for: bounds what a guest can make us hold. */
-#define MAX_MARK_CPUS 1024
-
-struct candidate {
-	uint64_t task;
-	int32_t tgid;		/* as of the walk */
-	uint64_t pa;
-	bool mapped;		/* pa is valid, span contiguous */
-	bool ok;		/* read in this lookup */
-	/* Split layout only: the sched_info words' own piece. */
-	uint64_t si_pa;
-	bool si_mapped;
-	bool si_ok;
-};
-
-/*
- * A CPU's mark: each candidate's switch-in count (sched_info.pcount) as
- * read at a look that saw the CPU idle, in candidate order, good for the
- * candidates of walk gen only.  UNKNOWN where the word was not read.
- */
-#define UNKNOWN IVM_LAST_RAN_UNKNOWN
-struct cpu_mark {
-	uint64_t at;		/* the CPU's run-queue clock; 0: none */
-	uint64_t epoch;		/* the caller's, of that stretch of idle */
-	uint64_t gen;
-	uint64_t *pcount;
-	size_t cap;
-};
-
-struct ivm_last_ran {
-	const struct ivm_kernel_layout *layout;
-	struct ivm_gmem *gmem;
-	uint32_t lo, span;		/* of task_struct read per task */
-	uint32_t off_cpu, off_on_cpu, off_exec_start;
-	/*
-	 * The sched_info words (last_arrival, pcount): in the span when they
-	 * fit there with the rest (one piece per task), else in a piece of
-	 * their own, [si_lo, si_lo + si_span) of the task (si_split).  Their
-	 * offsets are from the start of whichever piece holds them;
-	 * off_arrival IVM_KOFF_NONE: the kernel has no sched_info.
-	 */
-	bool si_split;
-	uint32_t si_lo, si_span;
-	uint32_t off_arrival, off_pcount;
-	uint8_t *si_buf;		/* split: nr * si_span */
-	struct candidate *cand;
-	size_t nr, cap;
-	uint8_t *buf;			/* nr * span */
-	struct ivm_gmem_piece *pieces;
-	size_t *piece_cand;
-	bool refreshed;
-	uint64_t refreshed_at;
-	uint64_t gen;			/* walks so far, named by marks */
-	/* Held (ivm_last_ran_hold): whether the hold has read them. */
-	bool held, fresh;
-	struct cpu_mark *marks;
-	size_t nr_marks;
-	/*
-	 * The kernel's count of forks (total_forks), read before each walk
-	 * and with every batch: when it moved, a task the walk never saw
-	 * may be the one asked for (a child forked and gone within a walk
-	 * interval ran there, and an older candidate would be named).
-	 */
-	bool has_forks;
-	uint64_t forks_pa;
-	bool forks_walk_ok, forks_ok;
-	uint64_t forks_walk, forks_now;
-	uint8_t forks_buf[8];
-	struct ivm_last_ran_stats stats;
-};
+#include "kernel/last_ran_int.h"
 
 void ivm_last_ran_destroy(struct ivm_last_ran *lr)
 {
@@ -101,26 +19,11 @@ void ivm_last_ran_destroy(struct ivm_last_ran *lr)
 	free(lr->marks);
 	free(lr->pieces);
 	free(lr->piece_cand);
+	free(lr->rq_pc_pa);
+	free(lr->rq_pc_buf);
 	free(lr);
 }
 
-/*
- * total_forks, a word in the kernel's data: its physical address, once.
- * Without it (no symbol, a kernel that renamed it) candidates are never
- * taken as stale, as before.
- */
-static void forks_locate(struct ivm_last_ran *lr)
-{
-	struct ivm_error *err;
-	uint64_t va;
-
-	err = ivm_kernel_symbol(lr->layout, "total_forks", &va);
-	if (!err)
-		err = ivm_kernel_translate_range(lr->layout, va, 8,
-						 &lr->forks_pa);
-	lr->has_forks = !err;
-	ivm_error_destroy(err);
-}
 
 /* Whether the batch's count of forks is not the walk's: see last_ran.h. */
 static bool stale(const struct ivm_last_ran *lr)
@@ -176,7 +79,6 @@ struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
 			lr->si_span = si_hi - si_lo;
 		}
 	}
-	forks_locate(lr);
 	lr->lo = lo;
 	lr->span = hi - lo;
 	lr->off_cpu = o->task_cpu - lo;
@@ -190,196 +92,12 @@ struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
 		if (o->task_sched_info_pcount != IVM_KOFF_NONE)
 			lr->off_pcount = o->task_sched_info_pcount - base;
 	}
+	last_ran_locate_counts(lr);
 	*ret = lr;
 	return NULL;
 }
 
-static struct ivm_error *grow(struct ivm_last_ran *lr, size_t nr)
-{
-	struct candidate *cand;
-	struct ivm_gmem_piece *pieces;
-	size_t *piece_cand;
-	uint8_t *buf, *si_buf = lr->si_buf;
 
-	if (nr <= lr->cap)
-		return NULL;
-	cand = reallocarray(lr->cand, nr, sizeof(*cand));
-	if (cand)
-		lr->cand = cand;
-	/* A span of each, and in the split layout a sched_info piece. */
-	pieces = reallocarray(lr->pieces, 2 * nr + 1, sizeof(*pieces));
-	if (pieces)
-		lr->pieces = pieces;
-	piece_cand = reallocarray(lr->piece_cand, 2 * nr, sizeof(*piece_cand));
-	if (piece_cand)
-		lr->piece_cand = piece_cand;
-	buf = reallocarray(lr->buf, nr, lr->span);
-	if (buf)
-		lr->buf = buf;
-	if (lr->si_split) {
-		si_buf = reallocarray(lr->si_buf, nr, lr->si_span);
-		if (si_buf)
-			lr->si_buf = si_buf;
-	}
-	if (!cand || !pieces || !piece_cand || !buf ||
-	    (lr->si_split && !si_buf))
-		return &ivm_enomem;
-	lr->cap = nr;
-	return NULL;
-}
-
-/* The guest's threads, less the idle tasks, with their physical spans. */
-static struct ivm_error *refresh(struct ivm_last_ran *lr, uint64_t now_ns)
-{
-	struct ivm_guest_task_list *list;
-	struct ivm_error *err;
-	size_t i, n = 0;
-
-	lr->fresh = false;
-	/* Before the walk: a fork during it counts as one after it. */
-	lr->forks_walk_ok = false;
-	if (lr->has_forks) {
-		err = ivm_gmem_read_phys(lr->gmem, lr->forks_pa,
-					 lr->forks_buf, 8);
-		if (err && err->code == IVM_ERROR_GONE)
-			return err;
-		lr->forks_walk_ok = !err;
-		lr->forks_walk = ivm_le64(lr->forks_buf);
-		ivm_error_destroy(err);
-	}
-	lr->stats.walks++;
-	err = ivm_kernel_task_list(lr->layout, 0, &list);
-	if (err)
-		return err;
-	err = grow(lr, list->nr);
-	if (err) {
-		ivm_guest_task_list_destroy(list);
-		return err;
-	}
-	for (i = 0; i < list->nr; i++) {
-		struct candidate *c = &lr->cand[n];
-		uint64_t task = list->tasks[i].addr;
-
-		if (list->tasks[i].is_idle || task + lr->lo < task)
-			continue;
-		c->task = task;
-		c->tgid = list->tasks[i].tgid;
-		err = ivm_kernel_translate_range(lr->layout, task + lr->lo,
-						 lr->span, &c->pa);
-		c->mapped = !err;
-		ivm_error_destroy(err);
-		c->si_mapped = false;
-		if (lr->si_split && task + lr->si_lo > task) {
-			err = ivm_kernel_translate_range(lr->layout,
-							 task + lr->si_lo,
-							 lr->si_span,
-							 &c->si_pa);
-			c->si_mapped = !err;
-			ivm_error_destroy(err);
-		}
-		n++;
-	}
-	/* A truncated walk still gives candidates; the next one may not be. */
-	ivm_guest_task_list_destroy(list);
-	lr->nr = n;
-	lr->refreshed = true;
-	lr->refreshed_at = now_ns;
-	lr->gen++;
-	return NULL;
-}
-
-/* Queue the candidates' spans (or sched_info pieces) for one batch. */
-static size_t queue_all(struct ivm_last_ran *lr, bool si, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < lr->nr; i++) {
-		struct candidate *c = &lr->cand[i];
-
-		if (si)
-			c->si_ok = false;
-		else
-			c->ok = false;
-		if (!(si ? c->si_mapped : c->mapped))
-			continue;
-		lr->pieces[n] = si ?
-			(struct ivm_gmem_piece){
-				.gpa = c->si_pa,
-				.buf = lr->si_buf + i * lr->si_span,
-				.len = lr->si_span } :
-			(struct ivm_gmem_piece){ .gpa = c->pa,
-						 .buf = lr->buf + i * lr->span,
-						 .len = lr->span };
-		/* Spans below nr, sched_info pieces from nr up. */
-		lr->piece_cand[n++] = si ? lr->nr + i : i;
-	}
-	return n;
-}
-
-static bool *piece_ok(struct ivm_last_ran *lr, size_t piece)
-{
-	size_t k = lr->piece_cand[piece];
-
-	return k < lr->nr ? &lr->cand[k].ok : &lr->cand[k - lr->nr].si_ok;
-}
-
-/*
- * Read every candidate's span and sched_info piece (if apart): one batch
- * (one system call), or one by one if that fails.  While held, what the
- * hold read already stands.
- */
-static struct ivm_error *read_all(struct ivm_last_ran *lr)
-{
-	struct ivm_error *err;
-	size_t i, n;
-
-	if (lr->held && lr->fresh)
-		return NULL;
-	n = queue_all(lr, false, 0);
-	if (lr->si_split)
-		n = queue_all(lr, true, n);
-	lr->fresh = lr->held;
-	lr->forks_ok = false;
-	if (!n)
-		return NULL;
-	/* The count of forks last, past the candidates' pieces. */
-	if (lr->has_forks)
-		lr->pieces[n] = (struct ivm_gmem_piece){
-			.gpa = lr->forks_pa, .buf = lr->forks_buf, .len = 8 };
-	err = ivm_gmem_read_phys_many(lr->gmem, lr->pieces,
-				      n + lr->has_forks);
-	if (!err) {
-		for (i = 0; i < n; i++)
-			*piece_ok(lr, i) = true;
-		lr->forks_ok = lr->has_forks;
-		lr->forks_now = ivm_le64(lr->forks_buf);
-		return NULL;
-	}
-	if (err->code == IVM_ERROR_GONE)
-		return err;
-	ivm_error_destroy(err);
-	/* A task freed and its page gone since the walk: tell it apart. */
-	for (i = 0; i < n; i++) {
-		err = ivm_gmem_read_phys(lr->gmem, lr->pieces[i].gpa,
-					 lr->pieces[i].buf, lr->pieces[i].len);
-		if (err && err->code == IVM_ERROR_GONE)
-			return err;
-		*piece_ok(lr, i) = !err;
-		ivm_error_destroy(err);
-	}
-	lr->refreshed = false;	/* walk again next time */
-	return NULL;
-}
-
-/* Candidate i's sched_info words as read (off_arrival, off_pcount), or NULL. */
-static const uint8_t *si_words(const struct ivm_last_ran *lr, size_t i)
-{
-	if (lr->off_arrival == IVM_KOFF_NONE)
-		return NULL;
-	if (lr->si_split)
-		return lr->cand[i].si_ok ? lr->si_buf + i * lr->si_span : NULL;
-	return lr->cand[i].ok ? lr->buf + i * lr->span : NULL;
-}
 
 /* Whether candidate i, as read, is a task of cpu not of process skip_tgid. */
 static bool of_cpu(const struct ivm_last_ran *lr, size_t i, unsigned int cpu,
@@ -403,7 +121,7 @@ static struct ivm_error *refresh_if_due(struct ivm_last_ran *lr,
 	if (lr->refreshed && now_ns - lr->refreshed_at <
 			     IVM_LAST_RAN_REFRESH_NS)
 		return NULL;
-	return refresh(lr, now_ns);
+	return last_ran_refresh(lr, now_ns);
 }
 
 /*
@@ -418,9 +136,9 @@ static struct ivm_error *rewalk_stale(struct ivm_last_ran *lr,
 	if (!stale(lr) || now_ns - lr->refreshed_at < IVM_LAST_RAN_STALE_NS)
 		return NULL;
 	lr->stats.stale_walks++;
-	err = refresh(lr, now_ns);
+	err = last_ran_refresh(lr, now_ns);
 	if (!err)
-		err = read_all(lr);
+		err = last_ran_read_all(lr, now_ns);
 	return err;
 }
 
@@ -430,7 +148,7 @@ static struct ivm_error *read_candidates(struct ivm_last_ran *lr,
 {
 	struct ivm_error *err = refresh_if_due(lr, now_ns);
 
-	return err ? err : read_all(lr);
+	return err ? err : last_ran_read_all(lr, now_ns);
 }
 
 /*

@@ -20,7 +20,8 @@
  * most every IVM_LAST_RAN_REFRESH_NS; one lookup is one batched physical
  * read of one piece of each candidate, from thread_info.cpu to
  * sched_info.last_arrival when that fits in 4 KiB (task_structs are in the
- * direct map; else two pieces).  A thread created since the last walk is
+ * direct map; else two pieces), or of the candidates that ran lately only
+ * (see IVM_LAST_RAN_HOT_NS).  A thread created since the last walk is
  * not a candidate yet.
  *
  * Limits, by design: a task that went to idle on CPU X and has since been
@@ -53,6 +54,26 @@
  * fewer transitions are named, never wrong ones.
  */
 #define IVM_LAST_RAN_STALE_NS 50000000ull
+/*
+ * Hot reads: a task's words change only when it is switched in, while it
+ * runs, and when it is woken onto another CPU (cpu, and exec_start reset
+ * by CFS), so reading the tasks that do not run again and again is most
+ * of a lookup's cost for nothing (a piece a task: a page pinned each).
+ * With the run queues' counts of switch-ins (rq_sched_info.pcount,
+ * CONFIG_SCHEDSTATS), a lookup reads only the tasks switched in or running
+ * within IVM_LAST_RAN_HOT_NS, and the CPUs' counts after them.  Those
+ * counts, less their sum read before the last full read, are every
+ * switch-in since; the candidates' own counts, as last read, less theirs
+ * at that read, are those we saw.  Equal, every switch-in since was a
+ * candidate's and came before its last read: what every candidate showed
+ * then still stands but for a task woken onto another CPU and not yet run
+ * (the earlier CPU and exec_start kept: what a lookup asks of a task that
+ * ran, not of one still waiting).  Unequal (a task out of the hot set
+ * ran, one forked or exited), the same lookup reads all candidates, as
+ * without the counts.  So a hot read answers as a full read would, but
+ * for a task woken and not yet run.
+ */
+#define IVM_LAST_RAN_HOT_NS 1000000000ull
 
 struct ivm_last_ran;
 
@@ -198,6 +219,9 @@ struct ivm_last_ran_stats {
 	uint64_t walks;		/* task-list walks, all */
 	uint64_t stale_walks;	/* ... of them because tasks forked */
 	uint64_t stale_refused;	/* lookups refused: forks since the walk */
+	uint64_t full_reads;	/* batches of every candidate */
+	uint64_t hot_reads;	/* batches of the hot ones that stood */
+	uint64_t hot_misses;	/* ... that did not: a full read followed */
 };
 
 const struct ivm_last_ran_stats *ivm_last_ran_stats(const struct ivm_last_ran *lr);

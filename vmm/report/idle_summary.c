@@ -373,6 +373,13 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 			ST("stamps_exact"), ST("stamps_latest"),
 			ST("stamps_stale_refused"), ST("stamps_walks"),
 			ST("stamps_stale_walks"));
+	/* How many reads of the stamps were of the tasks that ran (last_ran.h). */
+	if (ivm_idle_summary_has_stat(s, "stamps_hot_reads"))
+		fprintf(out, "  reads of the scheduler's stamps: %" PRIu64
+			" of every task, %" PRIu64 " of those that ran lately (%" PRIu64
+			" more that a task outside them had run)\n",
+			ST("stamps_full_reads"), ST("stamps_hot_reads"),
+			ST("stamps_hot_misses"));
 	/*
 	 * A guest's process controls its stack, registers and CFI: the user
 	 * stacks it stopped early, by why (capture.h ivm_capture_user_stats).
