@@ -1574,6 +1574,54 @@ Test(vcpu_watch, one_batch_for_all_vcpus)
 	fixture_fini(&f);
 }
 
+/*
+ * A second read that only checks the first (profiler.c settle_views):
+ * the words that tell a switch, and none of the others.
+ */
+Test(vcpu_watch, switches_alone)
+{
+	const uint64_t clock0 = DM(PA_PCPU0) + PCPU_RUNQUEUES + 0x90;
+	struct ivm_vcpu_watch_target targets[2] = {
+		{ .cpu = 0, .idle_task = KVA(L_INIT_TASK),
+		  .rq_clock_va = clock0 },
+		{ .cpu = 1, .idle_task = task_va(IDLE1) },
+	};
+	struct ivm_vcpu_watch_view v[2];
+	struct ivm_vcpu_watch *w;
+	struct ivm_kernel_layout *l;
+	struct fixture f;
+	unsigned int i;
+
+	fixture_init(&f);
+	l = create_ok(&f);
+	for (i = 0; i < 2; i++)
+		cr_assert_null(ivm_kernel_cpu_switches_va(l, i,
+							  &targets[i].switches_va));
+	w64(&f, DM(PA_PCPU1) + PCPU_RUNQUEUES + RQ_NR_SWITCHES, 77);
+	w64(&f, clock0, 5000);
+	cr_assert_null(ivm_vcpu_watch_create(l, f.gmem, targets, 2,
+					     f.off.task_nvcsw,
+					     f.off.task_nivcsw, NULL, &w));
+	cr_assert_null(ivm_vcpu_watch_read_switches(w, 1, v));
+	cr_expect(v[0].current_ok && v[1].current_ok);
+	cr_expect_eq(v[0].current, task_va(T51));
+	cr_expect(v[0].idle_switches_ok && v[1].idle_switches_ok);
+	cr_expect_eq(v[1].idle_switches, 1);
+	cr_expect(v[1].cpu_switches_ok);
+	cr_expect_eq(v[1].cpu_switches, 77);
+	/* The run queue's clock is not a switch's word: left unread. */
+	cr_expect_not(v[0].rq_clock_ok);
+	cr_expect_eq(ivm_vcpu_watch_stats(w)->batches, 1);
+	/* ... which a whole read has. */
+	cr_assert_null(ivm_vcpu_watch_read(w, 2, v, NULL));
+	cr_expect(v[0].rq_clock_ok);
+	cr_expect_eq(v[0].rq_clock, 5000);
+	cr_expect_eq(v[1].cpu_switches, 77);
+	ivm_vcpu_watch_destroy(w);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
 Test(vcpu_watch, unreadable_word_falls_back_alone)
 {
 	/* An idle task whose counters lie past the end of guest RAM. */

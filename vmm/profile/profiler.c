@@ -127,15 +127,17 @@ static bool same_view(const struct ivm_vcpu_watch_view *a,
  * other while the guest runs, so a switch in the middle can show the new
  * task with the old counts, and a from-idle task would be "seen" that was
  * not the first.  When a look may decide something (a vCPU's task or its
- * idle count moved since the last look), read again: a vCPU whose two
- * reads differ keeps the second read without its CPU switch count, so
- * nothing is taken as exact from it.
+ * idle count moved since the last look), read again the words that tell
+ * a switch (half the pieces of a look): the same everywhere, the first
+ * read stands.  Else read all again: a vCPU whose first and last reads
+ * differ keeps the last without its CPU switch count, so nothing is taken
+ * as exact from it.
  */
 static struct ivm_error *settle_views(struct profiler *p, uint64_t now)
 {
 	struct ivm_guest *g = p->guest;
 	struct ivm_error *err;
-	bool moved = false;
+	bool moved = false, torn = false;
 	size_t i;
 
 	if (p->source != IVM_IDLE_SOURCE_SCHED)
@@ -143,6 +145,15 @@ static struct ivm_error *settle_views(struct profiler *p, uint64_t now)
 	for (i = 0; i < g->nr_vcpus; i++)
 		moved |= !same_view(&p->views[i], &p->last_views[i]);
 	if (moved) {
+		err = IN_STAGE(p, IVM_STAGE_LOOKS,
+			       ivm_vcpu_watch_read_switches(p->watch, now,
+							    p->views2));
+		if (err)
+			return err;
+		for (i = 0; i < g->nr_vcpus; i++)
+			torn |= !same_view(&p->views[i], &p->views2[i]);
+	}
+	if (torn) {
 		memcpy(p->views2, p->views, g->nr_vcpus * sizeof(*p->views));
 		err = IN_STAGE(p, IVM_STAGE_LOOKS,
 			       ivm_vcpu_watch_read(p->watch, now, p->views,

@@ -191,8 +191,14 @@ static struct ivm_error *read_word_virt(struct ivm_vcpu_watch *w, size_t vcpu,
 	return ivm_kernel_read(w->layout, wd->va, wd->value, wd->len);
 }
 
+/* The words of a read: all, or what tells a switch (ivm_vcpu_watch_read_switches). */
+#define ALL_WORDS ((1u << WORDS_PER_VCPU) - 1)
+#define SWITCH_WORDS ((1u << W_CURRENT) | (1u << W_NVCSW) | \
+		      (1u << W_NIVCSW) | (1u << W_SWITCHES))
+
 /* The batch failed: read each word alone to tell the bad ones apart. */
-static struct ivm_error *read_one_by_one(struct ivm_vcpu_watch *w)
+static struct ivm_error *read_one_by_one(struct ivm_vcpu_watch *w,
+					 unsigned int mask)
 {
 	size_t i, k;
 
@@ -202,7 +208,7 @@ static struct ivm_error *read_one_by_one(struct ivm_vcpu_watch *w)
 			struct word *wd = &w->words[i * WORDS_PER_VCPU + k];
 			struct ivm_error *err;
 
-			if (!wd->wanted || wd->ok)
+			if (!wd->wanted || wd->ok || !(mask & (1u << k)))
 				continue;
 			if (wd->mapped)
 				err = ivm_gmem_read_phys(w->gmem, wd->pa,
@@ -218,9 +224,9 @@ static struct ivm_error *read_one_by_one(struct ivm_vcpu_watch *w)
 	return NULL;
 }
 
-struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
-				      struct ivm_vcpu_watch_view *views,
-				      uint64_t *failed)
+static struct ivm_error *read_words(struct ivm_vcpu_watch *w, uint64_t now_ns,
+				    struct ivm_vcpu_watch_view *views,
+				    uint64_t *failed, unsigned int mask)
 {
 	size_t i, k, n = 0, nr_words = w->nr * WORDS_PER_VCPU;
 	bool slow = false;
@@ -233,7 +239,7 @@ struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
 		struct word *wd = &w->words[i];
 
 		wd->ok = false;
-		if (!wd->wanted)
+		if (!wd->wanted || !(mask & (1u << (i % WORDS_PER_VCPU))))
 			continue;
 		if (!wd->mapped) {
 			slow = true;
@@ -260,7 +266,7 @@ struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
 		}
 	}
 	if (slow) {
-		err = read_one_by_one(w);
+		err = read_one_by_one(w, mask);
 		if (err)
 			return err;
 	}
@@ -270,7 +276,7 @@ struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
 
 		memset(v, 0, sizeof(*v));
 		for (k = 0; k < WORDS_PER_VCPU && failed; k++)
-			if (wd[k].wanted && !wd[k].ok)
+			if (wd[k].wanted && !wd[k].ok && (mask & (1u << k)))
 				(*failed)++;
 		if (wd[W_CURRENT].ok) {
 			v->current = ivm_le64(wd[W_CURRENT].value);
@@ -305,6 +311,20 @@ struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
 					    &v->irqs);
 	}
 	return NULL;
+}
+
+struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
+				      struct ivm_vcpu_watch_view *views,
+				      uint64_t *failed)
+{
+	return read_words(w, now_ns, views, failed, ALL_WORDS);
+}
+
+struct ivm_error *
+ivm_vcpu_watch_read_switches(struct ivm_vcpu_watch *w, uint64_t now_ns,
+			     struct ivm_vcpu_watch_view *views)
+{
+	return read_words(w, now_ns, views, NULL, SWITCH_WORDS);
 }
 
 const struct ivm_vcpu_watch_stats *

@@ -88,6 +88,16 @@ struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
 				      struct ivm_vcpu_watch_view *views,
 				      uint64_t *failed);
 
+/*
+ * The same, of the words that tell a switch alone (current, the idle
+ * task's switch counts, the CPU's count of switches): the other fields of
+ * views are left unread (invalid, zero).  Half the pieces of a full read:
+ * what a second read that only checks the first needs.
+ */
+struct ivm_error *
+ivm_vcpu_watch_read_switches(struct ivm_vcpu_watch *w, uint64_t now_ns,
+			     struct ivm_vcpu_watch_view *views);
+
 /* Batched reads made, and reads that fell back to one word at a time. */
 struct ivm_vcpu_watch_stats {
 	uint64_t batches;
