@@ -260,7 +260,6 @@ void ivm_profiler_lend_cpu(struct ivm_profiler *pr, uint64_t ns);
 /* When the next step is due (CLOCK_MONOTONIC ns) at the latest. */
 uint64_t ivm_profiler_wake_at(const struct ivm_profiler *pr);
 
-/* Most descriptors one guest's run waits on (its host CPUs' buffers). */
 /*
  * The end_reason of a run whose QEMU went away, whichever read or call
  * found it first: a run that follows its guest waits for libvirt's word
@@ -268,6 +267,7 @@ uint64_t ivm_profiler_wake_at(const struct ivm_profiler *pr);
  */
 #define IVM_END_GONE "the guest went away"
 
+/* Most descriptors one guest's run waits on (its host CPUs' buffers). */
 #define IVM_PROFILER_MAX_POLLFDS 256
 
 /*
