@@ -139,7 +139,11 @@ struct ivm_error *ivm_kernel_read_ptr(const struct ivm_kernel_layout *l,
 
 /* ---- run queues ------------------------------------------------------- */
 
-/* Address of member off of guest CPU cpu's struct rq (what: its name). */
+/*
+ * Address of member off of guest CPU cpu's struct rq (what: its name).
+ * Offset 0 is the run queue's lock, in every kernel: never a member asked
+ * for, only an offset nobody filled in.
+ */
 static struct ivm_error *rq_member_va(const struct ivm_kernel_layout *layout,
 				      unsigned int cpu, uint32_t off,
 				      const char *what, uint64_t *ret)
@@ -150,7 +154,8 @@ static struct ivm_error *rq_member_va(const struct ivm_kernel_layout *layout,
 		return ivm_error_create(IVM_ERROR_INVALID,
 					"guest CPU %u: the kernel has %u", cpu,
 					layout->nr_cpus);
-	if (off == IVM_KOFF_NONE || !symbol_opt(layout, "runqueues", &runqueues))
+	if (!off || off == IVM_KOFF_NONE ||
+	    !symbol_opt(layout, "runqueues", &runqueues))
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"this kernel's run queues have no known %s",
 					what);
@@ -174,17 +179,14 @@ struct ivm_error *ivm_kernel_cpu_rq_clock_va(
 struct ivm_error *ivm_kernel_cpu_rq_idle_stamp_va(
 	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret)
 {
-	/* Offset 0 is the run queue's lock: an offset nobody filled in. */
-	return rq_member_va(layout, cpu, layout->off.rq_idle_stamp ?
-			    layout->off.rq_idle_stamp : IVM_KOFF_NONE,
+	return rq_member_va(layout, cpu, layout->off.rq_idle_stamp,
 			    "idle_stamp", ret);
 }
 
 struct ivm_error *ivm_kernel_cpu_rq_pcount_va(
 	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret)
 {
-	return rq_member_va(layout, cpu, layout->off.rq_sched_info_pcount ?
-			    layout->off.rq_sched_info_pcount : IVM_KOFF_NONE,
+	return rq_member_va(layout, cpu, layout->off.rq_sched_info_pcount,
 			    "rq_sched_info.pcount", ret);
 }
 
