@@ -349,6 +349,130 @@ Test(sched_events, polled_hint_skips_empty_buffers_and_loses_nothing)
 	ivm_sched_events_destroy(l.ev);
 }
 
+/* A thread pinned to one host CPU, sleeping 100 us at a time. */
+struct sleeper {
+	int cpu;
+	pid_t tid;
+	volatile bool go, stop;
+	unsigned int sleeps;
+};
+
+static void *sleeper_main(void *arg)
+{
+	struct sleeper *w = arg;
+	struct timespec ts = { 0, 100000 };
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	w->tid = (pid_t)syscall(SYS_gettid);
+	while (!w->go)
+		sched_yield();
+	while (!w->stop) {
+		nanosleep(&ts, NULL);
+		w->sleeps++;
+	}
+	return NULL;
+}
+
+struct ordered {
+	struct ivm_sched_events *ev;
+	pid_t tids[2];
+	unsigned int sleeps[2];
+	uint64_t last_ts, backwards;
+};
+
+static int on_ordered(void *ctx, const void *data, size_t size, int cpu,
+		      uint64_t ts)
+{
+	struct ordered *o = ctx;
+	struct ivm_sched_event e;
+	struct ivm_error *err = ivm_sched_events_decode(o->ev, data, size, &e);
+	int i;
+
+	(void)cpu;
+	if (err) {
+		ivm_error_destroy(err);
+		return 0;
+	}
+	if (ts < o->last_ts)
+		o->backwards++;
+	o->last_ts = ts;
+	for (i = 0; i < 2; i++)
+		if (e.kind == IVM_SCHED_SWITCH && e.prev_tid == o->tids[i] &&
+		    ivm_sched_state_sleeping(e.prev_state))
+			o->sleeps[i]++;
+	return 0;
+}
+
+/*
+ * Held, records of two threads on two host CPUs come in stamp order
+ * across reads, and none is lost: the last read, hold off, hands over
+ * the rest.  Reads every 50 us, while both threads switch every 100 us,
+ * so records land on a CPU already drained in nearly every read.
+ */
+Test(sched_events, held_reads_come_in_stamp_order_across_reads,
+     .timeout = 30)
+{
+	const char *events[] = { "sched:sched_switch", "sched:sched_waking" };
+	struct sleeper w[2] = { { .cpu = 0 }, { .cpu = 1 } };
+	struct ordered o = { 0 };
+	struct ivm_trace_session *s;
+	struct ivm_error *err;
+	struct timespec pause = { 0, 50000 };
+	pthread_t th[2];
+	int i, reads;
+
+	if (geteuid() != 0)
+		cr_skip_test("tracefs needs root");
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		cr_skip_test("one host CPU: nothing to order");
+	for (i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, sleeper_main, &w[i]), 0);
+	for (i = 0; i < 2; i++)
+		while (!__atomic_load_n(&w[i].tid, __ATOMIC_SEQ_CST))
+			sched_yield();
+	o.tids[0] = w[0].tid;
+	o.tids[1] = w[1].tid;
+	err = ivm_sched_events_load(NULL, &o.ev);
+	if (!err)
+		err = ivm_trace_session_create(events, 2, o.tids, 2, 0, &s);
+	if (err && err->code == IVM_ERROR_OS) {
+		w[0].stop = w[1].stop = w[0].go = w[1].go = true;
+		pthread_join(th[0], NULL);
+		pthread_join(th[1], NULL);
+		cr_skip_test("no tracefs here: %s", err->message);
+		return;
+	}
+	cr_assert_null(err, "%s", err ? err->message : "");
+	ivm_trace_session_hold(s, true);
+	w[0].go = w[1].go = true;
+	for (reads = 0; reads < 4000; reads++) {
+		cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
+		nanosleep(&pause, NULL);
+	}
+	w[0].stop = w[1].stop = true;
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	ivm_trace_session_hold(s, false);
+	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
+	cr_assert_eq(ivm_trace_session_lost(s), 0);
+	cr_assert_eq(o.backwards, 0, "%" PRIu64 " records older than one "
+		     "handed over before them", o.backwards);
+	/*
+	 * This host's kernel leaves a few switches unrecorded, held or not
+	 * (seen without hold: up to 6 of 2,839, in 3 runs of 50): held
+	 * records lost would be most of them, read after read.
+	 */
+	for (i = 0; i < 2; i++)
+		cr_assert_geq(o.sleeps[i] + w[i].sleeps / 100, w[i].sleeps,
+			      "thread %d: %u sleeps, %u recorded", i,
+			      w[i].sleeps, o.sleeps[i]);
+	ivm_trace_session_destroy(s);
+	ivm_sched_events_destroy(o.ev);
+}
+
 Test(sched_events, switch_filter_text)
 {
 	char *f = ivm_sched_switch_filter((pid_t[]){ 41, 42 }, 2);

@@ -768,8 +768,12 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	 * The host's records up to now, so its waits end where the
 	 * kernel's run_delay is read (fill_stats).
 	 */
-	if (p->host && p->trace && !p->gone)
+	if (p->host && p->trace && !p->gone) {
+		ivm_trace_session_hold(p->host_trace, false);
+		if (p->disk_trace)
+			ivm_trace_session_hold(p->disk_trace, false);
 		ivm_error_destroy(poll_halted(p));
+	}
 	/* Periods still open: their to-idle samples go without a time. */
 	if (p->writer && p->held) {
 		ferr = write_all_held(p);

@@ -355,6 +355,8 @@ static void setup_host_side(struct profiler *p, const char **idle_events,
 		p->host = NULL;
 		return;
 	}
+	/* A wakeup read after its switch-in would lose that wait. */
+	ivm_trace_session_hold(p->host_trace, true);
 	/* The kernel's own sum beside ours. */
 	for (i = 0; i < g->nr_vcpus; i++)
 		ivm_error_destroy(ivm_host_sched_watch(p->host, i,
@@ -433,6 +435,9 @@ static void setup_disk_side(struct profiler *p, const char *waking)
 					       ivm_disk_syscall_filter());
 	for (i = 0; !err && i < n; i++)
 		ivm_disk_service_qemu_thread(p->disk, tids[i]);
+	/* A call's hand-offs cross CPUs: read them in order. */
+	if (!err)
+		ivm_trace_session_hold(p->disk_trace, true);
 	if (err) {
 		fprintf(stderr, "idlevm: warning: the disk's host side is not followed: %s\n",
 			ivm_error_string(err));

@@ -16,6 +16,7 @@
 #include <traceevent/kbuffer.h>
 #include <tracefs/tracefs.h>
 
+#include "base/clock.h"
 #include "profile/trace_session.h"
 
 #define TRACEFS_MAGIC_NR 0x74726163	/* "trac", linux/magic.h */
@@ -30,7 +31,7 @@
 
 struct pending {
 	uint64_t ts;
-	uint32_t seq;		/* order within a CPU, for equal stamps */
+	uint32_t seq;		/* order of reading, for equal stamps */
 	uint16_t cpu, size;
 	uint32_t off;		/* into the arena */
 };
@@ -52,6 +53,16 @@ struct ivm_trace_session {
 	size_t nr_pend, cap_pend;
 	uint8_t *arena;
 	size_t arena_used, arena_cap;
+	/*
+	 * hold: records stamped at or after the read began wait for the
+	 * next read (the first nr_held of pend, their bytes the first of
+	 * the arena); spare is the arena they are moved through.
+	 */
+	bool hold;
+	size_t nr_held;
+	uint32_t seq;
+	uint8_t *spare;
+	size_t spare_cap;
 	uint64_t lost;
 	/*
 	 * Readiness is exact only with buffer_percent 0 (a poller is told
@@ -318,6 +329,7 @@ void ivm_trace_session_destroy(struct ivm_trace_session *s)
 	free(s->page);
 	free(s->pend);
 	free(s->arena);
+	free(s->spare);
 	free(s);
 }
 
@@ -388,7 +400,6 @@ static bool keep(struct ivm_trace_session *s, int cpu, uint32_t seq,
 /* Drain one CPU's buffer into the pending list. */
 static void drain_cpu(struct ivm_trace_session *s, int cpu)
 {
-	uint32_t seq = 0;
 	int pages;
 
 	for (pages = 0; pages < MAX_PAGES_PER_READ; pages++) {
@@ -408,7 +419,7 @@ static void drain_cpu(struct ivm_trace_session *s, int cpu)
 			s->lost += missed > 0 ? (uint64_t)missed : 1;
 		for (data = kbuffer_read_event(s->kbuf, &ts); data;
 		     data = kbuffer_next_event(s->kbuf, &ts))
-			if (!keep(s, cpu, seq++, ts, data,
+			if (!keep(s, cpu, s->seq++, ts, data,
 				  kbuffer_event_size(s->kbuf)))
 				s->lost++;
 	}
@@ -425,17 +436,62 @@ static int by_time(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/*
+ * Keep pend[from..nr_pend) for the next read: moved to the front, their
+ * bytes packed at the arena's start (through spare: they are in stamp
+ * order, not the arena's).  False when out of memory: nothing is held.
+ */
+static bool hold_rest(struct ivm_trace_session *s, size_t from)
+{
+	size_t i, bytes = 0;
+	uint8_t *t;
+
+	for (i = from; i < s->nr_pend; i++)
+		bytes += s->pend[i].size;
+	if (bytes > s->spare_cap) {
+		t = realloc(s->spare, bytes);
+		if (!t)
+			return false;
+		s->spare = t;
+		s->spare_cap = bytes;
+	}
+	bytes = 0;
+	for (i = from; i < s->nr_pend; i++) {
+		struct pending *p = &s->pend[i];
+
+		memcpy(s->spare + bytes, s->arena + p->off, p->size);
+		p->off = (uint32_t)bytes;
+		bytes += p->size;
+		s->pend[i - from] = *p;
+	}
+	t = s->arena;
+	s->arena = s->spare;
+	s->spare = t;
+	i = s->arena_cap;
+	s->arena_cap = s->spare_cap;
+	s->spare_cap = i;
+	s->nr_held = s->nr_pend - from;
+	return true;
+}
+
 struct ivm_error *ivm_trace_session_read(
 	struct ivm_trace_session *s,
 	int (*fn)(void *ctx, const void *data, size_t size, int cpu,
 		  uint64_t ts),
 	void *ctx)
 {
-	size_t i;
+	uint64_t upto = s->hold ? ivm_mono_ns() : UINT64_MAX;
+	size_t i, bytes = 0;
 	int cpu;
 
-	s->nr_pend = 0;
-	s->arena_used = 0;
+	/* What the last read held waits at the front. */
+	for (i = 0; i < s->nr_held; i++)
+		bytes += s->pend[i].size;
+	s->nr_pend = s->nr_held;
+	s->arena_used = bytes;
+	s->nr_held = 0;
+	if (!s->nr_pend)
+		s->seq = 0;
 	for (cpu = 0; cpu < s->nr_cpus; cpu++)
 		if (s->fds[cpu] >= 0 && !(s->hinted && s->hint_empty[cpu]))
 			drain_cpu(s, cpu);
@@ -446,12 +502,22 @@ struct ivm_error *ivm_trace_session_read(
 	for (i = 0; i < s->nr_pend; i++) {
 		const struct pending *p = &s->pend[i];
 
+		/* Out of memory to hold them: handed over now. */
+		if (p->ts >= upto && hold_rest(s, i))
+			return NULL;
 		if (fn(ctx, s->arena + p->off, p->size, p->cpu, p->ts)) {
 			s->lost += s->nr_pend - i - 1;
 			break;
 		}
 	}
 	return NULL;
+}
+
+void ivm_trace_session_hold(struct ivm_trace_session *s, bool on)
+{
+	s->hold = on;
+	/* A held session is read whole: see the header. */
+	s->hinted = false;
 }
 
 struct ivm_error *ivm_trace_session_enable(struct ivm_trace_session *s,
@@ -477,9 +543,12 @@ static int drop_record(void *ctx, const void *data, size_t size, int cpu,
 
 size_t ivm_trace_session_discard(struct ivm_trace_session *s)
 {
+	bool hold = s->hold;
 	size_t n = 0;
 
+	s->hold = false;
 	ivm_error_destroy(ivm_trace_session_read(s, drop_record, &n));
+	s->hold = hold;
 	return n;
 }
 
@@ -489,7 +558,7 @@ void ivm_trace_session_polled(struct ivm_trace_session *s,
 	int cpu;
 
 	s->hinted = false;
-	if (!fds || !s->poll_exact || n != (size_t)s->nr_cpus)
+	if (!fds || !s->poll_exact || s->hold || n != (size_t)s->nr_cpus)
 		return;
 	for (cpu = 0; cpu < s->nr_cpus; cpu++) {
 		if (fds[cpu].fd != s->fds[cpu])
