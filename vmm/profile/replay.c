@@ -35,17 +35,27 @@ static bool first_ran_before(const struct ivm_last_ran_run *runs, size_t nr,
 }
 
 /*
- * Whether the window's counts are exactly those of: (from idle, a switch
- * into) the first task's hidden run, idle, its shown run, then the runs
- * as their stamps tile the window, and idle at the end if the CPU is idle
- * now (else the last run is the task current now).
+ * Whether the window's counts are exactly those of the runs as their
+ * stamps tile the window, and idle at the end if the CPU is idle now (else
+ * the last run is the task current now); hidden: with the first task's
+ * hidden run before them ((from idle, a switch into) it, idle, its shown
+ * run).  Without it, the first run is from idle at since, or the task
+ * current then, running on from before since.
  */
 static bool counts_fit(const struct ivm_last_ran_run *runs, size_t nr,
-		       const struct ivm_replay_window *w)
+		       const struct ivm_replay_window *w, bool from_before,
+		       bool hidden)
 {
-	uint64_t switches = w->before ? 2 : 3, from_idle = w->before ? 1 : 2;
+	uint64_t switches = w->before ? 0 : 1, from_idle = w->before ? 0 : 1;
 	size_t i;
 
+	if (hidden) {
+		switches += 2;
+		from_idle++;
+	} else if (w->before ? !from_before || runs[0].task != w->before :
+			       from_before) {
+		return false;
+	}
 	for (i = 0; i < nr; i++) {
 		if (runs[i].end < runs[i].arrival)
 			return false;
@@ -70,7 +80,7 @@ size_t ivm_replay_gaps(struct ivm_last_ran_run *runs, size_t nr,
 		       const struct ivm_replay_window *w,
 		       struct ivm_replay_gap *gaps, size_t max)
 {
-	bool from_before = false;
+	bool from_before = false, hidden;
 	size_t i, n = 0;
 
 	for (i = 0; i < nr; i++)
@@ -79,8 +89,22 @@ size_t ivm_replay_gaps(struct ivm_last_ran_run *runs, size_t nr,
 			from_before = true;
 		}
 	qsort(runs, nr, sizeof(*runs), by_arrival);
-	if (nr && max && w->counts_ok && !from_before &&
-	    first_ran_before(runs, nr, w) && counts_fit(runs, nr, w))
+	if (!nr || !max)
+		return 0;
+	hidden = w->counts_ok && !from_before &&
+		 first_ran_before(runs, nr, w) &&
+		 counts_fit(runs, nr, w, from_before, true);
+	/*
+	 * Counts the runs do not explain: some run is not shown (a task
+	 * that ran here and was woken onto another CPU since, one that ran
+	 * twice, one forked and gone), and a gap between two stamps may be
+	 * that run rather than idle; its end would name a task that did not
+	 * go to idle.  Nothing is rebuilt: the caller counts them unseen.
+	 */
+	if (w->counts_ok && !hidden &&
+	    !counts_fit(runs, nr, w, from_before, false))
+		return 0;
+	if (hidden)
 		gaps[n++] = (struct ivm_replay_gap){
 			.to_idle = runs[0].task, .from_idle = runs[0].task,
 			.start = runs[0].arrival, .end = runs[0].arrival,
