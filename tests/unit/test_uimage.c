@@ -431,6 +431,56 @@ Test(uimage, missing_pages_fault_and_are_retried)
 	free(f.data);
 }
 
+/*
+ * The row cache starts small and grows as distinct rows come (an object
+ * with a few pcs on stacks holds a few rows' memory), and the rows it
+ * moves as it grows are still the rows of their pcs.
+ */
+Test(uimage, row_cache_grows_with_the_rows_met)
+{
+	struct file_bytes f;
+	struct ivm_kmem_reader r = { read_file_bytes, &f };
+	struct ivm_uimage *im;
+	struct ivm_uimage_stats st;
+	struct ivm_cfi_row scratch;
+	const struct ivm_cfi_row *row;
+	char cached[1024], fresh[1024];
+	size_t small, i;
+	uint64_t pc;
+
+	load_file(LIBC, &f);
+	cr_assert_null(ivm_uimage_create(&r, &im));
+	ivm_uimage_stats(im, &st);
+	small = st.memory;
+	ivm_uimage_row(im, &r, NULL, 0x28000, &scratch);
+	ivm_uimage_stats(im, &st);
+	cr_assert_leq(st.memory - small, 16 * sizeof(struct ivm_cfi_row),
+		      "one row: %zu bytes", st.memory - small);
+	/* 200 distinct pcs, then each again: the cache grew to its most. */
+	for (i = 0; i < 200; i++)
+		ivm_uimage_row(im, &r, NULL, 0x28000 + 4099 * i, &scratch);
+	ivm_uimage_stats(im, &st);
+	cr_assert_geq(st.memory - small, 256 * sizeof(struct ivm_cfi_row));
+	for (i = 0; i < 200; i++) {
+		pc = 0x28000 + 4099 * i;
+		row = ivm_uimage_row(im, &r, NULL, pc, &scratch);
+		cr_assert_eq(row->pc, pc);
+		ivm_cfi_row_format(row, cached, sizeof(cached));
+		ivm_uimage_describe_row(im, &r, pc, fresh, sizeof(fresh));
+		cr_assert_str_eq(cached, fresh, "pc %#llx",
+				 (unsigned long long)pc);
+	}
+	ivm_uimage_stats(im, &st);
+	/*
+	 * Direct-mapped: 200 rows in 256 slots, over half come from the
+	 * cache (111 here), the others met another row in their slot.
+	 */
+	cr_assert_geq(st.hits, 100, "%llu hits",
+		      (unsigned long long)st.hits);
+	ivm_uimage_destroy(im);
+	free(f.data);
+}
+
 /* ---- .gnu_debugdata (MiniDebugInfo) ------------------------------------------ */
 
 /*

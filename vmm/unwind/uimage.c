@@ -12,8 +12,15 @@
 #include "unwind/uimage.h"
 #include "unwind/uunwind_dwarf.h"
 
-/* Power of two; rows are about 280 bytes, so about 70 KiB per image. */
-#define ROW_CACHE_SIZE 256u
+/*
+ * Powers of two; rows are about 210 bytes.  A cache starts small and
+ * grows by four while it is over half full, up to 53 KiB: of web01's
+ * objects on a stack most show a few dozen distinct pcs in an hour, and a
+ * soak's images grew for 35 minutes as objects met their first row (each
+ * took the whole cache then).
+ */
+#define ROW_CACHE_MIN 16u
+#define ROW_CACHE_MAX 256u
 /* Distinct CFI expressions kept per image (glibc's libc has a handful). */
 #define MAX_EXPRS 128
 /* Longest expression accepted, in bytes. */
@@ -28,9 +35,14 @@ struct expr {
 	size_t nops;
 };
 
+/*
+ * Decoding's scratch (25 KiB): used within one row's decoding only, so
+ * one per thread serves every image.
+ */
+static __thread struct ivm_ucfi_scratch cfi_scratch;
+
 struct ivm_uimage {
 	struct ivm_uelf elf;
-	struct ivm_ucfi_scratch *scratch;
 	struct expr *exprs[MAX_EXPRS];
 	size_t nr_exprs;
 	/* Names: .dynsym, MiniDebugInfo's, and syms, what lookups use. */
@@ -45,7 +57,8 @@ struct ivm_uimage {
 	 * Made at the first row looked up: most objects a process maps are
 	 * never on a stack, and cost only their headers.
 	 */
-	struct ivm_cfi_row *cache;	/* ROW_CACHE_SIZE */
+	struct ivm_cfi_row *cache;
+	unsigned int cache_slots, cache_used;
 };
 
 struct ivm_error *ivm_uimage_create(const struct ivm_kmem_reader *file,
@@ -77,7 +90,6 @@ void ivm_uimage_destroy(struct ivm_uimage *im)
 	ivm_uelf_syms_destroy(im->mini);
 	ivm_uelf_syms_destroy(im->merged);
 	ivm_ucfi_index_destroy(im->index);
-	free(im->scratch);
 	free(im->cache);
 	free(im);
 }
@@ -337,10 +349,6 @@ static void decode_row(struct ivm_uimage *im,
 	memset(row, 0, sizeof(*row));
 	row->pc = pc;
 	row->state = ROW_NONE;
-	if (!im->scratch && !(im->scratch = malloc(sizeof(*im->scratch)))) {
-		row->state = ROW_BAD;
-		return;
-	}
 	ivm_uelf_vreader_init(&vr, file, &im->elf, &vmem);
 	if (im->elf.eh.vaddr) {
 		err = ivm_ucfi_find(&vmem, &im->elf.eh, pc, &fde);
@@ -350,7 +358,7 @@ static void decode_row(struct ivm_uimage *im,
 			err = ivm_ucfi_index_find(im->index, pc, &fde);
 	}
 	if (!err)
-		err = ivm_ucfi_row(&vmem, fde, pc, im->scratch, &u);
+		err = ivm_ucfi_row(&vmem, fde, pc, &cfi_scratch, &u);
 	if (!err) {
 		convert_row(im, &u, row);
 		if (row->state == ROW_BAD)
@@ -398,6 +406,41 @@ static void lookup_uncached(struct ivm_uimage *im,
 		im->stats.other_mapping++;
 }
 
+/* Code addresses cluster; fold the high bits in so pages spread. */
+static struct ivm_cfi_row *cache_slot(struct ivm_uimage *im, uint64_t pc)
+{
+	return &im->cache[(pc ^ (pc >> 8)) & (im->cache_slots - 1)];
+}
+
+/*
+ * The first cache, or one four times the size with the rows moved in (a
+ * row that meets another in its new slot is dropped).  False when out of
+ * memory: the cache stays as it was.
+ */
+static bool grow_cache(struct ivm_uimage *im)
+{
+	unsigned int n = im->cache ? 4 * im->cache_slots : ROW_CACHE_MIN;
+	struct ivm_cfi_row *old = im->cache, *c = calloc(n, sizeof(*c));
+	unsigned int i, old_slots = im->cache_slots;
+
+	if (!c)
+		return false;
+	im->cache = c;
+	im->cache_slots = n;
+	im->cache_used = 0;
+	for (i = 0; i < old_slots; i++) {
+		struct ivm_cfi_row *slot;
+
+		if (old[i].state == ROW_EMPTY)
+			continue;
+		slot = cache_slot(im, old[i].pc);
+		im->cache_used += slot->state == ROW_EMPTY;
+		*slot = old[i];
+	}
+	free(old);
+	return true;
+}
+
 const struct ivm_cfi_row *ivm_uimage_row(struct ivm_uimage *im,
 					 const struct ivm_kmem_reader *file,
 					 unsigned int *sources, uint64_t pc,
@@ -406,13 +449,11 @@ const struct ivm_cfi_row *ivm_uimage_row(struct ivm_uimage *im,
 	struct ivm_cfi_row *slot;
 
 	im->stats.lookups++;
-	if (!im->cache &&
-	    !(im->cache = calloc(ROW_CACHE_SIZE, sizeof(*im->cache)))) {
+	if (!im->cache && !grow_cache(im)) {
 		lookup_uncached(im, file, sources, pc, scratch);
 		return scratch;
 	}
-	/* Code addresses cluster; fold the high bits in so pages spread. */
-	slot = &im->cache[(pc ^ (pc >> 8)) & (ROW_CACHE_SIZE - 1)];
+	slot = cache_slot(im, pc);
 	if (slot->state != ROW_EMPTY && slot->pc == pc) {
 		im->stats.hits++;
 		return slot;
@@ -421,6 +462,10 @@ const struct ivm_cfi_row *ivm_uimage_row(struct ivm_uimage *im,
 	/* What the guest did not hold may be there next time. */
 	if (scratch->state == ROW_FAULT)
 		return scratch;
+	if (2 * (im->cache_used + 1) > im->cache_slots &&
+	    im->cache_slots < ROW_CACHE_MAX && grow_cache(im))
+		slot = cache_slot(im, pc);
+	im->cache_used += slot->state == ROW_EMPTY;
 	*slot = *scratch;
 	return slot;
 }
@@ -495,8 +540,7 @@ void ivm_uimage_stats(const struct ivm_uimage *im,
 {
 	*ret = im->stats;
 	ret->memory = sizeof(*im) +
-		      (im->scratch ? sizeof(*im->scratch) : 0) +
-		      (im->cache ? ROW_CACHE_SIZE * sizeof(*im->cache) : 0) +
+		      (size_t)im->cache_slots * sizeof(*im->cache) +
 		      im->nr_exprs * sizeof(struct expr);
 	if (im->index)
 		ret->memory += sizeof(*im->index) + 16 * im->index->nr;
