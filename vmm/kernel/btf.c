@@ -156,11 +156,6 @@ void ivm_btf_destroy(struct ivm_btf *btf)
 	free(btf);
 }
 
-const struct btf *ivm_btf_libbpf(const struct ivm_btf *btf)
-{
-	return btf->btf;
-}
-
 static const struct btf_type *type_get(const struct btf *b, uint32_t id)
 {
 	/* Bounds-checked lookup: NULL for an id past the last type. */

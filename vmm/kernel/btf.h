@@ -25,7 +25,6 @@
 
 #include "base/error.h"
 
-struct btf;
 struct ivm_btf;
 
 /* Largest BTF blob accepted from guest memory (a 6.x vmlinux has ~6 MiB). */
@@ -56,9 +55,6 @@ struct ivm_error *ivm_btf_load_blob(const void *data, size_t size,
 				    struct ivm_btf **ret);
 
 void ivm_btf_destroy(struct ivm_btf *btf);
-
-/* The libbpf object, borrowed (for callers that need more than this API). */
-const struct btf *ivm_btf_libbpf(const struct ivm_btf *btf);
 
 /* Where a member lives inside its outermost struct. */
 struct ivm_btf_member {

@@ -354,20 +354,6 @@ void ivm_kmodules_destroy(struct ivm_kmodules *mods)
 	free(mods);
 }
 
-const struct ivm_kmodule *ivm_kmodules_find(const struct ivm_kmodules *mods,
-					    uint64_t addr)
-{
-	size_t i;
-
-	for (i = 0; i < mods->nr; i++) {
-		const struct ivm_kmodule *km = &mods->mods[i];
-
-		if (km->base && addr >= km->base && addr - km->base < km->size)
-			return km;
-	}
-	return NULL;
-}
-
 char *ivm_kmodule_format(const struct ivm_kmodule *m)
 {
 	char *line;

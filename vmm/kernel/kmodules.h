@@ -73,10 +73,6 @@ struct ivm_error *ivm_kmodules_read(const struct ivm_kernel_layout *layout,
 				    struct ivm_kmodules **ret);
 void ivm_kmodules_destroy(struct ivm_kmodules *mods);
 
-/* The module whose core memory holds addr, or NULL. */
-const struct ivm_kmodule *ivm_kmodules_find(const struct ivm_kmodules *mods,
-					    uint64_t addr);
-
 /*
  * A module as lines of text, for a profile's metadata, whose strings are
  * at most IVM_KMODULE_LINE_MAX bytes:

@@ -212,11 +212,6 @@ uint32_t ivm_pin_capture_helper_pid(const struct ivm_pin_capture *pc)
 	return pc->helper_pid;
 }
 
-unsigned int ivm_pin_capture_protocol(const struct ivm_pin_capture *pc)
-{
-	return pc->protocol;
-}
-
 struct ivm_error *ivm_pin_capture_footprint(struct ivm_pin_capture *pc,
 					    struct ivm_helper_stats *ret)
 {

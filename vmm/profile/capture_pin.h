@@ -180,9 +180,6 @@ void ivm_pin_capture_pause(struct ivm_pin_capture *pc, bool paused);
 /* The helper's guest pid (its holder threads belong to it), from HELLO. */
 uint32_t ivm_pin_capture_helper_pid(const struct ivm_pin_capture *pc);
 
-/* The protocol version spoken with the helper (2: HOLD_PIN). */
-unsigned int ivm_pin_capture_protocol(const struct ivm_pin_capture *pc);
-
 /*
  * The helper's own count of what it did for this session (requests, its
  * loop's wakeups, pins, holds, hold_ns: the vCPU time its holders spun...),

@@ -127,11 +127,6 @@ void ivm_kvm_events_destroy(struct ivm_kvm_events *ev)
 	free(ev);
 }
 
-struct tep_handle *ivm_kvm_events_tep(struct ivm_kvm_events *ev)
-{
-	return ev->tep;
-}
-
 struct ivm_error *ivm_kvm_events_decode(struct ivm_kvm_events *ev,
 					const void *data, size_t size,
 					struct ivm_kvm_event *ret)

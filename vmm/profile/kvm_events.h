@@ -22,7 +22,6 @@
 
 #include "base/error.h"
 
-struct tep_handle;
 struct ivm_kvm_events;
 
 enum ivm_kvm_event_kind {
@@ -58,9 +57,6 @@ struct ivm_error *ivm_kvm_events_load(const char *tracefs,
 				      struct ivm_kvm_events **ret);
 
 void ivm_kvm_events_destroy(struct ivm_kvm_events *ev);
-
-/* The libtraceevent handle holding the formats (borrowed). */
-struct tep_handle *ivm_kvm_events_tep(struct ivm_kvm_events *ev);
 
 /*
  * Decode one raw record (starting at common_type).  IVM_ERROR_NOT_FOUND

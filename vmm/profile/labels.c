@@ -373,12 +373,6 @@ size_t ivm_labels_count(const struct ivm_labels *l)
 	return l->n;
 }
 
-const struct ivm_label_spec *ivm_labels_spec(const struct ivm_labels *l,
-					     size_t i)
-{
-	return i < l->n ? &l->specs[i] : NULL;
-}
-
 const struct ivm_label_stats *ivm_labels_stats(const struct ivm_labels *l,
 					       size_t i)
 {

@@ -227,8 +227,6 @@ void ivm_labels_read(struct ivm_labels *l, const struct ivm_label_target *t,
 		     uint64_t now_ns, struct ivm_label *out, size_t *nr);
 
 size_t ivm_labels_count(const struct ivm_labels *l);
-const struct ivm_label_spec *ivm_labels_spec(const struct ivm_labels *l,
-					     size_t i);
 const struct ivm_label_stats *ivm_labels_stats(const struct ivm_labels *l,
 					       size_t i);
 /* Why label i's last "?" was, or NULL: for the end of the run. */
