@@ -1207,6 +1207,57 @@ Test(kernel_layout, last_ran_by_stamps)
 }
 
 /*
+ * A run-queue clock that stood still over several switches (TCG's
+ * sched_clock held to the tick's): every task that stopped in that while
+ * has the stamp of the switch to idle.  The last is the one that arrived
+ * at it; two arrived at it, and no task is named, not even the latest.
+ */
+Test(kernel_layout, last_ran_tied_stamps)
+{
+	struct ivm_kernel_layout *l;
+	struct ivm_last_ran *lr;
+	struct fixture f;
+	uint64_t task = 0, t = 0;
+	struct ivm_error *err;
+
+	fixture_init(&f);
+	l = create_ok(&f);
+	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
+	/* CPU 1 at 900: sleeper-t2 ran since 600, init in and out at 900. */
+	stamps(&f, T52, 600, 900);
+	stamps(&f, P1, 900, 900);
+	stamps(&f, P2, 1000, 2000);
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 900, 0, t, &task));
+	cr_expect_eq(task, task_va(P1));
+	/* The same by the idle stamp, the clock moved on. */
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 1300, 900, t, &task));
+	cr_expect_eq(task, task_va(P1));
+	/* The other way round: init first, sleeper-t2 in and out at 900. */
+	stamps(&f, P1, 400, 900);
+	stamps(&f, T52, 900, 900);
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 900, 0, t, &task));
+	cr_expect_eq(task, task_va(T52));
+	cr_expect_eq(ivm_last_ran_stats(lr)->exact, 3);
+	/* Both switched in at 900: either ran last. */
+	stamps(&f, P1, 900, 900);
+	task = 0;
+	err = ivm_last_ran_find_at(lr, 1, 0, 900, 0, t, &task);
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
+	cr_expect_eq(task, 0);
+	cr_expect_eq(ivm_last_ran_stats(lr)->tied_refused, 1);
+	cr_expect_eq(ivm_last_ran_stats(lr)->latest, 0);
+	/* A task of CPU 0 on CPU 1's stamp does not tie with them. */
+	stamps(&f, P1, 400, 500);
+	stamps(&f, P2, 900, 900);
+	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 900, 0, t, &task));
+	cr_expect_eq(task, task_va(T52));
+	ivm_last_ran_destroy(lr);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
+/*
  * Held, lookups answer from the first read of the hold: a stamp written
  * since is not seen until the release (or a new hold), last_arrival
  * included, which comes in the same piece as the rest here (the words are

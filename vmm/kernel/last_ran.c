@@ -153,27 +153,67 @@ static struct ivm_error *read_candidates(struct ivm_last_ran *lr,
 
 /*
  * The candidate stamped with clock or idle_stamp (0: none given) when it
- * stopped: the task that went to idle at that switch; 0 if none.
+ * stopped: the task that went to idle at that switch; 0 if none, and
+ * *tied when the stamps cannot tell which of several it is.
+ *
+ * A run-queue clock can stand still over several switches (an unstable
+ * sched_clock is held to the tick's: seen on web01 under TCG, nginx,
+ * php-fpm and wrk switched in and out within one value), and then every
+ * task that stopped in that while has the stamp.  The one running when
+ * the clock stopped arrived before it; those switched in since arrived at
+ * it.  So of the CPU's tasks on the stamp, the last is the only one that
+ * arrived at it, or the only one at all; with two or more arrived at it
+ * (or no arrival to tell), either may have run last.
  */
 static uint64_t stamped(const struct ivm_last_ran *lr, unsigned int cpu,
-			int32_t skip_tgid, uint64_t clock, uint64_t idle_stamp)
+			int32_t skip_tgid, uint64_t clock, uint64_t idle_stamp,
+			bool *tied)
 {
-	uint64_t best = 0;
-	size_t i;
+	uint64_t other = 0, first = 0, arrived = 0;
+	size_t i, nr_here = 0, nr_arrived = 0;
 
+	*tied = false;
 	for (i = 0; (clock || idle_stamp) && i < lr->nr; i++) {
 		const uint8_t *b = lr->buf + i * lr->span;
+		const uint8_t *w = si_words(lr, i);
 		uint64_t end = ivm_le64(b + lr->off_exec_start);
 
 		if (!lr->cand[i].ok ||
 		    (skip_tgid && lr->cand[i].tgid == skip_tgid) ||
 		    !end || (end != clock && end != idle_stamp))
 			continue;
-		/* Two tasks on one stamp: only the one of this CPU is sure. */
-		if (!best || ivm_le32(b + lr->off_cpu) == cpu)
-			best = lr->cand[i].task;
+		/* Two tasks on one stamp: only one of this CPU is sure. */
+		if (ivm_le32(b + lr->off_cpu) != cpu) {
+			if (!other)
+				other = lr->cand[i].task;
+			continue;
+		}
+		if (!nr_here++)
+			first = lr->cand[i].task;
+		if (w && ivm_le64(w + lr->off_arrival) >= end) {
+			nr_arrived++;
+			arrived = lr->cand[i].task;
+		}
 	}
-	return best;
+	if (nr_here == 1)
+		return first;
+	if (nr_here && nr_arrived == 1)
+		return arrived;
+	if (nr_here) {
+		*tied = true;
+		return 0;
+	}
+	return other;
+}
+
+/* Several tasks stopped at the switch's stamp: naming one is a guess. */
+static struct ivm_error *refuse_tied(struct ivm_last_ran *lr,
+				     unsigned int cpu, uint64_t clock)
+{
+	lr->stats.tied_refused++;
+	return ivm_error_create(IVM_ERROR_NOT_FOUND,
+				"CPU %u: tasks switched in and out at clock %llu; which went to idle is not known",
+				cpu, (unsigned long long)clock);
 }
 
 /* No answer from stale candidates: an older task would be named wrongly. */
@@ -194,21 +234,26 @@ static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
 {
 	uint64_t best = 0, best_start = 0;
 	struct ivm_error *err;
+	bool tied = false;
 	size_t i;
 
 	err = read_candidates(lr, now_ns);
 	if (err)
 		return err;
 	if (at)
-		best = stamped(lr, cpu, skip_tgid, clock, idle_stamp);
+		best = stamped(lr, cpu, skip_tgid, clock, idle_stamp, &tied);
 	/* Not among candidates that miss forked tasks: walk them again. */
 	if (!best && stale(lr)) {
 		err = rewalk_stale(lr, now_ns);
 		if (err)
 			return err;
 		if (at)
-			best = stamped(lr, cpu, skip_tgid, clock, idle_stamp);
+			best = stamped(lr, cpu, skip_tgid, clock, idle_stamp,
+				       &tied);
 	}
+	/* Nor the CPU's latest task: it is one of them. */
+	if (tied)
+		return refuse_tied(lr, cpu, clock ? clock : idle_stamp);
 	if (best) {
 		lr->stats.exact++;
 		*ret = best;

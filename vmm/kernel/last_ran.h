@@ -139,7 +139,10 @@ struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
  * earlier task).  The clock moves on while the CPU idles (a tick, a
  * wakeup queued elsewhere), but idle_stamp, cpu's rq->idle_stamp read now
  * (0: unknown), keeps the clock of the switch: a task stamped with either
- * is the one.  Without such a task, as ivm_last_ran_find.
+ * is the one.  Without such a task, as ivm_last_ran_find.  When several
+ * of cpu's tasks have the stamp (a clock that stood still over their
+ * runs) and their arrivals do not tell the last, IVM_ERROR_NOT_FOUND
+ * (counted as tied_refused): any of them, or the latest, is a guess.
  */
 struct ivm_error *ivm_last_ran_find_at(struct ivm_last_ran *lr,
 				       unsigned int cpu, int32_t skip_tgid,
@@ -212,13 +215,14 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 				      struct ivm_last_ran_run *runs,
 				      size_t max, size_t *nr);
 
-/* What the lookups did about forks (see IVM_LAST_RAN_STALE_NS). */
+/* What the lookups did, about forks too (see IVM_LAST_RAN_STALE_NS). */
 struct ivm_last_ran_stats {
 	uint64_t exact;		/* to-idle lookups answered by a stamp */
 	uint64_t latest;	/* ... by the CPU's latest task instead */
 	uint64_t walks;		/* task-list walks, all */
 	uint64_t stale_walks;	/* ... of them because tasks forked */
 	uint64_t stale_refused;	/* lookups refused: forks since the walk */
+	uint64_t tied_refused;	/* ... tasks tied on the switch's stamp */
 	uint64_t full_reads;	/* batches of every candidate */
 	uint64_t hot_reads;	/* batches of the hot ones that stood */
 	uint64_t hot_misses;	/* ... that did not: a full read followed */

@@ -315,6 +315,14 @@ struct ivm_error *last_ran_task(struct profiler *p,
 	return NULL;
 }
 
+/* The lookups last_ran refused rather than name a task that may be wrong. */
+static uint64_t refusals(const struct profiler *p)
+{
+	const struct ivm_last_ran_stats *s = ivm_last_ran_stats(p->last_ran);
+
+	return s->stale_refused + s->tied_refused;
+}
+
 /*
  * A to-idle target the poll could not be sure of: ask guest memory who ran
  * last on the CPU.  Without an answer the dispatch monitor's guess stands,
@@ -330,10 +338,10 @@ static struct ivm_error *resolve_to_idle(struct profiler *p,
 
 	if (!p->last_ran)
 		return NULL;
-	refused = ivm_last_ran_stats(p->last_ran)->stale_refused;
+	refused = refusals(p);
 	err = last_ran_task(p, v, now, &task);
-	/* Tasks forked since the walk: the guess may be as wrong. */
-	if (!err && ivm_last_ran_stats(p->last_ran)->stale_refused != refused)
+	/* Tasks forked since the walk, or tied: the guess may be as wrong. */
+	if (!err && refusals(p) != refused)
 		req->task = 0;
 	if (err || !task)
 		return err;
