@@ -41,6 +41,7 @@
 #define PCPU_APICID 0x300ull
 #define PCPU_RUNQUEUES 0x400ull
 #define RQ_NR_SWITCHES 0x48ull
+#define RQ_CURR 0x50ull
 #define RQ_SCHED_INFO 0x80ull
 
 /* Physical addresses in region A. */
@@ -198,6 +199,7 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 		btf__add_field(b, "nr_running", t_uint, 0, 0);
 		btf__add_field(b, "nr_switches", t_ulong,
 			       RQ_NR_SWITCHES * 8, 0);
+		btf__add_field(b, "curr", t_ptr, RQ_CURR * 8, 0);
 		if (g_rq_pcount)
 			btf__add_field(b, "rq_sched_info", t_si,
 				       RQ_SCHED_INFO * 8, 0);
@@ -1668,6 +1670,60 @@ Test(vcpu_watch, switches_alone)
 	cr_expect(v[0].rq_clock_ok);
 	cr_expect_eq(v[0].rq_clock, 5000);
 	cr_expect_eq(v[1].cpu_switches, 77);
+	ivm_vcpu_watch_destroy(w);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
+/*
+ * A switch under way: rq->curr is the task arriving while current is
+ * still the one leaving (its stacks not switched yet).  The view says so,
+ * in a whole read and in the check of the switch words alone.
+ */
+Test(vcpu_watch, mid_switch)
+{
+	const uint64_t curr1 = DM(PA_PCPU1) + PCPU_RUNQUEUES + RQ_CURR;
+	struct ivm_vcpu_watch_target targets[2] = {
+		{ .cpu = 0, .idle_task = KVA(L_INIT_TASK) },
+		{ .cpu = 1, .idle_task = task_va(IDLE1) },
+	};
+	struct ivm_kernel_layout *l;
+	struct ivm_vcpu_watch_view v[2];
+	struct fixture f;
+	struct ivm_vcpu_watch *w;
+
+	fixture_init(&f);
+	l = create_ok(&f);
+	cr_assert_eq(f.off.rq_curr, RQ_CURR);
+	cr_assert_null(ivm_kernel_cpu_rq_curr_va(l, 0, &targets[0].rq_curr_va));
+	cr_assert_null(ivm_kernel_cpu_rq_curr_va(l, 1, &targets[1].rq_curr_va));
+	cr_expect_eq(targets[1].rq_curr_va, curr1);
+	/* CPU 0 settled on T51; CPU 1 idle, switching to T52. */
+	w64(&f, DM(PA_PCPU0) + PCPU_RUNQUEUES + RQ_CURR, task_va(T51));
+	w64(&f, curr1, task_va(T52));
+	cr_assert_null(ivm_vcpu_watch_create(l, f.gmem, targets, 2,
+					     f.off.task_nvcsw,
+					     f.off.task_nivcsw, NULL, &w));
+	cr_assert_null(ivm_vcpu_watch_read(w, 1, v, NULL));
+	cr_expect_eq(v[1].current, task_va(IDLE1));
+	cr_expect(v[1].mid_switch);
+	cr_expect_not(v[0].mid_switch);
+	cr_assert_null(ivm_vcpu_watch_read_switches(w, 2, v));
+	cr_expect(v[1].mid_switch);
+	/* The stacks switched: current caught up. */
+	w64(&f, DM(PA_PCPU1) + PCPU_CURRENT_TASK, task_va(T52));
+	cr_assert_null(ivm_vcpu_watch_read_switches(w, 3, v));
+	cr_expect_not(v[1].mid_switch);
+	cr_expect_eq(v[1].current, task_va(T52));
+	ivm_vcpu_watch_destroy(w);
+	/* Not watched: never taken as a switch under way. */
+	targets[1].rq_curr_va = 0;
+	w64(&f, curr1, task_va(P1));
+	cr_assert_null(ivm_vcpu_watch_create(l, f.gmem, targets, 2,
+					     f.off.task_nvcsw,
+					     f.off.task_nivcsw, NULL, &w));
+	cr_assert_null(ivm_vcpu_watch_read(w, 4, v, NULL));
+	cr_expect_not(v[1].mid_switch);
 	ivm_vcpu_watch_destroy(w);
 	ivm_kernel_layout_destroy(l);
 	fixture_fini(&f);

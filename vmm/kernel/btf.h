@@ -185,6 +185,11 @@ struct ivm_kernel_offsets {
 	/* struct rq: idle task of a runqueue (optional, fallback) */
 	uint32_t rq_idle;
 	uint32_t rq_nr_switches;	/* optional: context switches on the CPU */
+	/*
+	 * optional: the task the CPU's scheduler switched to, set with
+	 * nr_switches and before the switch itself (`current` after it).
+	 */
+	uint32_t rq_curr;
 	/* optional: sched_entity.exec_start, stamped when a task stops */
 	uint32_t task_se_exec_start;
 	/* optional (CONFIG_SCHED_INFO): rq clock when last switched in */

@@ -170,6 +170,12 @@ struct ivm_error *ivm_kernel_cpu_switches_va(
 			    "nr_switches", ret);
 }
 
+struct ivm_error *ivm_kernel_cpu_rq_curr_va(
+	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret)
+{
+	return rq_member_va(layout, cpu, layout->off.rq_curr, "curr", ret);
+}
+
 struct ivm_error *ivm_kernel_cpu_rq_clock_va(
 	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret)
 {

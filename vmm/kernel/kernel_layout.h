@@ -227,6 +227,15 @@ struct ivm_error *ivm_kernel_cpu_switches(const struct ivm_kernel_layout *layout
 					  unsigned int cpu, uint64_t *ret);
 
 /*
+ * Address of guest CPU cpu's rq->curr: the task its scheduler switched
+ * to.  A switch writes it next to nr_switches, then switches stacks and
+ * only then `current`, so the two differ while a switch is under way.
+ * Errors as above.
+ */
+struct ivm_error *ivm_kernel_cpu_rq_curr_va(
+	const struct ivm_kernel_layout *layout, unsigned int cpu, uint64_t *ret);
+
+/*
  * Address of guest CPU cpu's run-queue clock (rq->clock, ns), the clock
  * task_struct.sched_info.last_arrival is stamped with.  Errors as above.
  */

@@ -249,6 +249,7 @@ struct ivm_error *ivm_kernel_offsets_from_btf(const struct ivm_btf *btf,
 	OPT("pcpu_hot", "current_task", pcpu_hot_current_task, 8);
 	OPT("rq", "idle", rq_idle, 8);
 	OPT("rq", "nr_switches", rq_nr_switches, 8);
+	OPT("rq", "curr", rq_curr, 8);
 	OPT("task_struct", "se.exec_start", task_se_exec_start, 8);
 	OPT("task_struct", "sched_info.last_arrival",
 	    task_sched_info_last_arrival, 8);

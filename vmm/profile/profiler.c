@@ -119,7 +119,8 @@ static bool same_view(const struct ivm_vcpu_watch_view *a,
 {
 	return a->current_ok == b->current_ok && a->current == b->current &&
 	       a->idle_switches == b->idle_switches &&
-	       a->cpu_switches == b->cpu_switches;
+	       a->cpu_switches == b->cpu_switches &&
+	       a->mid_switch == b->mid_switch;
 }
 
 /*
@@ -177,6 +178,7 @@ static void poll_once(struct profiler *p, uint64_t now)
 	size_t i;
 
 	uint64_t failed = 0;
+	bool mid_switch = false;
 
 	err = IN_STAGE(p, IVM_STAGE_EVENTS, poll_halted(p));
 	if (!err && p->guest_paused)
@@ -218,6 +220,18 @@ static void poll_once(struct profiler *p, uint64_t now)
 
 		if (v->cpu < 0)
 			continue;
+		/*
+		 * A switch under way (vcpu_watch.h): its current is the task
+		 * leaving and its counts the arriving one's; seen idle so,
+		 * the stamps named the task arriving (web01 under TCG, where
+		 * a switch takes a few hundred microseconds).  This look
+		 * decides nothing for the vCPU; the next, soon, does.
+		 */
+		if (view->mid_switch) {
+			p->res->mid_switch_looks++;
+			mid_switch = true;
+			continue;
+		}
 		if (p->source == IVM_IDLE_SOURCE_THREAD &&
 		    (!view->current_ok ||
 		     (view->current == vp->idle_task) != vp->was_idle)) {
@@ -278,7 +292,7 @@ static void poll_once(struct profiler *p, uint64_t now)
 	 */
 	for (i = 0; p->last_ran && i < g->nr_vcpus; i++)
 		if (g->vcpus[i].cpu >= 0 && p->views[i].current_ok &&
-		    p->views[i].rq_clock_ok &&
+		    !p->views[i].mid_switch && p->views[i].rq_clock_ok &&
 		    p->views[i].current == p->vcpus[i].idle_task)
 			ivm_last_ran_mark(p->last_ran,
 					  (unsigned int)g->vcpus[i].cpu,
@@ -291,6 +305,11 @@ static void poll_once(struct profiler *p, uint64_t now)
 	/* What this look decided may end a vCPU's follow-ups. */
 	if (p->source == IVM_IDLE_SOURCE_SCHED)
 		p->next_look_ns = next_look(p, now);
+	/* Once after a switch under way: a vCPU stopped in one stays so. */
+	if (mid_switch && !p->mid_switch_retry &&
+	    p->next_look_ns > now + MID_SWITCH_RETRY_NS)
+		p->next_look_ns = now + MID_SWITCH_RETRY_NS;
+	p->mid_switch_retry = mid_switch;
 }
 
 /*

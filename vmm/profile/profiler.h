@@ -171,6 +171,7 @@ struct ivm_profiler_result {
 	uint64_t from_idle_unresolved;
 	uint64_t retries;		/* discarded idle captures read again */
 	uint64_t torn_reads;		/* looks a switch cut through */
+	uint64_t mid_switch_looks;	/* vCPUs seen between rq->curr and current */
 	struct ivm_idle_stats idle;	/* idle periods and host events */
 	uint64_t periods_written;	/* IDLE_PERIOD records */
 	uint64_t periods_no_start;	/* ... rebuilt without a start */

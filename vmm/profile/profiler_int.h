@@ -53,6 +53,12 @@ struct vcpu_poll {
  * dispatched the task it woke for (TCG takes a few hundred microseconds),
  * so that task is seen running, not named after the fact.
  */
+/*
+ * A look that caught a switch under way decides nothing (profiler.c); the
+ * next comes this soon after it, once: a switch takes microseconds under
+ * KVM and a few hundred under TCG, unless its vCPU thread was preempted.
+ */
+#define MID_SWITCH_RETRY_NS 50000ull
 static const uint64_t follow_ns[NR_FOLLOW] = {
 	100000ull, 250000ull, 500000ull, 1000000ull, 2000000ull, 4000000ull,
 };
@@ -62,7 +68,7 @@ static const uint64_t follow_ns[NR_FOLLOW] = {
  * (switch sampling's included), three per --label, the stages, the
  * budget's, the stamps', the disk's and the host's side.
  */
-#define MAX_STATS (111 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + 2 + 2 + 9 + \
+#define MAX_STATS (112 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + 2 + 2 + 9 + \
 		   IVM_DISK_MAX_STATS + IVM_HOST_MAX_STATS)
 
 struct profiler {
@@ -115,6 +121,7 @@ struct profiler {
 	enum ivm_idle_source source;		/* the one running */
 	uint32_t period_every[IVM_SAMPLE_NR_KINDS];	/* --idle-every */
 	bool look_due;			/* a vCPU thread slept */
+	bool mid_switch_retry;		/* the last look caught a switch */
 	bool helper_held;		/* pin mode: the last capture held a vCPU */
 	uint64_t next_look_ns;
 	/* The last first_since() answer, good for one poll. */

@@ -202,6 +202,11 @@ static struct ivm_error *setup_watch(struct profiler *p)
 						 &targets[i].switches_va);
 		watched += !err;
 		ivm_error_destroy(err);	/* 0 stays: not watched */
+		/* Tells a look that caught a switch (vcpu_watch.h). */
+		err = ivm_kernel_cpu_rq_curr_va(g->layout,
+						(unsigned int)g->vcpus[i].cpu,
+						&targets[i].rq_curr_va);
+		ivm_error_destroy(err);
 		/* Names the from-idle task after the fact (last_ran.h). */
 		err = ivm_kernel_cpu_rq_clock_va(g->layout,
 						 (unsigned int)g->vcpus[i].cpu,

@@ -132,6 +132,7 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 				     r->to_idle_unresolved };
 	st[n++] = (struct ivm_stat){ "capture_retries", r->retries };
 	st[n++] = (struct ivm_stat){ "torn_reads", r->torn_reads };
+	st[n++] = (struct ivm_stat){ "mid_switch_looks", r->mid_switch_looks };
 	st[n++] = (struct ivm_stat){ "from_idle_resolved",
 				     r->from_idle_resolved };
 	st[n++] = (struct ivm_stat){ "from_idle_unresolved",

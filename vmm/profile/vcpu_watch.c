@@ -5,9 +5,16 @@
 #include "base/bytes.h"
 #include "profile/vcpu_watch.h"
 
-/* The words watched per vCPU, in this order. */
-enum { W_CURRENT, W_NVCSW, W_NIVCSW, W_SWITCHES, W_IRQ_STAT, W_IRQ_SUM,
-       W_RQ_CLOCK, W_IDLE_STAMP, WORDS_PER_VCPU };
+/*
+ * The words watched per vCPU, read in this order.  A switch writes
+ * nr_switches, rq->curr and the leaving task's switch count together,
+ * and `current` last, after its stacks: read `current` first and rq->curr
+ * after the counts, a read across a switch shows the old task with the
+ * new counts only where rq->curr says so (ivm_vcpu_watch_view.mid_switch),
+ * but for the few instructions between nr_switches and rq->curr.
+ */
+enum { W_CURRENT, W_NVCSW, W_NIVCSW, W_SWITCHES, W_RQ_CURR, W_IRQ_STAT,
+       W_IRQ_SUM, W_RQ_CLOCK, W_IDLE_STAMP, WORDS_PER_VCPU };
 
 /* irq_stat's fields span less than this (irq_stat.c checks). */
 #define MAX_WORD_LEN 512
@@ -105,6 +112,10 @@ struct ivm_error *ivm_vcpu_watch_create(const struct ivm_kernel_layout *layout,
 			wd[W_SWITCHES].wanted = true;
 			wd[W_SWITCHES].va = targets[i].switches_va;
 		}
+		if (targets[i].rq_curr_va) {
+			wd[W_RQ_CURR].wanted = true;
+			wd[W_RQ_CURR].va = targets[i].rq_curr_va;
+		}
 		if (targets[i].rq_clock_va) {
 			wd[W_RQ_CLOCK].wanted = true;
 			wd[W_RQ_CLOCK].va = targets[i].rq_clock_va;
@@ -194,7 +205,7 @@ static struct ivm_error *read_word_virt(struct ivm_vcpu_watch *w, size_t vcpu,
 /* The words of a read: all, or what tells a switch (ivm_vcpu_watch_read_switches). */
 #define ALL_WORDS ((1u << WORDS_PER_VCPU) - 1)
 #define SWITCH_WORDS ((1u << W_CURRENT) | (1u << W_NVCSW) | \
-		      (1u << W_NIVCSW) | (1u << W_SWITCHES))
+		      (1u << W_NIVCSW) | (1u << W_SWITCHES) | (1u << W_RQ_CURR))
 
 /* The batch failed: read each word alone to tell the bad ones apart. */
 static struct ivm_error *read_one_by_one(struct ivm_vcpu_watch *w,
@@ -285,6 +296,9 @@ static struct ivm_error *read_words(struct ivm_vcpu_watch *w, uint64_t now_ns,
 			if (!v->current_ok && failed)
 				(*failed)++;
 		}
+		/* Switching: rq->curr is the task arriving, current leaving. */
+		v->mid_switch = v->current_ok && wd[W_RQ_CURR].ok &&
+				ivm_le64(wd[W_RQ_CURR].value) != v->current;
 		if (wd[W_NVCSW].ok && wd[W_NIVCSW].ok) {
 			v->idle_switches = ivm_le64(wd[W_NVCSW].value) +
 					   ivm_le64(wd[W_NIVCSW].value);

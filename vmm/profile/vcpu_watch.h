@@ -43,6 +43,7 @@ struct ivm_vcpu_watch_target {
 	uint64_t switches_va;	/* its rq->nr_switches; 0: not watched */
 	uint64_t rq_clock_va;	/* its rq->clock; 0: not watched */
 	uint64_t rq_idle_stamp_va;	/* its rq->idle_stamp; 0: not watched */
+	uint64_t rq_curr_va;	/* its rq->curr; 0: not watched */
 };
 
 /* One poll's view of one vCPU. */
@@ -58,6 +59,12 @@ struct ivm_vcpu_watch_view {
 	uint64_t rq_clock;	/* its run queue's clock (ns) */
 	bool idle_stamp_ok;
 	uint64_t idle_stamp;	/* its clock when it went idle; 0: not idle */
+	/*
+	 * Its rq->curr was read and is not current: a switch is under way
+	 * (ivm_kernel_cpu_rq_curr_va), current is the task leaving and the
+	 * counts, clock and stamps may already be of the one arriving.
+	 */
+	bool mid_switch;
 };
 
 struct ivm_vcpu_watch;
@@ -90,7 +97,7 @@ struct ivm_error *ivm_vcpu_watch_read(struct ivm_vcpu_watch *w, uint64_t now_ns,
 
 /*
  * The same, of the words that tell a switch alone (current, the idle
- * task's switch counts, the CPU's count of switches): the other fields of
+ * task's switch counts, the CPU's count of switches, rq->curr): the other fields of
  * views are left unread (invalid, zero).  Half the pieces of a full read:
  * what a second read that only checks the first needs.
  */

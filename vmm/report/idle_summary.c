@@ -382,6 +382,10 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 			" more that a task outside them had run)\n",
 			ST("stamps_full_reads"), ST("stamps_hot_reads"),
 			ST("stamps_hot_misses"));
+	/* Looks that saw rq->curr and current apart (vcpu_watch.h). */
+	if (ST("mid_switch_looks"))
+		fprintf(out, "  looks at a vCPU in the middle of a switch: %" PRIu64
+			" (they decided nothing)\n", ST("mid_switch_looks"));
 	/*
 	 * A guest's process controls its stack, registers and CFI: the user
 	 * stacks it stopped early, by why (capture.h ivm_capture_user_stats).
