@@ -1034,10 +1034,18 @@ Test(kernel_layout, last_ran_on_a_cpu)
 	cr_assert_null(ivm_last_ran_find(lr, 0, 0, t, &task));
 	cr_expect_eq(task, task_va(P2));
 
-	/* Still switching out, or running elsewhere: the next one. */
+	/*
+	 * Running there (the CPU left idle since), or still switching out
+	 * (then it is the one): the next one would be a guess.
+	 */
 	w32(&f, task_va(T52) + 40, 1);
-	cr_assert_null(ivm_last_ran_find(lr, 1, 0, t, &task));
-	cr_expect_eq(task, task_va(P1));
+	err = ivm_last_ran_find(lr, 1, 0, t, &task);
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
+	cr_expect_eq(ivm_last_ran_stats(lr)->running_refused, 1);
+	/* Running on CPU 0 does not say CPU 1 left idle. */
+	cr_assert_null(ivm_last_ran_find(lr, 0, 0, t, &task));
+	cr_expect_eq(task, task_va(P2));
 	w32(&f, task_va(T52) + 40, 0);
 
 	/* Values are read anew at each lookup, the list kept: 52 moved. */
@@ -1249,6 +1257,14 @@ Test(kernel_layout, last_ran_tied_stamps)
 	cr_expect_eq(task, 0);
 	cr_expect_eq(ivm_last_ran_stats(lr)->tied_refused, 1);
 	cr_expect_eq(ivm_last_ran_stats(lr)->latest, 0);
+	/* Alone on the stamp but running: the clock was of its switch in. */
+	stamps(&f, P1, 400, 500);
+	w32(&f, task_va(T52) + 40, 1);
+	err = ivm_last_ran_find_at(lr, 1, 0, 900, 0, t, &task);
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
+	cr_expect_eq(ivm_last_ran_stats(lr)->tied_refused, 2);
+	w32(&f, task_va(T52) + 40, 0);
 	/* A task of CPU 0 on CPU 1's stamp does not tie with them. */
 	stamps(&f, P1, 400, 500);
 	stamps(&f, P2, 900, 900);

@@ -164,6 +164,12 @@ static struct ivm_error *read_candidates(struct ivm_last_ran *lr,
  * it.  So of the CPU's tasks on the stamp, the last is the only one that
  * arrived at it, or the only one at all; with two or more arrived at it
  * (or no arrival to tell), either may have run last.
+ *
+ * One of them running (on_cpu) tells the clock given is of a switch in:
+ * a wakeup that skips the next clock update stamps the task it brings
+ * with the clock a look read while the CPU still idled (web01: nginx
+ * named for php-fpm's switch to idle).  Tied too: the stamp is not the
+ * switch to idle's.
  */
 static uint64_t stamped(const struct ivm_last_ran *lr, unsigned int cpu,
 			int32_t skip_tgid, uint64_t clock, uint64_t idle_stamp,
@@ -190,12 +196,14 @@ static uint64_t stamped(const struct ivm_last_ran *lr, unsigned int cpu,
 		}
 		if (!nr_here++)
 			first = lr->cand[i].task;
-		if (w && ivm_le64(w + lr->off_arrival) >= end) {
+		if (running(lr, i))
+			nr_arrived = 2;
+		else if (w && ivm_le64(w + lr->off_arrival) >= end) {
 			nr_arrived++;
 			arrived = lr->cand[i].task;
 		}
 	}
-	if (nr_here == 1)
+	if (nr_here == 1 && nr_arrived < 2)
 		return first;
 	if (nr_here && nr_arrived == 1)
 		return arrived;
@@ -214,6 +222,16 @@ static struct ivm_error *refuse_tied(struct ivm_last_ran *lr,
 	return ivm_error_create(IVM_ERROR_NOT_FOUND,
 				"CPU %u: tasks switched in and out at clock %llu; which went to idle is not known",
 				cpu, (unsigned long long)clock);
+}
+
+/* The CPU runs a task again: its latest stopped task is a guess. */
+static struct ivm_error *refuse_running(struct ivm_last_ran *lr,
+					unsigned int cpu)
+{
+	lr->stats.running_refused++;
+	return ivm_error_create(IVM_ERROR_NOT_FOUND,
+				"CPU %u runs a task again: which went to idle is not known",
+				cpu);
 }
 
 /* No answer from stale candidates: an older task would be named wrongly. */
@@ -272,10 +290,14 @@ static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
 
 		if (!of_cpu(lr, i, cpu, skip_tgid))
 			continue;
-		/* Running elsewhere or still switching out: not it. */
-		if (lr->off_on_cpu != IVM_KOFF_NONE &&
-		    ivm_le32(b + lr->off_on_cpu))
-			continue;
+		/*
+		 * Running there: the CPU left idle since the look, and the
+		 * task that went to idle may be this one, run again (its
+		 * stamp moved on: web01, kworker named for php-fpm), or one
+		 * it left behind.  Still switching out: it is, but unsure.
+		 */
+		if (running(lr, i))
+			return refuse_running(lr, cpu);
 		start = ivm_le64(b + lr->off_exec_start);
 		if (!best || start > best_start) {
 			best = lr->cand[i].task;

@@ -122,7 +122,8 @@ void ivm_last_ran_mark(struct ivm_last_ran *lr, unsigned int cpu,
  * The task that ran last on guest CPU cpu, which must be idle now, in *ret,
  * leaving out the threads of process skip_tgid (idlevm's own helper; 0:
  * none).  now_ns (monotonic) paces the refresh of the candidates.
- * IVM_ERROR_NOT_FOUND when no candidate is on that CPU; IVM_ERROR_GONE when
+ * IVM_ERROR_NOT_FOUND when no candidate is on that CPU, or when one runs
+ * there (the CPU left idle since: running_refused); IVM_ERROR_GONE when
  * the guest is.
  */
 struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
@@ -142,7 +143,8 @@ struct ivm_error *ivm_last_ran_find(struct ivm_last_ran *lr, unsigned int cpu,
  * is the one.  Without such a task, as ivm_last_ran_find.  When several
  * of cpu's tasks have the stamp (a clock that stood still over their
  * runs) and their arrivals do not tell the last, IVM_ERROR_NOT_FOUND
- * (counted as tied_refused): any of them, or the latest, is a guess.
+ * (counted as tied_refused): any of them, or the latest, is a guess; so
+ * when one of them is running (the clock given is of a switch in).
  */
 struct ivm_error *ivm_last_ran_find_at(struct ivm_last_ran *lr,
 				       unsigned int cpu, int32_t skip_tgid,
@@ -223,6 +225,7 @@ struct ivm_last_ran_stats {
 	uint64_t stale_walks;	/* ... of them because tasks forked */
 	uint64_t stale_refused;	/* lookups refused: forks since the walk */
 	uint64_t tied_refused;	/* ... tasks tied on the switch's stamp */
+	uint64_t running_refused; /* ... no stamp, and the CPU runs again */
 	uint64_t full_reads;	/* batches of every candidate */
 	uint64_t hot_reads;	/* batches of the hot ones that stood */
 	uint64_t hot_misses;	/* ... that did not: a full read followed */

@@ -117,6 +117,13 @@ static inline const uint8_t *si_words(const struct ivm_last_ran *lr, size_t i)
 	return lr->cand[i].ok ? lr->buf + i * lr->span : NULL;
 }
 
+/* Whether candidate i, as read, is on a CPU (running, or switching out). */
+static inline bool running(const struct ivm_last_ran *lr, size_t i)
+{
+	return lr->off_on_cpu != IVM_KOFF_NONE && lr->cand[i].ok &&
+	       ivm_le32(lr->buf + i * lr->span + lr->off_on_cpu);
+}
+
 /* The count of forks and the CPUs' counts of switch-ins, located once. */
 void last_ran_locate_counts(struct ivm_last_ran *lr);
 /* Walk the guest's threads again: the candidates (last_ran_read.c). */

@@ -248,12 +248,6 @@ static bool pcount_of(const struct ivm_last_ran *lr, size_t i, uint64_t *ret)
 	return true;
 }
 
-static bool running(const struct ivm_last_ran *lr, size_t i)
-{
-	return lr->off_on_cpu != IVM_KOFF_NONE && lr->cand[i].ok &&
-	       ivm_le32(lr->buf + i * lr->span + lr->off_on_cpu);
-}
-
 /* The CPUs' counts of switch-ins as pieces from n; the next free piece. */
 static size_t queue_rq(struct ivm_last_ran *lr, size_t n)
 {

@@ -320,7 +320,7 @@ static uint64_t refusals(const struct profiler *p)
 {
 	const struct ivm_last_ran_stats *s = ivm_last_ran_stats(p->last_ran);
 
-	return s->stale_refused + s->tied_refused;
+	return s->stale_refused + s->tied_refused + s->running_refused;
 }
 
 /*

@@ -201,6 +201,8 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 					     ls->stale_refused };
 		st[n++] = (struct ivm_stat){ "stamps_tied_refused",
 					     ls->tied_refused };
+		st[n++] = (struct ivm_stat){ "stamps_running_refused",
+					     ls->running_refused };
 		st[n++] = (struct ivm_stat){ "stamps_full_reads",
 					     ls->full_reads };
 		st[n++] = (struct ivm_stat){ "stamps_hot_reads",

@@ -362,8 +362,9 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 	/*
 	 * How the stamps named to-idle tasks (last_ran.h): exactly, or as
 	 * the CPU's latest task; not at all rather than wrongly when tasks
-	 * forked since the task list was walked, or when several stopped at
-	 * the switch's stamp (a profile without that count says 0).
+	 * forked since the task list was walked, when several stopped at
+	 * the switch's stamp, or when the CPU ran a task again (a profile
+	 * without those counts says 0).
 	 */
 	if (ivm_idle_summary_has_stat(s, "stamps_exact"))
 		fprintf(out, "  to-idle tasks named from the scheduler's stamps: %" PRIu64
@@ -371,10 +372,12 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 			" as the CPU's latest task; %" PRIu64
 			" not named (tasks forked since the walk of the task list; %" PRIu64
 			" walks, %" PRIu64 " of them for forks), %" PRIu64
-			" not named (tasks tied on the switch's stamp)\n",
+			" not named (tasks tied on the switch's stamp), %" PRIu64
+			" not named (the CPU ran a task again)\n",
 			ST("stamps_exact"), ST("stamps_latest"),
 			ST("stamps_stale_refused"), ST("stamps_walks"),
-			ST("stamps_stale_walks"), ST("stamps_tied_refused"));
+			ST("stamps_stale_walks"), ST("stamps_tied_refused"),
+			ST("stamps_running_refused"));
 	/* How many reads of the stamps were of the tasks that ran (last_ran.h). */
 	if (ivm_idle_summary_has_stat(s, "stamps_hot_reads"))
 		fprintf(out, "  reads of the scheduler's stamps: %" PRIu64
