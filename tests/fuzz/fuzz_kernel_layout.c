@@ -106,6 +106,7 @@ static void build_btf(void)
 	btf__add_field(b, "fsbase", t_ulong, 64, 0);
 	t_comm = btf__add_array(b, t_int, t_char, 16);
 	t_se = btf__add_struct(b, "sched_entity", 16);
+	btf__add_field(b, "nr_migrations", t_ulong, 0, 0);
 	btf__add_field(b, "exec_start", t_ulong, 64, 0);
 	t_si = btf__add_struct(b, "sched_info", 24);
 	btf__add_field(b, "pcount", t_ulong, 0, 0);
@@ -132,6 +133,7 @@ static void build_btf(void)
 	btf__add_struct(b, "rq", 0x100);
 	btf__add_field(b, "nr_switches", t_ulong, 0x48 * 8, 0);
 	btf__add_field(b, "rq_sched_info", t_si, 0x80 * 8, 0);
+	btf__add_field(b, "clock", t_ulong, 0xc0 * 8, 0);
 	btf__add_struct(b, "signal_struct", 0x40);
 	btf__add_field(b, "thread_head", t_list, 0x10 * 8, 0);
 	btf__add_struct(b, "mm_struct", 0x80);
@@ -190,7 +192,8 @@ static void build_guest(void)
 		"ffffffff81301010 D nr_cpu_ids\n"
 		"ffffffff81301018 D page_offset_base\n"
 		"ffffffff81301020 D phys_base\n"
-		"ffffffff81301028 D max_pfn\n";
+		"ffffffff81301028 D max_pfn\n"
+		"ffffffff81301030 D total_forks\n";
 	uint64_t init = KVA(K_INIT_TASK), t[5], tn = off.task_thread_node;
 	uint64_t th = off.signal_thread_head, tt = off.task_tasks;
 	uint8_t *pgt = at(KVA(K_PGT));
@@ -249,38 +252,94 @@ static uint8_t *slot(unsigned int s)
 	return mem_b + K_INIT_TASK + off.task_tasks;
 }
 
-/* The task last_ran named, if it did: a non-idle task of the walk, or abort. */
-static void named_of_walk(const struct ivm_guest_task_list *list,
-			  struct ivm_error *err, const uint64_t *task)
+/* Whether task is a non-idle task of list (NULL: none). */
+static bool in_walk(const struct ivm_guest_task_list *list, uint64_t task)
 {
 	size_t i;
 
+	for (i = 0; list && i < list->nr; i++)
+		if (list->tasks[i].addr == task && !list->tasks[i].is_idle)
+			return true;
+	return false;
+}
+
+/*
+ * The task last_ran named, if it did: a non-idle task of the walk or of
+ * the walk after memory changed (after; NULL: none), or abort.
+ */
+static void named_of_walk(const struct ivm_guest_task_list *list,
+			  const struct ivm_guest_task_list *after,
+			  struct ivm_error *err, const uint64_t *task)
+{
 	if (err) {
 		ivm_error_destroy(err);
 		return;
 	}
-	for (i = 0; i < list->nr; i++)
-		if (list->tasks[i].addr == *task && !list->tasks[i].is_idle)
-			return;
-	abort();
+	if (!in_walk(list, *task) && !in_walk(after, *task))
+		abort();
+}
+
+/* Overwrite slots of guest memory with the input's 10-byte records. */
+static void overwrite(const uint8_t *data, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i + 10 <= size && i < 10 * 64; i += 10) {
+		uint16_t s;
+
+		memcpy(&s, data + i, 2);
+		memcpy(slot(s), data + i + 2, 8);
+	}
+}
+
+/* Every lookup of last_ran on CPUs 0..3 at now_ns, checked against list. */
+static void last_ran_ask(struct ivm_last_ran *lr,
+			 const struct ivm_guest_task_list *list,
+			 const struct ivm_guest_task_list *after,
+			 uint64_t now_ns)
+{
+	struct ivm_last_ran_run runs[8];
+	struct ivm_error *err;
+	uint64_t task, arrival;
+	unsigned int cpu;
+	size_t i, nr;
+
+	for (cpu = 0; cpu < 4; cpu++) {
+		err = ivm_last_ran_find_at(lr, cpu, 0, 0x1000, 0x800,
+					   now_ns + cpu, &task);
+		named_of_walk(list, after, err, &task);
+		err = ivm_last_ran_first_since(lr, cpu, 0, 0x100, now_ns + cpu,
+					       &task, &arrival);
+		named_of_walk(list, after, err, &task);
+		err = ivm_last_ran_window(lr, cpu, 0, 0x100,
+					  IVM_LAST_RAN_UNKNOWN, now_ns + cpu,
+					  runs, 8, &nr);
+		if (nr > 8)
+			abort();
+		for (i = 0; !err && i < nr; i++)
+			named_of_walk(list, after, NULL, &runs[i].task);
+		ivm_error_destroy(err);
+	}
 }
 
 /*
- * Whatever cpu, on_cpu, exec_start, the switch-in counts and the run
- * queues' counts say, who ran last is a non-idle task of the walk (the
- * same walk: memory does not change in between), or nobody.  The CPU
- * numbers asked include ones no task claims.  The first lookup reads all
- * tasks, the next ones the hot ones (all, at first), and a second later,
- * after a walk, none of them.
+ * Whatever cpu, on_cpu, exec_start, nr_migrations, the switch-in counts,
+ * the run queues' counts and clocks and the count of forks say, who ran
+ * last is a non-idle task of the walk, or nobody.  The CPU numbers asked
+ * include ones no task claims.  The first lookup reads all tasks, the
+ * next ones the hot ones (all, at first), and a second later, after a
+ * walk, none of them.  Then the input's second part changes memory (forks
+ * counted, tasks moved): the answers are of one walk or the other.
  */
 static void last_ran_check(const struct ivm_kernel_layout *layout,
-			   struct ivm_gmem *gmem)
+			   struct ivm_gmem *gmem, const uint8_t *more,
+			   size_t more_size)
 {
 	const uint64_t later = 2000000000ull;
-	struct ivm_guest_task_list *list;
+	struct ivm_guest_task_list *list, *after = NULL;
 	struct ivm_last_ran *lr;
 	struct ivm_error *err;
-	uint64_t task, arrival;
+	uint64_t task;
 	unsigned int cpu;
 
 	/* The same cap as last_ran's own walk. */
@@ -290,17 +349,20 @@ static void last_ran_check(const struct ivm_kernel_layout *layout,
 		abort();	/* the BTF has se.exec_start */
 	for (cpu = 0; cpu < 4; cpu++) {
 		err = ivm_last_ran_find(lr, cpu, cpu == 3 ? 50 : 0, 0, &task);
-		named_of_walk(list, err, &task);
+		named_of_walk(list, after, err, &task);
 	}
-	for (cpu = 0; cpu < 4; cpu++) {
-		err = ivm_last_ran_find_at(lr, cpu, 0, 0x1000, 0x800,
-					   later + cpu, &task);
-		named_of_walk(list, err, &task);
-		err = ivm_last_ran_first_since(lr, cpu, 0, 0x100, later + cpu,
-					       &task, &arrival);
-		named_of_walk(list, err, &task);
+	last_ran_ask(lr, list, NULL, later);
+	if (more_size) {
+		overwrite(more, more_size);
+		if (ivm_kernel_task_list(layout, 0, &after))
+			after = NULL;
+		/* The same walk, then one of its own (stale, or due). */
+		last_ran_ask(lr, list, after, later + 1);
+		last_ran_ask(lr, list, after, later + 100000000ull);
+		last_ran_ask(lr, list, after, 2 * later);
 	}
 	ivm_last_ran_destroy(lr);
+	ivm_guest_task_list_destroy(after);
 	ivm_guest_task_list_destroy(list);
 }
 
@@ -328,12 +390,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	memcpy(mem_a, base_a, A_SIZE);
 	memcpy(mem_b, base_b, B_SIZE);
-	for (i = 0; i + 10 <= size && i < 10 * 64; i += 10) {
-		uint16_t s;
-
-		memcpy(&s, data + i, 2);
-		memcpy(slot(s), data + i + 2, 8);
-	}
+	overwrite(data, size);
 	regions[0] = (struct ivm_gmem_region){ 0, A_SIZE,
 					       (uint64_t)(uintptr_t)mem_a };
 	regions[1] = (struct ivm_gmem_region){ B_GPA, B_SIZE,
@@ -364,7 +421,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			err = ivm_kernel_read_task(layout, cur, &task_mem);
 		ivm_error_destroy(err);
 	}
-	last_ran_check(layout, gmem);
+	/* Past the first 64 records: memory as it changes between looks. */
+	last_ran_check(layout, gmem, size > 640 ? data + 640 : NULL,
+		       size > 640 ? size - 640 : 0);
 	err = ivm_kernel_task_list(layout, 64, &list);
 	if (!err) {
 		for (i = 0; i < list->nr; i++) {

@@ -43,6 +43,7 @@
 #define RQ_NR_SWITCHES 0x48ull
 #define RQ_CURR 0x50ull
 #define RQ_SCHED_INFO 0x80ull
+#define RQ_CLOCK 0xc0ull
 
 /* Physical addresses in region A. */
 #define PA_VCPU_PML4 0x6000ull	/* 8 KiB aligned, as under KPTI */
@@ -155,7 +156,9 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 	btf__add_field(b, "fsbase", t_ulong, 64, 0);
 	t_comm = btf__add_array(b, t_int, t_char, 16);
 	t_se = btf__add_struct(b, "sched_entity", 16);
-	btf__add_field(b, "load", t_ulong, 0, 0);
+	/* With the run queues' counts, where the task's CPU changes too. */
+	btf__add_field(b, g_rq_pcount ? "nr_migrations" : "load", t_ulong, 0,
+		       0);
 	btf__add_field(b, "exec_start", t_ulong, 64, 0);
 	t_si = btf__add_struct(b, "sched_info", 24);
 	btf__add_field(b, "pcount", t_ulong, 0, 0);
@@ -200,9 +203,11 @@ static struct ivm_btf *build_btf(bool thread_group_only)
 		btf__add_field(b, "nr_switches", t_ulong,
 			       RQ_NR_SWITCHES * 8, 0);
 		btf__add_field(b, "curr", t_ptr, RQ_CURR * 8, 0);
-		if (g_rq_pcount)
+		if (g_rq_pcount) {
 			btf__add_field(b, "rq_sched_info", t_si,
 				       RQ_SCHED_INFO * 8, 0);
+			btf__add_field(b, "clock", t_ulong, RQ_CLOCK * 8, 0);
+		}
 	}
 	if (g_pcpu_hot) {
 		btf__add_struct(b, "pcpu_hot", 64);
@@ -1111,7 +1116,8 @@ Test(kernel_layout, last_ran_refuses_stale_candidates)
 	err = ivm_last_ran_first_since(lr, 1, 0, 100, t, &task, &arrival);
 	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
 	ivm_error_destroy(err);
-	cr_expect_eq(ivm_last_ran_stats(lr)->stale_refused, 2);
+	cr_expect_eq(ivm_last_ran_stats(lr)->stale_refused, 1);
+	cr_expect_eq(ivm_last_ran_stats(lr)->stale_refused_first, 1);
 	/* The switch to idle stamped T52: exact whatever forked... */
 	cr_assert_null(ivm_last_ran_find_at(lr, 1, 0, 900, 0, t, &task));
 	cr_expect_eq(task, task_va(T52));
@@ -1126,7 +1132,8 @@ Test(kernel_layout, last_ran_refuses_stale_candidates)
 	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, 100, t + stale_ns,
 						&task, &arrival));
 	cr_expect_eq(task, task_va(T52));
-	cr_expect_eq(ivm_last_ran_stats(lr)->stale_refused, 2);
+	cr_expect_eq(ivm_last_ran_stats(lr)->stale_refused, 1);
+	cr_expect_eq(ivm_last_ran_stats(lr)->stale_local, 0);
 	ivm_last_ran_destroy(lr);
 	ivm_kernel_layout_destroy(l);
 	fixture_fini(&f);
@@ -1814,6 +1821,22 @@ static void ran_on_1(struct fixture *f, int t, uint64_t arrival, uint64_t end,
 	rq_switched_in(f, 1, rq_pcount);
 }
 
+/*
+ * CPU 1: init ran 400..500, sleeper-t2 600..900; CPU 0: sleeper; their
+ * counts of switch-ins and the CPUs'.
+ */
+static void counted_runs(struct fixture *f)
+{
+	stamps(f, P1, 400, 500);
+	switched_in(f, P1, 3);
+	stamps(f, T52, 600, 900);
+	switched_in(f, T52, 5);
+	stamps(f, P2, 1000, 2000);
+	switched_in(f, P2, 7);
+	rq_switched_in(f, 0, 100);
+	rq_switched_in(f, 1, 200);
+}
+
 /* The task that went to idle on CPU 1 at clock, looked up at now_ns. */
 static uint64_t to_idle_on_1(struct ivm_last_ran *lr, uint64_t clock,
 			     uint64_t now_ns)
@@ -1848,15 +1871,7 @@ static void hot_reads(uint32_t sched_info_at)
 	fixture_init(&f);
 	si_off = 0x110;
 	g_rq_pcount = false;
-	/* CPU 1: init ran 400..500, sleeper-t2 600..900; CPU 0: sleeper. */
-	stamps(&f, P1, 400, 500);
-	switched_in(&f, P1, 3);
-	stamps(&f, T52, 600, 900);
-	switched_in(&f, T52, 5);
-	stamps(&f, P2, 1000, 2000);
-	switched_in(&f, P2, 7);
-	rq_switched_in(&f, 0, 100);
-	rq_switched_in(&f, 1, 200);
+	counted_runs(&f);
 	l = create_ok(&f);
 	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
 	st = ivm_last_ran_stats(lr);
@@ -1913,4 +1928,119 @@ Test(kernel_layout, last_ran_hot_reads)
 {
 	hot_reads(0x110);
 	hot_reads(0x1100);
+}
+
+/* CPU cpu's run-queue clock, and task t's count of changes of CPU. */
+static void rq_clock_is(struct fixture *f, int cpu, uint64_t clock)
+{
+	w64(f, DM(cpu ? PA_PCPU1 : PA_PCPU0) + PCPU_RUNQUEUES + RQ_CLOCK,
+	    clock);
+}
+
+static void migrated(struct fixture *f, int t, uint64_t nr_migrations)
+{
+	w64(f, task_va(t) + f->off.task_se_nr_migrations, nr_migrations);
+}
+
+/*
+ * CPU 1's latest task, which must also be the first switched in there
+ * since since.
+ */
+static uint64_t latest_and_first_on_1(struct ivm_last_ran *lr, uint64_t since)
+{
+	uint64_t latest, first, arrival;
+
+	cr_assert_null(ivm_last_ran_find(lr, 1, 0, 0, &latest));
+	cr_assert_null(ivm_last_ran_first_since(lr, 1, 0, since, 0, &first,
+						&arrival));
+	cr_expect_eq(first, latest);
+	return latest;
+}
+
+/* A lookup on cpu that stale candidates must refuse, counted in *count. */
+static void refused(struct ivm_error *err, const uint64_t *count,
+		    uint64_t want)
+{
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
+	cr_expect_eq(*count, want);
+}
+
+/*
+ * Forks seen one CPU at a time (last_ran.h): a child forked since the walk
+ * and switched in on CPU 0 only leaves CPU 1's lookups answered; one
+ * switched in on CPU 1 refuses them until a candidate runs there after
+ * it.  A candidate that changed CPU counts for neither CPU, even where
+ * its cpu field is back and its rise would hide a child's.
+ */
+Test(kernel_layout, last_ran_forks_one_cpu_at_a_time)
+{
+	const struct ivm_last_ran_stats *st;
+	struct ivm_kernel_layout *l;
+	struct ivm_last_ran *lr;
+	struct ivm_error *err;
+	struct fixture f;
+	uint64_t task, arrival;
+	size_t nr;
+
+	g_rq_pcount = true;
+	fixture_init(&f);
+	g_rq_pcount = false;
+	cr_assert_neq(f.off.task_se_nr_migrations, IVM_KOFF_NONE);
+	cr_assert_eq(f.off.rq_clock, RQ_CLOCK);
+	counted_runs(&f);
+	rq_clock_is(&f, 0, 2500);
+	rq_clock_is(&f, 1, 1000);
+	w64(&f, KVA(L_TOTAL_FORKS), 1000);
+	l = create_ok(&f);
+	cr_assert_null(ivm_last_ran_create(l, f.gmem, &lr));
+	st = ivm_last_ran_stats(lr);
+	cr_assert_null(ivm_last_ran_find(lr, 1, 0, 0, &task));
+	cr_expect_eq(task, task_va(T52));
+
+	/* A child forked, ran on CPU 0 and is gone: CPU 1 still answers. */
+	w64(&f, KVA(L_TOTAL_FORKS), 1001);
+	rq_switched_in(&f, 0, 101);
+	rq_clock_is(&f, 0, 2600);
+	rq_clock_is(&f, 1, 1100);
+	cr_expect_eq(latest_and_first_on_1(lr, 450), task_va(T52));
+	cr_expect_eq(st->stale_local, 2);
+	/* CPU 0's latest task may be older than the child: refused. */
+	refused(ivm_last_ran_find(lr, 0, 0, 0, &task), &st->stale_refused, 1);
+	refused(ivm_last_ran_first_since(lr, 0, 0, 2500, 0, &task, &arrival),
+		&st->stale_refused_first, 1);
+	/* Since a clock after CPU 0's count moved, it answers again. */
+	err = ivm_last_ran_first_since(lr, 0, 0, 2600, 0, &task, &arrival);
+	cr_expect(err && err->code == IVM_ERROR_NOT_FOUND);
+	ivm_error_destroy(err);
+	cr_expect_eq(st->stale_refused_first, 1);
+	cr_expect_eq(st->stale_local, 3);
+
+	/*
+	 * Sleeper-t2 woken onto CPU 0, run there, woken back onto CPU 1 and
+	 * waiting; a child ran on CPU 1.  Its rise of one would hide the
+	 * child's switch-in on CPU 1, but it changed CPU: CPU 1 refuses.
+	 */
+	w64(&f, KVA(L_TOTAL_FORKS), 1002);
+	switched_in(&f, T52, 6);
+	migrated(&f, T52, 2);
+	rq_switched_in(&f, 0, 102);
+	rq_switched_in(&f, 1, 201);
+	rq_clock_is(&f, 0, 2700);
+	rq_clock_is(&f, 1, 1200);
+	refused(ivm_last_ran_find(lr, 1, 0, 0, &task), &st->stale_refused, 2);
+	refused(ivm_last_ran_window(lr, 1, 0, 450, IVM_LAST_RAN_UNKNOWN, 0,
+				    NULL, 0, &nr),
+		&st->stale_refused_window, 1);
+	/* Nothing ran since: still nothing known after the child. */
+	refused(ivm_last_ran_find(lr, 1, 0, 0, &task), &st->stale_refused, 3);
+	/* Init runs there after it: the latest task, and known. */
+	ran_on_1(&f, P1, 1250, 1300, 4, 202);
+	rq_clock_is(&f, 1, 1300);
+	cr_expect_eq(latest_and_first_on_1(lr, 1200), task_va(P1));
+	refused(ivm_last_ran_first_since(lr, 1, 0, 1100, 0, &task, &arrival),
+		&st->stale_refused_first, 2);
+	ivm_last_ran_destroy(lr);
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
 }

@@ -192,6 +192,8 @@ struct ivm_kernel_offsets {
 	uint32_t rq_curr;
 	/* optional: sched_entity.exec_start, stamped when a task stops */
 	uint32_t task_se_exec_start;
+	/* optional: sched_entity.nr_migrations, raised as a task changes CPU */
+	uint32_t task_se_nr_migrations;
 	/* optional (CONFIG_SCHED_INFO): rq clock when last switched in */
 	uint32_t task_sched_info_last_arrival;
 	/* optional (CONFIG_SCHED_INFO): how many times switched in */

@@ -251,6 +251,7 @@ struct ivm_error *ivm_kernel_offsets_from_btf(const struct ivm_btf *btf,
 	OPT("rq", "nr_switches", rq_nr_switches, 8);
 	OPT("rq", "curr", rq_curr, 8);
 	OPT("task_struct", "se.exec_start", task_se_exec_start, 8);
+	OPT("task_struct", "se.nr_migrations", task_se_nr_migrations, 8);
 	OPT("task_struct", "sched_info.last_arrival",
 	    task_sched_info_last_arrival, 8);
 	OPT("task_struct", "sched_info.pcount", task_sched_info_pcount, 8);

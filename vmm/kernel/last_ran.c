@@ -19,8 +19,7 @@ void ivm_last_ran_destroy(struct ivm_last_ran *lr)
 	free(lr->marks);
 	free(lr->pieces);
 	free(lr->piece_cand);
-	free(lr->rq_pc_pa);
-	free(lr->rq_pc_buf);
+	last_ran_free_counts(lr);
 	free(lr);
 }
 
@@ -37,13 +36,13 @@ struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
 				      struct ivm_last_ran **ret)
 {
 	const struct ivm_kernel_offsets *o = ivm_kernel_layout_offsets(layout);
-	const struct ivm_kernel_field f[] = {
+	struct ivm_kernel_field f[] = {
 		{ o->task_cpu, 4 }, { o->task_on_cpu, 4 },
-		{ o->task_se_exec_start, 8 },
+		{ o->task_se_exec_start, 8 }, { o->task_se_nr_migrations, 8 },
 		{ o->task_sched_info_last_arrival, 8 },
 		{ o->task_sched_info_pcount, 8 },
 	};
-	const size_t nr_base = 3, nr_all = sizeof(f) / sizeof(f[0]);
+	const size_t nr_base = 4, nr_all = sizeof(f) / sizeof(f[0]);
 	uint32_t lo, hi, si_lo, si_hi;
 	struct ivm_last_ran *lr;
 	bool si;
@@ -52,6 +51,11 @@ struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"task_struct.se.exec_start not found");
 	ivm_kernel_fields_span(f, nr_base, &lo, &hi);
+	/* se.nr_migrations only where it comes with the rest (last_ran.h). */
+	if (hi - lo > MAX_SPAN) {
+		f[3].off = IVM_KOFF_NONE;
+		ivm_kernel_fields_span(f, nr_base, &lo, &hi);
+	}
 	if (hi - lo > MAX_SPAN)
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"task_struct: cpu and se.exec_start %u bytes apart",
@@ -85,6 +89,8 @@ struct ivm_error *ivm_last_ran_create(const struct ivm_kernel_layout *layout,
 	lr->off_on_cpu = o->task_on_cpu == IVM_KOFF_NONE ? IVM_KOFF_NONE :
 			 o->task_on_cpu - lo;
 	lr->off_exec_start = o->task_se_exec_start - lo;
+	lr->off_mig = f[3].off == IVM_KOFF_NONE ? IVM_KOFF_NONE :
+		      f[3].off - lo;
 	if (si) {
 		uint32_t base = lr->si_split ? lr->si_lo : lo;
 
@@ -234,56 +240,42 @@ static struct ivm_error *refuse_running(struct ivm_last_ran *lr,
 				cpu);
 }
 
+/*
+ * Stale candidates answer for cpu only if no task they miss was switched
+ * in there after the clock after (last_ran.h); the lookup's counts.
+ */
+static bool answers(struct ivm_last_ran *lr, unsigned int cpu,
+		    uint64_t after)
+{
+	if (!stale(lr))
+		return true;
+	if (!last_ran_clean_after(lr, cpu, after))
+		return false;
+	lr->stats.stale_local++;
+	return true;
+}
+
 /* No answer from stale candidates: an older task would be named wrongly. */
 static struct ivm_error *refuse_stale(struct ivm_last_ran *lr,
-				      unsigned int cpu)
+				      unsigned int cpu, uint64_t *count)
 {
-	lr->stats.stale_refused++;
+	(*count)++;
 	return ivm_error_create(IVM_ERROR_NOT_FOUND,
 				"CPU %u: %llu tasks forked since the task list was walked; one of them may be the answer",
 				cpu, (unsigned long long)(lr->forks_now -
 							  lr->forks_walk));
 }
 
-static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
-			      int32_t skip_tgid, bool at, uint64_t clock,
-			      uint64_t idle_stamp, uint64_t now_ns,
-			      uint64_t *ret)
+/*
+ * The latest of cpu's tasks, in *start its stamp; 0 if none, or if one of
+ * them runs (*runs).
+ */
+static uint64_t latest(const struct ivm_last_ran *lr, unsigned int cpu,
+		       int32_t skip_tgid, uint64_t *start_ret, bool *runs)
 {
 	uint64_t best = 0, best_start = 0;
-	struct ivm_error *err;
-	bool tied = false;
 	size_t i;
 
-	err = read_candidates(lr, now_ns);
-	if (err)
-		return err;
-	if (at)
-		best = stamped(lr, cpu, skip_tgid, clock, idle_stamp, &tied);
-	/* Not among candidates that miss forked tasks: walk them again. */
-	if (!best && stale(lr)) {
-		err = rewalk_stale(lr, now_ns);
-		if (err)
-			return err;
-		if (at)
-			best = stamped(lr, cpu, skip_tgid, clock, idle_stamp,
-				       &tied);
-	}
-	/* Nor the CPU's latest task: it is one of them. */
-	if (tied)
-		return refuse_tied(lr, cpu, clock ? clock : idle_stamp);
-	if (best) {
-		lr->stats.exact++;
-		*ret = best;
-		return NULL;
-	}
-	/*
-	 * No task stamped by the switch to idle (the CPU's clock moved on
-	 * since, or the task is not a candidate): the latest of the CPU's
-	 * tasks, unless a task forked since the walk may be later.
-	 */
-	if (stale(lr))
-		return refuse_stale(lr, cpu);
 	for (i = 0; i < lr->nr; i++) {
 		const uint8_t *b = lr->buf + i * lr->span;
 		uint64_t start;
@@ -296,14 +288,64 @@ static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
 		 * stamp moved on: web01, kworker named for php-fpm), or one
 		 * it left behind.  Still switching out: it is, but unsure.
 		 */
-		if (running(lr, i))
-			return refuse_running(lr, cpu);
+		if (running(lr, i)) {
+			*runs = true;
+			return 0;
+		}
 		start = ivm_le64(b + lr->off_exec_start);
 		if (!best || start > best_start) {
 			best = lr->cand[i].task;
 			best_start = start;
 		}
 	}
+	*start_ret = best_start;
+	return best;
+}
+
+static struct ivm_error *find(struct ivm_last_ran *lr, unsigned int cpu,
+			      int32_t skip_tgid, bool at, uint64_t clock,
+			      uint64_t idle_stamp, uint64_t now_ns,
+			      uint64_t *ret)
+{
+	uint64_t best = 0, best_start = 0;
+	struct ivm_error *err;
+	int pass;
+
+	err = read_candidates(lr, now_ns);
+	/*
+	 * The task stamped by the switch to idle is the one, forks or not.
+	 * Else the latest of the CPU's tasks, unless a task forked since the
+	 * walk was switched in there after it (the CPU's counts tell):
+	 * then walk again, at most every IVM_LAST_RAN_STALE_NS, and ask once
+	 * more.
+	 */
+	for (pass = 0; !err && pass < 2; pass++) {
+		bool tied = false, runs = false;
+
+		best = at ? stamped(lr, cpu, skip_tgid, clock, idle_stamp,
+				    &tied) : 0;
+		/* Nor the CPU's latest task: it is one of them. */
+		if (tied)
+			return refuse_tied(lr, cpu, clock ? clock : idle_stamp);
+		if (best) {
+			lr->stats.exact++;
+			*ret = best;
+			return NULL;
+		}
+		best = latest(lr, cpu, skip_tgid, &best_start, &runs);
+		if (runs)
+			return refuse_running(lr, cpu);
+		/* Stamped after the CPU's last unknown switch-in: it stands. */
+		if (!stale(lr) || (best && best_start &&
+				   answers(lr, cpu, best_start - 1)))
+			break;
+		if (pass == 0)
+			err = rewalk_stale(lr, now_ns);
+		else
+			return refuse_stale(lr, cpu, &lr->stats.stale_refused);
+	}
+	if (err)
+		return err;
 	if (!best)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"no task found that last ran on CPU %u",
@@ -453,13 +495,14 @@ struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"this kernel has no sched_info.last_arrival");
 	err = read_candidates(lr, now_ns);
-	if (!err)
+	if (!err && !answers(lr, cpu, since)) {
 		err = rewalk_stale(lr, now_ns);
+		if (!err && !answers(lr, cpu, since))
+			return refuse_stale(lr, cpu,
+					    &lr->stats.stale_refused_first);
+	}
 	if (err)
 		return err;
-	/* A child forked and gone since the walk may have arrived first. */
-	if (stale(lr))
-		return refuse_stale(lr, cpu);
 	for (i = 0; i < lr->nr; i++) {
 		const uint8_t *w = arrival_words(lr, i, cpu, skip_tgid);
 		uint64_t at;
@@ -500,12 +543,14 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"this kernel has no sched_info.last_arrival");
 	err = read_candidates(lr, now_ns);
-	if (!err)
+	if (!err && !answers(lr, cpu, since)) {
 		err = rewalk_stale(lr, now_ns);
+		if (!err && !answers(lr, cpu, since))
+			return refuse_stale(lr, cpu,
+					    &lr->stats.stale_refused_window);
+	}
 	if (err)
 		return err;
-	if (stale(lr))
-		return refuse_stale(lr, cpu);
 	/* Read after the refresh: a refresh voids the marks. */
 	m = epoch != UNKNOWN ? mark_of(lr, cpu) : NULL;
 	if (m && (m->epoch != epoch || m->at > since))

@@ -52,6 +52,22 @@
  * IVM_LAST_RAN_STALE_NS) and, if it moved again, a lookup that no exact
  * stamp answers fails rather than name an older task.  Under a fork storm
  * fewer transitions are named, never wrong ones.
+ *
+ * Such a refusal is of one CPU only, when its counts can tell (a fork
+ * storm on web01 refused every CPU's lookups: 5,029 in 15 s).  Each full
+ * read takes each CPU's count of switch-ins (rq_sched_info.pcount) before
+ * the tasks and again after them, then its run-queue clock.  From one
+ * full read to the next, the switch-ins of the tasks that stayed on the
+ * CPU (same cpu and se.nr_migrations at both, their pcount's rise) are
+ * known to be the CPU's own; when they make up the CPU's whole rise, no
+ * task the walk missed was switched in there.  Else every switch-in up to
+ * the CPU's clock read after the counts may have been one, and the CPU's
+ * clean_from moves there: a lookup that needs no switch-in after it
+ * (first task or runs since a clock not before it; a latest task stamped
+ * after it) is answered, the others refused as before.  Counts read at
+ * different times only make the rise look bigger (the CPU's counts
+ * bracket the tasks'), and a task that changed CPU counts for no CPU: each
+ * error refuses, none names.
  */
 #define IVM_LAST_RAN_STALE_NS 50000000ull
 /*
@@ -223,8 +239,11 @@ struct ivm_last_ran_stats {
 	uint64_t latest;	/* ... by the CPU's latest task instead */
 	uint64_t walks;		/* task-list walks, all */
 	uint64_t stale_walks;	/* ... of them because tasks forked */
-	uint64_t stale_refused;	/* lookups refused: forks since the walk */
-	uint64_t tied_refused;	/* ... tasks tied on the switch's stamp */
+	uint64_t stale_refused;	/* to-idle lookups refused: forks since the walk */
+	uint64_t stale_refused_first;	/* ... first task since, refused */
+	uint64_t stale_refused_window;	/* ... runs of a window, refused */
+	uint64_t stale_local;	/* lookups answered by the CPU's counts */
+	uint64_t tied_refused;	/* to-idle: tasks tied on the switch's stamp */
 	uint64_t running_refused; /* ... no stamp, and the CPU runs again */
 	uint64_t full_reads;	/* batches of every candidate */
 	uint64_t hot_reads;	/* batches of the hot ones that stood */

@@ -37,6 +37,9 @@ struct candidate {
 	bool pc_ok;
 	bool in_hot;		/* read by the hot read under way */
 	uint64_t seen_pc, base_pc;
+	/* At the full read base_pc is of: its cpu and se.nr_migrations. */
+	uint32_t base_cpu;
+	uint64_t base_mig;
 	uint64_t ran_at;	/* now_ns when last seen switched in, or running */
 };
 
@@ -58,7 +61,7 @@ struct ivm_last_ran {
 	const struct ivm_kernel_layout *layout;
 	struct ivm_gmem *gmem;
 	uint32_t lo, span;		/* of task_struct read per task */
-	uint32_t off_cpu, off_on_cpu, off_exec_start;
+	uint32_t off_cpu, off_on_cpu, off_exec_start, off_mig;
 	/*
 	 * The sched_info words (last_arrival, pcount): in the span when they
 	 * fit there with the rest (one piece per task), else in a piece of
@@ -104,6 +107,19 @@ struct ivm_last_ran {
 	uint8_t *rq_pc_buf;
 	bool base_ok;
 	uint64_t base_sum, seen_sum;
+	/*
+	 * Forks seen one CPU at a time (last_ran.h): each CPU's count after
+	 * the tasks (rq_end) and its clock after that, as read by the last
+	 * full read; its count before the tasks at the full read before
+	 * (rq_base: base_ok) and the clock then (clock_prev); and the clock
+	 * after which every switch-in there was a candidate's (clean_from:
+	 * 0 all since the walk, UNKNOWN none known).  has_local: the clocks
+	 * and se.nr_migrations are there to read.
+	 */
+	bool has_local;
+	uint64_t *rq_clock_pa;
+	uint8_t *rq_end_buf, *rq_clock_buf;
+	uint64_t *rq_base, *clock_prev, *clean_from;
 	struct ivm_last_ran_stats stats;
 };
 
@@ -126,6 +142,13 @@ static inline bool running(const struct ivm_last_ran *lr, size_t i)
 
 /* The count of forks and the CPUs' counts of switch-ins, located once. */
 void last_ran_locate_counts(struct ivm_last_ran *lr);
+void last_ran_free_counts(struct ivm_last_ran *lr);
+/*
+ * Whether no task the walk missed was switched in on cpu after its clock
+ * read after: forks since the walk or not (last_ran.h).
+ */
+bool last_ran_clean_after(const struct ivm_last_ran *lr, unsigned int cpu,
+			  uint64_t after);
 /* Walk the guest's threads again: the candidates (last_ran_read.c). */
 struct ivm_error *last_ran_refresh(struct ivm_last_ran *lr, uint64_t now_ns);
 /*

@@ -53,10 +53,55 @@ static void rq_pc_locate(struct ivm_last_ran *lr)
 	ivm_error_destroy(err);
 }
 
+/*
+ * Each CPU's run-queue clock, for forks seen one CPU at a time; without
+ * them or se.nr_migrations, forks refuse every CPU's lookups, as before.
+ */
+static void rq_clock_locate(struct ivm_last_ran *lr)
+{
+	unsigned int cpu, nr = lr->nr_rq;
+	struct ivm_error *err = NULL;
+	uint64_t va;
+
+	if (!lr->has_rq_pc || !lr->has_forks || lr->off_mig == IVM_KOFF_NONE)
+		return;
+	lr->rq_clock_pa = calloc(nr, sizeof(*lr->rq_clock_pa));
+	lr->rq_end_buf = calloc(nr, 8);
+	lr->rq_clock_buf = calloc(nr, 8);
+	lr->rq_base = calloc(nr, sizeof(*lr->rq_base));
+	lr->clock_prev = calloc(nr, sizeof(*lr->clock_prev));
+	lr->clean_from = calloc(nr, sizeof(*lr->clean_from));
+	if (!lr->rq_clock_pa || !lr->rq_end_buf || !lr->rq_clock_buf ||
+	    !lr->rq_base || !lr->clock_prev || !lr->clean_from)
+		return;
+	for (cpu = 0; cpu < nr && !err; cpu++) {
+		lr->clean_from[cpu] = UNKNOWN;
+		err = ivm_kernel_cpu_rq_clock_va(lr->layout, cpu, &va);
+		if (!err)
+			err = ivm_kernel_translate_range(lr->layout, va, 8,
+							 &lr->rq_clock_pa[cpu]);
+	}
+	lr->has_local = !err;
+	ivm_error_destroy(err);
+}
+
 void last_ran_locate_counts(struct ivm_last_ran *lr)
 {
 	forks_locate(lr);
 	rq_pc_locate(lr);
+	rq_clock_locate(lr);
+}
+
+void last_ran_free_counts(struct ivm_last_ran *lr)
+{
+	free(lr->rq_pc_pa);
+	free(lr->rq_pc_buf);
+	free(lr->rq_clock_pa);
+	free(lr->rq_end_buf);
+	free(lr->rq_clock_buf);
+	free(lr->rq_base);
+	free(lr->clock_prev);
+	free(lr->clean_from);
 }
 
 static struct ivm_error *grow(struct ivm_last_ran *lr, size_t nr)
@@ -73,14 +118,15 @@ static struct ivm_error *grow(struct ivm_last_ran *lr, size_t nr)
 		lr->cand = cand;
 	/*
 	 * A span of each, and in the split layout a sched_info piece; the
-	 * count of forks and the CPUs' counts of switch-ins.  piece_cand is
-	 * indexed as pieces (a full read's tasks come after the counts).
+	 * count of forks and the CPUs' counts of switch-ins (twice) and
+	 * clocks.  piece_cand is indexed as pieces (a full read's tasks come
+	 * after the counts).
 	 */
-	pieces = reallocarray(lr->pieces, 2 * nr + 1 + lr->nr_rq,
+	pieces = reallocarray(lr->pieces, 2 * nr + 1 + 3 * lr->nr_rq,
 			      sizeof(*pieces));
 	if (pieces)
 		lr->pieces = pieces;
-	piece_cand = reallocarray(lr->piece_cand, 2 * nr + 1 + lr->nr_rq,
+	piece_cand = reallocarray(lr->piece_cand, 2 * nr + 1 + 3 * lr->nr_rq,
 				  sizeof(*piece_cand));
 	if (piece_cand)
 		lr->piece_cand = piece_cand;
@@ -284,6 +330,59 @@ static void seen(struct ivm_last_ran *lr, size_t i, uint64_t pc,
 	c->seen_pc = pc;
 }
 
+static uint32_t cpu_of(const struct ivm_last_ran *lr, size_t i)
+{
+	return ivm_le32(lr->buf + i * lr->span + lr->off_cpu);
+}
+
+static uint64_t mig_of(const struct ivm_last_ran *lr, size_t i)
+{
+	return ivm_le64(lr->buf + i * lr->span + lr->off_mig);
+}
+
+/*
+ * After a full read that bracketed the tasks with the CPUs' counts: which
+ * CPUs had a switch-in no candidate accounts for since the full read
+ * before (had_base), and so clean_from (last_ran.h).  Before the new base
+ * is taken: the candidates' base_* are still of the full read before.
+ */
+static void local_update(struct ivm_last_ran *lr, bool had_base, bool stale)
+{
+	unsigned int cpu;
+	uint64_t pc, *known = NULL;
+	size_t i;
+
+	if (had_base && stale)
+		known = calloc(lr->nr_rq, sizeof(*known));
+	for (i = 0; known && i < lr->nr; i++) {
+		const struct candidate *c = &lr->cand[i];
+
+		/* Changed CPU (or read torn): its switch-ins are no CPU's. */
+		if (!c->pc_ok || !pcount_of(lr, i, &pc) || pc < c->base_pc ||
+		    cpu_of(lr, i) != c->base_cpu || c->base_cpu >= lr->nr_rq ||
+		    mig_of(lr, i) != c->base_mig)
+			continue;
+		known[c->base_cpu] += pc - c->base_pc;
+	}
+	for (cpu = 0; cpu < lr->nr_rq; cpu++) {
+		uint64_t end = ivm_le64(lr->rq_end_buf + cpu * 8);
+		uint64_t clock = ivm_le64(lr->rq_clock_buf + cpu * 8);
+
+		if (!stale) {
+			lr->clean_from[cpu] = 0;
+		} else if (!known || end < lr->rq_base[cpu] ||
+			   end - lr->rq_base[cpu] != known[cpu]) {
+			/* Any switch-in up to clock may have been unknown. */
+			lr->clean_from[cpu] = clock;
+		} else if (lr->clean_from[cpu] == UNKNOWN) {
+			/* All since the full read before: after its clock. */
+			lr->clean_from[cpu] = lr->clock_prev[cpu];
+		}
+		lr->clock_prev[cpu] = clock;
+	}
+	free(known);
+}
+
 /* After a full read that began with the CPUs' counts: the new base. */
 static void take_base(struct ivm_last_ran *lr, uint64_t now_ns)
 {
@@ -299,11 +398,34 @@ static void take_base(struct ivm_last_ran *lr, uint64_t now_ns)
 		}
 		seen(lr, i, pc, now_ns);
 		c->base_pc = pc;
+		c->base_cpu = cpu_of(lr, i);
+		c->base_mig = lr->off_mig != IVM_KOFF_NONE ? mig_of(lr, i) : 0;
 		c->pc_ok = true;
 	}
 	lr->base_sum = rq_sum(lr);
+	for (i = 0; lr->has_local && i < lr->nr_rq; i++)
+		lr->rq_base[i] = ivm_le64(lr->rq_pc_buf + i * 8);
 	lr->seen_sum = 0;
 	lr->base_ok = true;
+}
+
+/* A full read that failed: nothing is known of any CPU until the next two. */
+static void local_forget(struct ivm_last_ran *lr)
+{
+	unsigned int cpu;
+
+	for (cpu = 0; lr->has_local && cpu < lr->nr_rq; cpu++)
+		lr->clean_from[cpu] = UNKNOWN;
+}
+
+bool last_ran_clean_after(const struct ivm_last_ran *lr, unsigned int cpu,
+			  uint64_t after)
+{
+	if (!lr->has_forks || !lr->forks_walk_ok || !lr->forks_ok ||
+	    lr->forks_now == lr->forks_walk)
+		return true;
+	return lr->has_local && cpu < lr->nr_rq &&
+	       lr->clean_from[cpu] != UNKNOWN && lr->clean_from[cpu] <= after;
 }
 
 /*
@@ -313,8 +435,10 @@ static void take_base(struct ivm_last_ran *lr, uint64_t now_ns)
  */
 static struct ivm_error *read_full(struct ivm_last_ran *lr, uint64_t now_ns)
 {
+	bool had_base = lr->base_ok;
 	struct ivm_error *err;
-	size_t i, n, first;
+	size_t i, n, first, end;
+	unsigned int cpu;
 
 	first = lr->has_rq_pc ? queue_rq(lr, 0) : 0;
 	n = queue_all(lr, false, first);
@@ -324,22 +448,37 @@ static struct ivm_error *read_full(struct ivm_last_ran *lr, uint64_t now_ns)
 	lr->base_ok = false;
 	if (n == first)
 		return NULL;
-	/* The count of forks last, past the candidates' pieces. */
+	/*
+	 * The count of forks last, past the candidates' pieces; then the
+	 * CPUs' counts again and their clocks (last_ran.h), in that order.
+	 */
+	end = n;
 	if (lr->has_forks)
-		lr->pieces[n] = (struct ivm_gmem_piece){
+		lr->pieces[end++] = (struct ivm_gmem_piece){
 			.gpa = lr->forks_pa, .buf = lr->forks_buf, .len = 8 };
+	for (cpu = 0; lr->has_local && cpu < lr->nr_rq; cpu++)
+		lr->pieces[end++] = (struct ivm_gmem_piece){
+			.gpa = lr->rq_pc_pa[cpu],
+			.buf = lr->rq_end_buf + cpu * 8, .len = 8 };
+	for (cpu = 0; lr->has_local && cpu < lr->nr_rq; cpu++)
+		lr->pieces[end++] = (struct ivm_gmem_piece){
+			.gpa = lr->rq_clock_pa[cpu],
+			.buf = lr->rq_clock_buf + cpu * 8, .len = 8 };
 	lr->stats.full_reads++;
-	err = ivm_gmem_read_phys_many(lr->gmem, lr->pieces,
-				      n + lr->has_forks);
+	err = ivm_gmem_read_phys_many(lr->gmem, lr->pieces, end);
 	if (!err) {
 		for (i = first; i < n; i++)
 			*piece_ok(lr, i) = true;
 		lr->forks_ok = lr->has_forks;
 		lr->forks_now = ivm_le64(lr->forks_buf);
+		if (lr->has_local)
+			local_update(lr, had_base, lr->forks_walk_ok &&
+				     lr->forks_now != lr->forks_walk);
 		if (lr->has_rq_pc)
 			take_base(lr, now_ns);
 		return NULL;
 	}
+	local_forget(lr);
 	if (err->code == IVM_ERROR_GONE)
 		return err;
 	ivm_error_destroy(err);

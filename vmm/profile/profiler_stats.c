@@ -203,6 +203,12 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 					     ls->tied_refused };
 		st[n++] = (struct ivm_stat){ "stamps_running_refused",
 					     ls->running_refused };
+		st[n++] = (struct ivm_stat){ "stamps_stale_refused_first",
+					     ls->stale_refused_first };
+		st[n++] = (struct ivm_stat){ "stamps_stale_refused_window",
+					     ls->stale_refused_window };
+		st[n++] = (struct ivm_stat){ "stamps_stale_local",
+					     ls->stale_local };
 		st[n++] = (struct ivm_stat){ "stamps_full_reads",
 					     ls->full_reads };
 		st[n++] = (struct ivm_stat){ "stamps_hot_reads",

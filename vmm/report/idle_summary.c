@@ -362,9 +362,10 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 	/*
 	 * How the stamps named to-idle tasks (last_ran.h): exactly, or as
 	 * the CPU's latest task; not at all rather than wrongly when tasks
-	 * forked since the task list was walked, when several stopped at
-	 * the switch's stamp, or when the CPU ran a task again (a profile
-	 * without those counts says 0).
+	 * forked since the task list was walked (unless the CPU's counts
+	 * say none of them ran there), when several stopped at the switch's
+	 * stamp, or when the CPU ran a task again (a profile without those
+	 * counts says 0).
 	 */
 	if (ivm_idle_summary_has_stat(s, "stamps_exact"))
 		fprintf(out, "  to-idle tasks named from the scheduler's stamps: %" PRIu64
@@ -378,6 +379,12 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 			ST("stamps_stale_refused"), ST("stamps_walks"),
 			ST("stamps_stale_walks"), ST("stamps_tied_refused"),
 			ST("stamps_running_refused"));
+	if (ivm_idle_summary_has_stat(s, "stamps_stale_local"))
+		fprintf(out, "  lookups of the stamps after forks: %" PRIu64
+			" answered (no forked task switched in on their CPU), refused %" PRIu64
+			" first tasks and %" PRIu64 " windows of unseen periods\n",
+			ST("stamps_stale_local"), ST("stamps_stale_refused_first"),
+			ST("stamps_stale_refused_window"));
 	/* How many reads of the stamps were of the tasks that ran (last_ran.h). */
 	if (ivm_idle_summary_has_stat(s, "stamps_hot_reads"))
 		fprintf(out, "  reads of the scheduler's stamps: %" PRIu64
