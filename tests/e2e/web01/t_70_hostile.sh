@@ -28,7 +28,9 @@ HOSTILE_DROP_POINTS=${HOSTILE_DROP_POINTS:-8}
 HOSTILE_LATE_PCT=${HOSTILE_LATE_PCT:-5}
 HOSTILE_RSS_MB=${HOSTILE_RSS_MB:-256}
 HOSTILE_RSS_GROWTH_MB=${HOSTILE_RSS_GROWTH_MB:-64}
-duration=${IVM_PROFILE_SECONDS:-15}
+# 60 s: under the fork storm nginx and redis go idle a few times a second,
+# and in 15 s one sample was a point of their rate (70-200 switches).
+duration=${IVM_PROFILE_SECONDS:-60}
 bin=$IVM_BUILD/guest/hostile
 # /tmp: on the root file system (/run is noexec), private to this boot.
 gdir=/tmp/ivm-hostile
