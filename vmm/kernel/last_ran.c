@@ -267,6 +267,25 @@ static struct ivm_error *refuse_stale(struct ivm_last_ran *lr,
 }
 
 /*
+ * The candidates read for a lookup of what ran on cpu after since: walked
+ * again if a task they miss may have been switched in there since, and
+ * refused (counted in *refused) if one still may.
+ */
+static struct ivm_error *read_since(struct ivm_last_ran *lr, unsigned int cpu,
+				    uint64_t since, uint64_t now_ns,
+				    uint64_t *refused)
+{
+	struct ivm_error *err = read_candidates(lr, now_ns);
+
+	if (err || answers(lr, cpu, since))
+		return err;
+	err = rewalk_stale(lr, now_ns);
+	if (err || answers(lr, cpu, since))
+		return err;
+	return refuse_stale(lr, cpu, refused);
+}
+
+/*
  * The latest of cpu's tasks, in *start its stamp; 0 if none, or if one of
  * them runs (*runs).
  */
@@ -494,13 +513,8 @@ struct ivm_error *ivm_last_ran_first_since(struct ivm_last_ran *lr,
 	if (lr->off_arrival == IVM_KOFF_NONE)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"this kernel has no sched_info.last_arrival");
-	err = read_candidates(lr, now_ns);
-	if (!err && !answers(lr, cpu, since)) {
-		err = rewalk_stale(lr, now_ns);
-		if (!err && !answers(lr, cpu, since))
-			return refuse_stale(lr, cpu,
-					    &lr->stats.stale_refused_first);
-	}
+	err = read_since(lr, cpu, since, now_ns,
+			 &lr->stats.stale_refused_first);
 	if (err)
 		return err;
 	for (i = 0; i < lr->nr; i++) {
@@ -542,13 +556,8 @@ struct ivm_error *ivm_last_ran_window(struct ivm_last_ran *lr, unsigned int cpu,
 	if (lr->off_arrival == IVM_KOFF_NONE)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"this kernel has no sched_info.last_arrival");
-	err = read_candidates(lr, now_ns);
-	if (!err && !answers(lr, cpu, since)) {
-		err = rewalk_stale(lr, now_ns);
-		if (!err && !answers(lr, cpu, since))
-			return refuse_stale(lr, cpu,
-					    &lr->stats.stale_refused_window);
-	}
+	err = read_since(lr, cpu, since, now_ns,
+			 &lr->stats.stale_refused_window);
 	if (err)
 		return err;
 	/* Read after the refresh: a refresh voids the marks. */
