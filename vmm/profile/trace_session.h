@@ -95,13 +95,15 @@ struct ivm_error *ivm_trace_session_read(
 
 /*
  * Hold back, from each read on, the records stamped at or after the read
- * began: they wait for the next read, handed over in order with its own.
+ * began, or within a millisecond before (a record still being written):
+ * they wait for the next read, handed over in order with its own.
  * A read drains the CPU buffers one after another, so without this a
  * record written on a CPU already drained, stamped before records of a
  * CPU drained after it, comes in the next read, after them: a thread's
  * wakeup after its switch-in.  Held, a record is late by one read but
- * never out of order (but for one still being written as its CPU is
- * read, or beyond a read's bound of pages per CPU).  For sessions whose
+ * never out of order (but for one whose writer stalled a millisecond
+ * between stamping and writing it, or beyond a read's bound of pages per
+ * CPU).  For sessions whose
  * order matters more than their latency; off, records are handed over
  * at once.  A held session is read whole (no poll hints: a buffer found
  * empty by a poll may since hold records stamped before the read), and
