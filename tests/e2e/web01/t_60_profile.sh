@@ -48,7 +48,10 @@ echo "to-idle stacks that reach main or the thread start, by process:"
 reach_start_by_process "$folded" | sed 's/^/  /'
 
 raw=$(kernel_raw_frames "$folded")
-[ "$raw" = 0 ] || fail "$raw sample-weighted kernel frames are unnamed in to-idle stacks"
+[ "$raw" = 0 ] || {
+	echo "$folded" | grep -E ';0xffff[0-9a-f]+( |;)'
+	fail "$raw sample-weighted kernel frames are unnamed in to-idle stacks"
+}
 # The server's to-idle stacks end where such servers wait.
 echo "$folded" | grep -E '^(php-fpm8.2|nginx|redis-server)_' |
 	grep -qE 'ep_poll|unix_accept|do_sys_poll|futex_wait|__skb_wait_for_more_packets|sk_wait_data' ||
