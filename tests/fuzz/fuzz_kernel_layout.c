@@ -323,6 +323,42 @@ static void last_ran_ask(struct ivm_last_ran *lr,
 }
 
 /*
+ * The walk hinted by the tasks of the walk before (as last_ran's) must
+ * give the plain walk's list, on any memory: the batch only saves reads.
+ */
+static void hinted_walk_check(const struct ivm_kernel_layout *layout,
+			      const struct ivm_guest_task_list *before,
+			      const struct ivm_guest_task_list *plain)
+{
+	struct ivm_guest_task_list *hinted;
+	uint64_t *hint;
+	size_t i;
+
+	if (!plain)
+		return;
+	hint = malloc((before->nr + 1) * sizeof(*hint));
+	if (!hint)
+		return;
+	for (i = 0; i < before->nr; i++)
+		hint[i] = before->tasks[i].addr;
+	if (ivm_kernel_task_list_hinted(layout, 0, hint, before->nr,
+					&hinted)) {
+		free(hint);
+		return;
+	}
+	if (hinted->nr != plain->nr || hinted->truncated != plain->truncated)
+		abort();
+	for (i = 0; i < plain->nr; i++)
+		if (hinted->tasks[i].addr != plain->tasks[i].addr ||
+		    hinted->tasks[i].pid != plain->tasks[i].pid ||
+		    hinted->tasks[i].tgid != plain->tasks[i].tgid ||
+		    strcmp(hinted->tasks[i].comm, plain->tasks[i].comm))
+			abort();
+	ivm_guest_task_list_destroy(hinted);
+	free(hint);
+}
+
+/*
  * Whatever cpu, on_cpu, exec_start, nr_migrations, the switch-in counts,
  * the run queues' counts and clocks and the count of forks say, who ran
  * last is a non-idle task of the walk, or nobody.  The CPU numbers asked
@@ -356,6 +392,7 @@ static void last_ran_check(const struct ivm_kernel_layout *layout,
 		overwrite(more, more_size);
 		if (ivm_kernel_task_list(layout, 0, &after))
 			after = NULL;
+		hinted_walk_check(layout, list, after);
 		/* The same walk, then one of its own (stale, or due). */
 		last_ran_ask(lr, list, after, later + 1);
 		last_ran_ask(lr, list, after, later + 100000000ull);

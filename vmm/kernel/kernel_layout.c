@@ -369,32 +369,24 @@ struct ivm_error *ivm_kernel_current_task(
 	return NULL;
 }
 
-struct ivm_error *ivm_kernel_read_task(const struct ivm_kernel_layout *layout,
-				       uint64_t task,
-				       struct ivm_guest_task *ret)
+void ivm_kernel_task_span(const struct ivm_kernel_layout *layout,
+			  uint32_t *lo, uint32_t *hi)
+{
+	*lo = layout->task_span_lo;
+	*hi = layout->task_span_hi;
+}
+
+void ivm_kernel_task_decode(const struct ivm_kernel_layout *layout,
+			    uint64_t task, const uint8_t *span,
+			    struct ivm_guest_task *ret)
 {
 	const struct ivm_kernel_layout *l = layout;
 	const struct ivm_kernel_offsets *o = &l->off;
-	uint32_t lo = l->task_span_lo, span = l->task_span_hi - lo;
-	struct ivm_error *err;
+	uint32_t lo = l->task_span_lo;
 	size_t comm_len;
-	uint8_t *buf;
 	unsigned int cpu;
 
-	if (!is_kernel_ptr(l, task) || task + l->task_span_hi < task)
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"task 0x%llx is not a kernel address",
-					(unsigned long long)task);
-	buf = malloc(span);
-	if (!buf)
-		return &ivm_enomem;
-	err = ivm_kernel_read(l, task + lo, buf, span);
-	if (err) {
-		free(buf);
-		return ivm_error_wrap(err, "reading task 0x%llx",
-				      (unsigned long long)task);
-	}
-#define AT(off) (buf + (off) - lo)
+#define AT(off) (span + (off) - lo)
 	memset(ret, 0, sizeof(*ret));
 	ret->addr = task;
 	ret->pid = (int32_t)ivm_le32(AT(o->task_pid));
@@ -422,13 +414,38 @@ struct ivm_error *ivm_kernel_read_task(const struct ivm_kernel_layout *layout,
 	if (o->task_thread_fsbase != IVM_KOFF_NONE)
 		ret->fsbase = ivm_le64(AT(o->task_thread_fsbase));
 #undef AT
-	free(buf);
 	for (cpu = 0; cpu < l->nr_cpus; cpu++) {
 		if (l->idle_task[cpu] == task) {
 			ret->is_idle = true;
 			break;
 		}
 	}
+}
+
+struct ivm_error *ivm_kernel_read_task(const struct ivm_kernel_layout *layout,
+				       uint64_t task,
+				       struct ivm_guest_task *ret)
+{
+	const struct ivm_kernel_layout *l = layout;
+	uint32_t lo = l->task_span_lo, span = l->task_span_hi - lo;
+	struct ivm_error *err;
+	uint8_t *buf;
+
+	if (!is_kernel_ptr(l, task) || task + l->task_span_hi < task)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"task 0x%llx is not a kernel address",
+					(unsigned long long)task);
+	buf = malloc(span);
+	if (!buf)
+		return &ivm_enomem;
+	err = ivm_kernel_read(l, task + lo, buf, span);
+	if (err) {
+		free(buf);
+		return ivm_error_wrap(err, "reading task 0x%llx",
+				      (unsigned long long)task);
+	}
+	ivm_kernel_task_decode(l, task, buf, ret);
+	free(buf);
 	return NULL;
 }
 

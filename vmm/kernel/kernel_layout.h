@@ -298,6 +298,20 @@ struct ivm_error *ivm_kernel_read_task(const struct ivm_kernel_layout *layout,
 				       struct ivm_guest_task *ret);
 
 /*
+ * The span of task_struct that ivm_kernel_read_task reads, in bytes from
+ * the struct: [lo, hi).  Every member it decodes is in it, and so are
+ * tasks, thread_node and thread_group on the kernels met (the walk below
+ * uses them from it when they are, and reads them apart when not).
+ */
+void ivm_kernel_task_span(const struct ivm_kernel_layout *layout,
+			  uint32_t *lo, uint32_t *hi);
+
+/* *ret from span, the bytes of that span of the task at task. */
+void ivm_kernel_task_decode(const struct ivm_kernel_layout *layout,
+			    uint64_t task, const uint8_t *span,
+			    struct ivm_guest_task *ret);
+
+/*
  * CR3 for the task's user address space: the physical address of its
  * mm->pgd.  IVM_ERROR_NOT_FOUND for a kernel thread (no mm).
  */
@@ -314,6 +328,7 @@ struct ivm_guest_task_list {
 	 */
 	bool truncated;
 	struct ivm_error *error;
+	size_t prefetched;	/* tasks read in the hinted walk's batch */
 };
 
 /*
@@ -330,6 +345,31 @@ struct ivm_guest_task_list {
 struct ivm_error *ivm_kernel_task_list(const struct ivm_kernel_layout *layout,
 				       size_t max_tasks,
 				       struct ivm_guest_task_list **ret);
+
+/*
+ * The same walk, given the tasks an earlier walk met (hint, nr_hint):
+ * their spans, and the heads of the thread lists of those that led a
+ * process, are read first in two batches (one process_vm_readv each on
+ * the process backend), and the walk takes what it meets of them from
+ * there; only what is new since (a task forked, a list relinked) is read
+ * one pointer at a time.  A walk of every task of a guest that forks
+ * hundreds of children a second (web01 under tests/e2e/web01's hostile
+ * program) is redone up to twenty times a second, each of its reads a
+ * system call and a page pinned: the batches make most of them one.
+ *
+ * The batches are read before the walk, so what a task showed in them is
+ * older than what the walk would have read, by the batches' time at most:
+ * the same walk as one that met its tasks that much sooner, the guest
+ * running on meanwhile, as it does under any walk.  A hint that names no
+ * task (freed, reused, guest-made) is one the walk never reaches, or reads
+ * as garbage that the walk's checks stop at, as they would live.  When a
+ * batch cannot be read the walk reads live.  list->prefetched counts the
+ * tasks the walk took from the batch.
+ */
+struct ivm_error *ivm_kernel_task_list_hinted(
+	const struct ivm_kernel_layout *layout, size_t max_tasks,
+	const uint64_t *hint, size_t nr_hint,
+	struct ivm_guest_task_list **ret);
 
 void ivm_guest_task_list_destroy(struct ivm_guest_task_list *list);
 

@@ -239,6 +239,8 @@ struct ivm_last_ran_stats {
 	uint64_t latest;	/* ... by the CPU's latest task instead */
 	uint64_t walks;		/* task-list walks, all */
 	uint64_t stale_walks;	/* ... of them because tasks forked */
+	uint64_t walk_tasks;	/* tasks the walks met */
+	uint64_t walk_reads;	/* reads they took (ivm_gmem_backend_calls) */
 	uint64_t stale_refused;	/* to-idle lookups refused: forks since the walk */
 	uint64_t stale_refused_first;	/* ... first task since, refused */
 	uint64_t stale_refused_window;	/* ... runs of a window, refused */

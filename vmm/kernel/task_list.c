@@ -7,8 +7,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bytes.h"
 #include "base/hexnum.h"
 #include "kernel/kernel_layout.h"
+#include "kernel/kernel_layout_int.h"
+
+/*
+ * What the hinted walk read in its batches: each hinted task's span, by
+ * task address, and for a process's leader on a kernel with
+ * signal->thread_head the next of that head, by the address of that word.
+ * Both tables are open addressing, 0 empty, at least twice their rows.
+ */
+struct prefetch {
+	size_t nr;		/* tasks read */
+	uint64_t *task;
+	uint32_t *row;		/* ... its span at bytes + row * span */
+	size_t mask;
+	uint8_t *bytes;
+	uint64_t *word_va;	/* heads' next words, by address */
+	uint64_t *word;
+	size_t word_mask;
+};
 
 struct task_walk {
 	const struct ivm_kernel_layout *l;
@@ -17,6 +36,12 @@ struct task_walk {
 	size_t cap;		/* room in list->tasks */
 	uint64_t *seen;		/* open addressing set of task addresses */
 	size_t seen_mask;	/* its size - 1: a power of two, over 2 * cap */
+	uint32_t lo, span;	/* the task span (ivm_kernel_task_span) */
+	/* The span of the task added last, for the links in it. */
+	uint64_t cur_task;
+	const uint8_t *cur;
+	uint8_t *buf;		/* room for a span read live */
+	struct prefetch pf;
 };
 
 /*
@@ -88,6 +113,80 @@ static bool seen_contains(const struct task_walk *w, uint64_t task)
 	return false;
 }
 
+static const uint8_t *prefetched(const struct task_walk *w, uint64_t task)
+{
+	const struct prefetch *pf = &w->pf;
+	size_t i;
+
+	if (!pf->nr)
+		return NULL;
+	for (i = ivm_hash_addr(task) & pf->mask; pf->task[i];
+	     i = (i + 1) & pf->mask)
+		if (pf->task[i] == task)
+			return pf->bytes + (size_t)pf->row[i] * w->span;
+	return NULL;
+}
+
+/*
+ * w->cur: task's span, from the batch when it holds it, else read now
+ * into w->buf.
+ */
+static struct ivm_error *read_span(struct task_walk *w, uint64_t task)
+{
+	struct ivm_error *err;
+
+	w->cur_task = 0;
+	if (!ivm_kernel_is_kernel_address(w->l, task) ||
+	    task + w->lo + w->span < task)
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"task 0x%llx is not a kernel address",
+					(unsigned long long)task);
+	w->cur = prefetched(w, task);
+	if (w->cur) {
+		w->list->prefetched++;
+	} else {
+		err = ivm_kernel_read(w->l, task + w->lo, w->buf, w->span);
+		if (err)
+			return ivm_error_wrap(err, "reading task 0x%llx",
+					      (unsigned long long)task);
+		w->cur = w->buf;
+	}
+	w->cur_task = task;
+	return NULL;
+}
+
+/*
+ * The 8-byte word at va, of task (0: of no task), if the walk holds it
+ * already: in the span of that task as added last or batched (its tasks
+ * and thread links), or a thread list's head read in the batch.
+ */
+static bool word_known(const struct task_walk *w, uint64_t task, uint64_t va,
+		       uint64_t *ret)
+{
+	const struct prefetch *pf = &w->pf;
+	const uint8_t *span = NULL;
+	size_t i;
+
+	if (task && task == w->cur_task)
+		span = w->cur;
+	else if (task)
+		span = prefetched(w, task);
+	if (span && va >= task + w->lo && va - (task + w->lo) <= w->span - 8) {
+		*ret = ivm_le64(span + (va - (task + w->lo)));
+		return true;
+	}
+	if (!pf->word_va)
+		return false;
+	for (i = ivm_hash_addr(va) & pf->word_mask; pf->word_va[i];
+	     i = (i + 1) & pf->word_mask) {
+		if (pf->word_va[i] == va) {
+			*ret = pf->word[i];
+			return true;
+		}
+	}
+	return false;
+}
+
 static void walk_stop(struct task_walk *w, struct ivm_error *err)
 {
 	w->list->truncated = true;
@@ -122,20 +221,32 @@ static bool walk_add(struct task_walk *w, uint64_t task)
 					      (unsigned long long)task));
 		return false;
 	}
-	err = ivm_kernel_read_task(w->l, task, &list->tasks[list->nr]);
+	err = read_span(w, task);
 	if (err) {
 		walk_stop(w, err);
 		return false;
 	}
+	ivm_kernel_task_decode(w->l, task, w->cur, &list->tasks[list->nr]);
 	list->nr++;
 	return true;
 }
 
-static bool walk_next(struct task_walk *w, uint64_t node, uint64_t *ret)
+/* The next of the list node at node, a member of task (0: of no task). */
+static bool walk_next(struct task_walk *w, uint64_t task, uint64_t node,
+		      uint64_t *ret)
 {
 	uint64_t next_off = ivm_kernel_layout_offsets(w->l)->list_head_next;
 	struct ivm_error *err;
 
+	if (word_known(w, task, node + next_off, ret)) {
+		if (ivm_kernel_is_kernel_address(w->l, *ret))
+			return true;
+		walk_stop(w, ivm_error_create(IVM_ERROR_PROTOCOL,
+					      "list_head.next at 0x%llx is 0x%llx, not a kernel address",
+					      (unsigned long long)(node + next_off),
+					      (unsigned long long)*ret));
+		return false;
+	}
 	err = ivm_kernel_read_ptr(w->l, node + next_off, "list_head.next", ret);
 	if (err) {
 		walk_stop(w, err);
@@ -149,7 +260,7 @@ static bool walk_threads(struct task_walk *w, size_t idx)
 {
 	const struct ivm_kernel_offsets *o = ivm_kernel_layout_offsets(w->l);
 	uint64_t leader = w->list->tasks[idx].addr;
-	uint64_t head, node, link_off;
+	uint64_t head, node, link_off, head_of;
 	unsigned int leader_passes = 0;
 
 	if (o->signal_thread_head != IVM_KOFF_NONE) {
@@ -166,12 +277,14 @@ static bool walk_threads(struct task_walk *w, size_t idx)
 			return false;
 		}
 		head = signal + o->signal_thread_head;
+		head_of = 0;
 		link_off = o->task_thread_node;
 	} else {
 		head = leader + o->task_thread_group;
+		head_of = leader;
 		link_off = o->task_thread_group;
 	}
-	if (!walk_next(w, head, &node))
+	if (!walk_next(w, head_of, head, &node))
 		return false;
 	/*
 	 * Bounded: every step adds a task (at most w->max, each once) or
@@ -190,15 +303,177 @@ static bool walk_threads(struct task_walk *w, size_t idx)
 		} else if (!walk_add(w, task)) {
 			return false;
 		}
-		if (!walk_next(w, node, &node))
+		if (!walk_next(w, task, node, &node))
 			return false;
 	}
 	return true;
 }
 
+static void prefetch_free(struct prefetch *pf)
+{
+	free(pf->task);
+	free(pf->row);
+	free(pf->bytes);
+	free(pf->word_va);
+	free(pf->word);
+	memset(pf, 0, sizeof(*pf));
+}
+
+static size_t table_size(size_t rows)
+{
+	size_t size = 1;
+
+	while (size < 2 * rows)
+		size <<= 1;
+	return size;
+}
+
+/*
+ * The second batch: the next of each prefetched leader's thread-list
+ * head (signal->thread_head), so that a process whose threads are as the
+ * hint saw them costs no read of its own.  Nothing when the kernel links
+ * threads in the task (thread_group: in the span already) or on any
+ * failure: the walk reads those heads live.
+ */
+static void prefetch_heads(struct task_walk *w, struct ivm_gmem_piece *pieces)
+{
+	const struct ivm_kernel_offsets *o = ivm_kernel_layout_offsets(w->l);
+	struct prefetch *pf = &w->pf;
+	struct ivm_error *err;
+	uint64_t *va, *words;
+	size_t i, n = 0, size;
+
+	if (o->signal_thread_head == IVM_KOFF_NONE)
+		return;
+	va = calloc(pf->nr, sizeof(*va));
+	words = calloc(pf->nr, sizeof(*words));
+	if (!va || !words)
+		goto out;
+	for (i = 0; i < pf->nr; i++) {
+		struct ivm_guest_task t;
+		uint64_t pa, contiguous, at;
+
+		ivm_kernel_task_decode(w->l, 0, pf->bytes + i * w->span, &t);
+		if (t.pid != t.tgid || !ivm_kernel_is_kernel_address(w->l,
+								   t.signal))
+			continue;
+		at = t.signal + o->signal_thread_head + o->list_head_next;
+		if (at < t.signal)
+			continue;
+		err = ivm_kernel_translate(w->l, at, &pa, &contiguous);
+		if (err || contiguous < 8) {
+			ivm_error_destroy(err);
+			continue;
+		}
+		va[n] = at;
+		pieces[n] = (struct ivm_gmem_piece){ pa, &words[n], 8 };
+		n++;
+	}
+	if (!n)
+		goto out;
+	err = ivm_gmem_read_phys_many(w->l->gmem, pieces, n);
+	if (err) {
+		/* The walk meets it live, if it reaches that head. */
+		ivm_error_destroy(err);
+		goto out;
+	}
+	size = table_size(n);
+	pf->word_va = calloc(size, sizeof(*pf->word_va));
+	pf->word = calloc(size, sizeof(*pf->word));
+	if (!pf->word_va || !pf->word) {
+		free(pf->word_va);
+		free(pf->word);
+		pf->word_va = pf->word = NULL;
+		goto out;
+	}
+	pf->word_mask = size - 1;
+	for (i = 0; i < n; i++) {
+		size_t j = ivm_hash_addr(va[i]) & pf->word_mask;
+
+		while (pf->word_va[j] && pf->word_va[j] != va[i])
+			j = (j + 1) & pf->word_mask;
+		pf->word_va[j] = va[i];
+		pf->word[j] = ivm_le64((const uint8_t *)&words[i]);
+	}
+out:
+	free(va);
+	free(words);
+}
+
+/*
+ * The first batch: the spans of the hinted tasks (at most max of them,
+ * each once, those in consecutive guest physical pages: slab objects in
+ * the direct map), then the heads.  Nothing on any failure.
+ */
+static void prefetch_load(struct task_walk *w, const uint64_t *hint,
+			  size_t nr_hint)
+{
+	struct prefetch *pf = &w->pf;
+	struct ivm_gmem_piece *pieces = NULL;
+	struct ivm_error *err;
+	size_t i, n = 0, size;
+
+	if (nr_hint > w->max)
+		nr_hint = w->max;
+	if (!nr_hint || w->span < 8)
+		return;
+	size = table_size(nr_hint);
+	pf->task = calloc(size, sizeof(*pf->task));
+	pf->row = calloc(size, sizeof(*pf->row));
+	pf->bytes = malloc(nr_hint * w->span);
+	pieces = calloc(nr_hint, sizeof(*pieces));
+	if (!pf->task || !pf->row || !pf->bytes || !pieces)
+		goto fail;
+	pf->mask = size - 1;
+	for (i = 0; i < nr_hint; i++) {
+		uint64_t task = hint[i], pa;
+		size_t j = ivm_hash_addr(task) & pf->mask;
+
+		if (!ivm_kernel_is_kernel_address(w->l, task) ||
+		    task + w->lo + w->span < task)
+			continue;
+		while (pf->task[j] && pf->task[j] != task)
+			j = (j + 1) & pf->mask;
+		if (pf->task[j])
+			continue;	/* hinted twice */
+		err = ivm_kernel_translate_range(w->l, task + w->lo, w->span,
+						 &pa);
+		if (err) {
+			ivm_error_destroy(err);
+			continue;
+		}
+		pf->task[j] = task;
+		pf->row[j] = (uint32_t)n;
+		pieces[n] = (struct ivm_gmem_piece){
+			pa, pf->bytes + n * w->span, w->span
+		};
+		n++;
+	}
+	err = n ? ivm_gmem_read_phys_many(w->l->gmem, pieces, n) : NULL;
+	if (err || !n) {
+		ivm_error_destroy(err);
+		goto fail;
+	}
+	pf->nr = n;
+	prefetch_heads(w, pieces);
+	free(pieces);
+	return;
+fail:
+	free(pieces);
+	prefetch_free(pf);
+}
+
 struct ivm_error *ivm_kernel_task_list(const struct ivm_kernel_layout *layout,
 				       size_t max_tasks,
 				       struct ivm_guest_task_list **ret)
+{
+	return ivm_kernel_task_list_hinted(layout, max_tasks, NULL, 0, ret);
+}
+
+struct ivm_error *ivm_kernel_task_list_hinted(
+	const struct ivm_kernel_layout *layout, size_t max_tasks,
+	const uint64_t *hint, size_t nr_hint,
+	struct ivm_guest_task_list **ret)
 {
 	const struct ivm_kernel_layout *l = layout;
 	const struct ivm_kernel_offsets *o = ivm_kernel_layout_offsets(l);
@@ -208,6 +483,7 @@ struct ivm_error *ivm_kernel_task_list(const struct ivm_kernel_layout *layout,
 	uint64_t head, node;
 	size_t set_size = 1;
 	unsigned int cpu;
+	uint32_t hi;
 
 	if (max_tasks == 0)
 		max_tasks = IVM_KERNEL_DEFAULT_MAX_TASKS;
@@ -228,12 +504,21 @@ struct ivm_error *ivm_kernel_task_list(const struct ivm_kernel_layout *layout,
 	}
 	w.seen_mask = set_size - 1;
 	w.list = list;
+	ivm_kernel_task_span(l, &w.lo, &hi);
+	w.span = hi - w.lo;
+	w.buf = malloc(w.span);
+	if (!w.buf) {
+		ivm_guest_task_list_destroy(list);
+		free(w.seen);
+		return &ivm_enomem;
+	}
+	prefetch_load(&w, hint, nr_hint);
 
 	/* init_task (pid 0) heads the process list and is no member of it. */
 	if (!walk_add(&w, init_task))
 		goto idle;
 	head = init_task + o->task_tasks;
-	if (!walk_next(&w, head, &node))
+	if (!walk_next(&w, init_task, head, &node))
 		goto idle;
 	while (node != head) {
 		size_t leader_idx = list->nr;
@@ -242,8 +527,9 @@ struct ivm_error *ivm_kernel_task_list(const struct ivm_kernel_layout *layout,
 			break;
 		if (!walk_threads(&w, leader_idx))
 			break;
-		if (!walk_next(&w, list->tasks[leader_idx].addr +
-					   o->task_tasks, &node))
+		if (!walk_next(&w, list->tasks[leader_idx].addr,
+			       list->tasks[leader_idx].addr + o->task_tasks,
+			       &node))
 			break;
 	}
 idle:
@@ -255,6 +541,8 @@ idle:
 			break;
 	}
 	free(w.seen);
+	free(w.buf);
+	prefetch_free(&w.pf);
 	*ret = list;
 	return NULL;
 }

@@ -215,6 +215,10 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 					     ls->hot_reads };
 		st[n++] = (struct ivm_stat){ "stamps_hot_misses",
 					     ls->hot_misses };
+		st[n++] = (struct ivm_stat){ "stamps_walk_tasks",
+					     ls->walk_tasks };
+		st[n++] = (struct ivm_stat){ "stamps_walk_reads",
+					     ls->walk_reads };
 	}
 	st[n++] = (struct ivm_stat){ "polls", r->polls };
 	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };

@@ -385,6 +385,14 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 			" first tasks and %" PRIu64 " windows of unseen periods\n",
 			ST("stamps_stale_local"), ST("stamps_stale_refused_first"),
 			ST("stamps_stale_refused_window"));
+	/* What the walks cost: reads per task met (kernel_layout.h). */
+	if (ivm_idle_summary_has_stat(s, "stamps_walk_reads") &&
+	    ST("stamps_walk_tasks"))
+		fprintf(out, "  task-list walks: %" PRIu64 " tasks met in %" PRIu64
+			" reads (%.2f a task)\n",
+			ST("stamps_walk_tasks"), ST("stamps_walk_reads"),
+			(double)ST("stamps_walk_reads") /
+				(double)ST("stamps_walk_tasks"));
 	/* How many reads of the stamps were of the tasks that ran (last_ran.h). */
 	if (ivm_idle_summary_has_stat(s, "stamps_hot_reads"))
 		fprintf(out, "  reads of the scheduler's stamps: %" PRIu64
