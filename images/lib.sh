@@ -166,15 +166,23 @@ ivm_rundir_create() {
 	echo "$dir"
 }
 
+# ivm_shared_memory_opt: make-domain-xml's --shared-memory when
+# IVM_SHARED_MEMORY is 1, else nothing.
+ivm_shared_memory_opt() {
+	[ "${IVM_SHARED_MEMORY:-0}" != 1 ] || echo --shared-memory
+}
+
 # ivm_domain_create NAME WORKLOAD RUNDIR VCPUS MEMORY_MIB: write
 # RUNDIR/domain.xml and start it as a transient libvirt domain (gone once
 # destroyed).  $IVM_GUEST_CMDLINE_EXTRA, if set, is added to the guest
-# kernel's command line (both guests).
+# kernel's command line (both guests); IVM_SHARED_MEMORY=1 backs guest RAM
+# with a shared memfd (make-domain-xml --shared-memory), both guests too.
 ivm_domain_create() {
 	local name=$1 workload=$2 rundir=$3 vcpus=$4 mem=$5
 	"$IVM_IMAGES/make-domain-xml" --name "$name" --workload "$workload" \
 		--vcpus "$vcpus" --memory "$mem" --run-dir "$rundir" \
 		${IVM_GUEST_CMDLINE_EXTRA:+--cmdline-extra "$IVM_GUEST_CMDLINE_EXTRA"} \
+		$(ivm_shared_memory_opt) \
 		>"$rundir/domain.xml" || ivm_die "make-domain-xml failed"
 	# virtlogd appends to the console file; create it so its group can
 	# be read by the caller whatever the umask.
@@ -196,6 +204,7 @@ ivm_web01_create() {
 		--disk "$rundir/web01.qcow2" --vcpus "$vcpus" --memory "$mem" \
 		--run-dir "$rundir" $shell \
 		${IVM_GUEST_CMDLINE_EXTRA:+--cmdline-extra "$IVM_GUEST_CMDLINE_EXTRA"} \
+		$(ivm_shared_memory_opt) \
 		>"$rundir/domain.xml" ||
 		ivm_die "make-domain-xml failed"
 	: >"$rundir/console.log"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Benchmark: what idlevm's profile costs the host, and where it goes.
 #
-#   [GUEST=web01] BUILD=build tests/bench/profile_cost.sh [SECONDS] [RUNS]
+#   [GUEST=web01] [SHARED=1] BUILD=build tests/bench/profile_cost.sh [SECONDS] [RUNS]
 #
 # Boots one demo guest running lockstorm (2 vCPUs, 512 MiB) as a transient
 # libvirt domain, profiles it RUNS times (default 5) for SECONDS (default
@@ -20,6 +20,11 @@
 # redis, postgres) under its own paced load instead, 2 vCPUs, 1 GiB: the
 # service a user would watch, whose transitions are fewer and whose
 # stacks reach through many more user objects than lockstorm's.
+#
+# SHARED=1 backs the guest's RAM with a shared memfd (make-domain-xml
+# --shared-memory), which idlevm maps and reads without system calls,
+# instead of QEMU's private RAM read with process_vm_readv; the bench
+# checks with `idlevm info` that the guest's memory is read the way asked.
 #
 # IDLEVM_OTHER=PATH (another idlevm build, e.g. main's) runs it after the
 # first in each run, on the same guest, and prints both medians: the
@@ -42,6 +47,13 @@ case $GUEST in
 demo|web01) ;;
 *) echo "GUEST=$GUEST: demo or web01" >&2; exit 2 ;;
 esac
+SHARED=${SHARED:-0}
+case $SHARED in
+0) want="process_vm_readv" ;;
+1) want="mmap of shared guest RAM" ;;
+*) echo "SHARED=$SHARED: 0 or 1" >&2; exit 2 ;;
+esac
+export IVM_SHARED_MEMORY=$SHARED
 ivm_image_env
 [ "$GUEST" = demo ] || ivm_web01_env
 ivm_libvirt_ensure
@@ -54,7 +66,9 @@ if [ "$GUEST" = web01 ]; then
 else
 	bench_guests_boot "$PREFIX" 2 512 1
 fi
-echo "guest ready ($GUEST, 2 vCPUs); $SECS s per run, $RUNS runs; host $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+gmem=$("$IDLEVM" info --domain "$PREFIX-1" 2>&1 | sed -n 's/^guest memory: *//p')
+[ "$gmem" = "$want" ] || ivm_die "guest memory read by '$gmem', not '$want'"
+echo "guest ready ($GUEST, 2 vCPUs, memory read by $gmem); $SECS s per run, $RUNS runs; host $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-4s %10s %8s %9s  %s\n' run samples/s "% core" "us/sample" "time by stage (%)"
 builds=a
 [ -z "$OTHER" ] || builds="a b"
@@ -98,7 +112,7 @@ for b in $builds; do
 	}
 	{
 		r++; s[r] = $2; c[r] = $3; u[r] = $4
-		for (k = 5; k < NF; k += 2) { nm[k] = $k; v = $(k + 1); sub(/%/, "", v); st[k, r] = v }
+		for (k = 5; k < NF; k += 2) { nm[k] = $k; v = $(k + 1); sub(/%/, "", v); st[k, r] = v + 0 }
 		last = NF
 	}
 	END {
@@ -112,4 +126,4 @@ for b in $builds; do
 	}' "$OUT/rows-$b"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "command: ${GUEST:+GUEST=$GUEST }${BUDGET:+BUDGET=$BUDGET }${OTHER:+IDLEVM_OTHER=$OTHER }BUILD=$BUILD tests/bench/profile_cost.sh $SECS $RUNS"
+echo "command: ${GUEST:+GUEST=$GUEST }$([ "$SHARED" = 1 ] && echo "SHARED=1 ")${BUDGET:+BUDGET=$BUDGET }${OTHER:+IDLEVM_OTHER=$OTHER }BUILD=$BUILD tests/bench/profile_cost.sh $SECS $RUNS"
