@@ -156,6 +156,95 @@ Test(orc, load_sorts_and_looks_up)
 	ivm_orc_destroy(NULL);
 }
 
+/* The slot ivm_orc_lookup must find for ip, by a walk over every entry. */
+static bool walk_lookup(const struct ivm_orc_table *t, uint64_t ip,
+			struct ivm_orc_entry *ret, uint64_t *start)
+{
+	struct ivm_orc_entry e;
+	bool found = false;
+	uint64_t at;
+	size_t i;
+
+	for (i = 0; ivm_orc_entry_at(t, i, &at, &e) && at <= ip; i++) {
+		*ret = e;
+		*start = at;
+		found = true;
+	}
+	if (found && !ivm_orc_entry_at(t, i, &at, &e) && *start < ip)
+		return false;	/* past the terminator: not covered */
+	return found;
+}
+
+/*
+ * The lookup's block index finds what a search of the whole table would:
+ * dense tables (a few entries per block, duplicates), and sparse ones whose
+ * gaps of up to 64 MiB make the blocks grow; probes at, around and between
+ * the entries and at the blocks' edges.
+ */
+Test(orc, lookup_index_agrees_with_a_walk)
+{
+	static const uint64_t max_gap[] = { 3, 64, 700, 1ull << 16, 64ull << 20 };
+	const uint64_t base = 0xffffffff90000000ull;
+	size_t g, round;
+
+	srand(33);
+	for (g = 0; g < sizeof(max_gap) / sizeof(max_gap[0]); g++) {
+		for (round = 0; round < 4; round++) {
+			size_t nr = 1 + (size_t)rand() % 600, i;
+			uint8_t *ipb = malloc(4 * nr), *orcb = malloc(6 * nr);
+			struct ivm_orc_table *t = NULL;
+			uint64_t ip = 0xffffffff81000000ull, lo, hi;
+
+			cr_assert(ipb && orcb);
+			for (i = 0; i < nr; i++) {
+				/* a unique sp_offset tells the entries apart */
+				put_ip(ipb, i, base, ip);
+				put_v1(orcb, i, (int16_t)i, 0, 4, 0, 0, 0);
+				ip += (uint64_t)rand() % (max_gap[g] + 1);
+			}
+			cr_assert_null(ivm_orc_load_buffer(ipb, 4 * nr, base,
+							   orcb, 6 * nr,
+							   IVM_ORC_FORMAT_V1,
+							   &t));
+			ivm_orc_ip_range(t, &lo, &hi);
+			for (i = 0; i < 20 * nr + 200; i++) {
+				struct ivm_orc_entry e, want;
+				uint64_t probe, start = 0, want_start = 0;
+				size_t k = (size_t)rand() % nr;
+				bool found;
+
+				ivm_orc_entry_at(t, k, &probe, &e);
+				switch (i % 5) {
+				case 0: break;
+				case 1: probe--; break;
+				case 2: probe++; break;
+				case 3: /* a block's edge, at either size */
+					probe = lo + (((probe - lo) >> 8) << 8) +
+						(i & 1 ? 0 : 255);
+					break;
+				default:
+					probe = lo - 2 + (uint64_t)rand() %
+						(hi - lo + 4);
+				}
+				found = ivm_orc_lookup(t, probe, &e, &start);
+				cr_assert_eq(found, walk_lookup(t, probe, &want,
+								&want_start),
+					     "ip 0x%" PRIx64 " (gap %" PRIu64 ")",
+					     probe, max_gap[g]);
+				if (!found)
+					continue;
+				cr_assert_eq(start, want_start);
+				cr_assert_eq(e.sp_offset, want.sp_offset,
+					     "ip 0x%" PRIx64 " (gap %" PRIu64 ")",
+					     probe, max_gap[g]);
+			}
+			ivm_orc_destroy(t);
+			free(ipb);
+			free(orcb);
+		}
+	}
+}
+
 Test(orc, hostile_sizes)
 {
 	uint8_t ipb[12] = { 0 }, orcb[18] = { 0 };

@@ -18,10 +18,25 @@ struct orc_slot {
 	struct ivm_orc_entry entry;
 };
 
+/*
+ * The lookup index, as the kernel's own (orc_lookup, LOOKUP_BLOCK_ORDER):
+ * the table's ip range cut into blocks of 1 << block_shift bytes, and for
+ * each block b the slot that covers its first byte, block[b].  A lookup
+ * searches only slots block[b]..block[b + 1], a few on one or two cache
+ * lines, instead of the whole table: a kernel stack's every frame is a
+ * lookup, and a binary search over a 6 MiB table (6.1's 368456 entries)
+ * misses the cache at each of its last levels (perf: 15% of the profile
+ * loop's CPU on web01 with its RAM mapped).
+ */
+#define ORC_BLOCK_SHIFT 8
+
 struct ivm_orc_table {
 	struct orc_slot *slots;
 	size_t nr;
 	enum ivm_orc_format format;
+	uint32_t *block;		/* nr_blocks + 1 slot indexes */
+	size_t nr_blocks;
+	unsigned int block_shift;
 };
 
 void ivm_orc_decode(const uint8_t raw[6], enum ivm_orc_format fmt,
@@ -91,6 +106,39 @@ static int slot_cmp(const void *a, const void *b)
 	return memcmp(&x->entry, &y->entry, sizeof(x->entry));
 }
 
+/*
+ * Build table->block.  Blocks grow past ORC_BLOCK_SHIFT while there would
+ * be more blocks than slots, so that a sparse table (a hostile one's ips
+ * may spread over the whole address space) keeps a small index; the
+ * search within a block is right whatever its size.
+ */
+static struct ivm_error *build_index(struct ivm_orc_table *table)
+{
+	uint64_t lo = table->slots[0].ip;
+	uint64_t span = table->slots[table->nr - 1].ip - lo;
+	unsigned int shift = ORC_BLOCK_SHIFT;
+	size_t b, i = 0;
+
+	while (shift < 63 && (span >> shift) >= (uint64_t)table->nr + 64)
+		shift++;
+	table->block_shift = shift;
+	table->nr_blocks = (size_t)(span >> shift) + 1;
+	table->block = malloc((table->nr_blocks + 1) * sizeof(*table->block));
+	if (!table->block)
+		return &ivm_enomem;
+	for (b = 0; b <= table->nr_blocks; b++) {
+		/* The block's first byte; past the table's end for the last. */
+		uint64_t start = b < table->nr_blocks ?
+				 lo + ((uint64_t)b << shift) : UINT64_MAX;
+
+		/* The greatest slot whose ip <= start, as the search finds. */
+		while (i + 1 < table->nr && table->slots[i + 1].ip <= start)
+			i++;
+		table->block[b] = (uint32_t)i;
+	}
+	return NULL;
+}
+
 struct ivm_error *ivm_orc_load_buffer(const void *ip_buf, size_t ip_len,
 				      uint64_t ip_addr, const void *orc_buf,
 				      size_t orc_len, enum ivm_orc_format fmt,
@@ -146,6 +194,10 @@ struct ivm_error *ivm_orc_load_buffer(const void *ip_buf, size_t ip_len,
 	/* vmlinux tables come sorted (build-time sort); others may not. */
 	if (!sorted)
 		qsort(table->slots, nr, sizeof(*table->slots), slot_cmp);
+	if (build_index(table)) {
+		ivm_orc_destroy(table);
+		return &ivm_enomem;
+	}
 	*ret = table;
 	return NULL;
 }
@@ -155,6 +207,7 @@ void ivm_orc_destroy(struct ivm_orc_table *table)
 	if (!table)
 		return;
 	free(table->slots);
+	free(table->block);
 	free(table);
 }
 
@@ -188,10 +241,19 @@ bool ivm_orc_entry_at(const struct ivm_orc_table *table, size_t i,
 bool ivm_orc_lookup(const struct ivm_orc_table *table, uint64_t ip,
 		    struct ivm_orc_entry *ret, uint64_t *start)
 {
-	size_t lo = 0, hi = table->nr;
+	size_t lo, hi, b;
 
 	if (ip < table->slots[0].ip || ip > table->slots[table->nr - 1].ip)
 		return false;
+	/*
+	 * slots[block[b]].ip <= the block's start <= ip, and the slot after
+	 * block[b + 1] lies past the next block's start, hence past ip.
+	 */
+	b = (size_t)((ip - table->slots[0].ip) >> table->block_shift);
+	lo = table->block[b];
+	hi = (size_t)table->block[b + 1] + 1;
+	if (hi > table->nr)
+		hi = table->nr;
 	/* Invariant: slots[lo].ip <= ip, and slots[hi].ip > ip (or hi == nr). */
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
