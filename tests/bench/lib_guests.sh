@@ -42,18 +42,14 @@ bench_guests_destroy() {
 # done) as transient domain NAME on a copy-on-write disk, under its own
 # paced load; dies when it does not come up with its service within
 # IVM_BOOT_TIMEOUT (600 s).  bench_guests_destroy removes it too.
-# IVM_SHARED_MEMORY=1 backs both kinds of guest with a shared memfd.
+# IVM_SHARED_MEMORY=1 backs both kinds of guest with a shared memfd
+# (ivm_domain_create, ivm_web01_create).
 bench_web01_boot() {
 	local name=$1 d ready
 	d=$(ivm_rundir_create idlevm-bench)
 	BENCH_RUNDIRS+=("$d")
 	BENCH_GUESTS+=("$name")
-	qemu-img create -q -f qcow2 -b "$IVM_WEB01_DISK" -F qcow2 "$d/web01.qcow2"
-	images/make-domain-xml --guest web01 --name "$name" --disk "$d/web01.qcow2" \
-		--vcpus 2 --memory 1024 --run-dir "$d" $(ivm_shared_memory_opt) \
-		>"$d/domain.xml"
-	: >"$d/console.log"
-	ivm_virsh create "$d/domain.xml" >/dev/null || ivm_die "virsh create $name failed"
+	ivm_web01_create "$name" "$d" 2 1024
 	ready=$(ivm_wait_ready "$d/console.log" "${IVM_BOOT_TIMEOUT:-600}" \
 		"$(ivm_domain_qemu_pid "$name")") || ivm_die "$name did not come up"
 	case $ready in

@@ -422,31 +422,39 @@ void ivm_kernel_task_decode(const struct ivm_kernel_layout *layout,
 	}
 }
 
-struct ivm_error *ivm_kernel_read_task(const struct ivm_kernel_layout *layout,
-				       uint64_t task,
-				       struct ivm_guest_task *ret)
+struct ivm_error *ivm_kernel_read_task_span(
+	const struct ivm_kernel_layout *layout, uint64_t task, uint8_t *buf)
 {
 	const struct ivm_kernel_layout *l = layout;
-	uint32_t lo = l->task_span_lo, span = l->task_span_hi - lo;
+	uint32_t lo = l->task_span_lo;
 	struct ivm_error *err;
-	uint8_t *buf;
 
 	if (!is_kernel_ptr(l, task) || task + l->task_span_hi < task)
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"task 0x%llx is not a kernel address",
 					(unsigned long long)task);
-	buf = malloc(span);
-	if (!buf)
-		return &ivm_enomem;
-	err = ivm_kernel_read(l, task + lo, buf, span);
-	if (err) {
-		free(buf);
+	err = ivm_kernel_read(l, task + lo, buf, l->task_span_hi - lo);
+	if (err)
 		return ivm_error_wrap(err, "reading task 0x%llx",
 				      (unsigned long long)task);
-	}
-	ivm_kernel_task_decode(l, task, buf, ret);
-	free(buf);
 	return NULL;
+}
+
+struct ivm_error *ivm_kernel_read_task(const struct ivm_kernel_layout *layout,
+				       uint64_t task,
+				       struct ivm_guest_task *ret)
+{
+	struct ivm_error *err;
+	uint8_t *buf;
+
+	buf = malloc(layout->task_span_hi - layout->task_span_lo);
+	if (!buf)
+		return &ivm_enomem;
+	err = ivm_kernel_read_task_span(layout, task, buf);
+	if (!err)
+		ivm_kernel_task_decode(layout, task, buf, ret);
+	free(buf);
+	return err;
 }
 
 struct ivm_error *ivm_kernel_task_user_cr3(

@@ -306,6 +306,14 @@ struct ivm_error *ivm_kernel_read_task(const struct ivm_kernel_layout *layout,
 void ivm_kernel_task_span(const struct ivm_kernel_layout *layout,
 			  uint32_t *lo, uint32_t *hi);
 
+/*
+ * Read that span of the task at task into buf (hi - lo bytes): what
+ * ivm_kernel_read_task reads, for a caller that keeps the bytes (the
+ * task-list walk takes its links from them).
+ */
+struct ivm_error *ivm_kernel_read_task_span(
+	const struct ivm_kernel_layout *layout, uint64_t task, uint8_t *buf);
+
 /* *ret from span, the bytes of that span of the task at task. */
 void ivm_kernel_task_decode(const struct ivm_kernel_layout *layout,
 			    uint64_t task, const uint8_t *span,

@@ -53,6 +53,31 @@ struct task_walk {
 
 static bool seen_insert(struct task_walk *w, uint64_t task);
 
+/*
+ * The slot of key in keys, an open-addressing table of mask + 1 slots (0
+ * empty, never full): the one holding key, else the empty one where it
+ * goes.  The walk's three tables (tasks met, tasks batched, heads
+ * batched) all probe so.
+ */
+static size_t slot_of(const uint64_t *keys, size_t mask, uint64_t key)
+{
+	size_t i = ivm_hash_addr(key) & mask;
+
+	while (keys[i] && keys[i] != key)
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Slots for rows keys: a power of two, at least twice rows. */
+static size_t table_size(size_t rows)
+{
+	size_t size = 1;
+
+	while (size < 2 * rows)
+		size <<= 1;
+	return size;
+}
+
 /* Double the room for tasks (and the set); false without memory. */
 static bool walk_grow(struct task_walk *w)
 {
@@ -71,8 +96,7 @@ static bool walk_grow(struct task_walk *w)
 	w->cap = cap;
 	if (old_size >= 2 * cap)
 		return true;		/* the set still has room */
-	for (size = old_size; size < 2 * cap; size <<= 1)
-		;
+	size = table_size(cap);
 	w->seen = calloc(size, sizeof(*w->seen));
 	if (!w->seen) {
 		w->seen = old;
@@ -89,28 +113,18 @@ static bool walk_grow(struct task_walk *w)
 /* Insert task; false if it was already there. */
 static bool seen_insert(struct task_walk *w, uint64_t task)
 {
-	size_t i = ivm_hash_addr(task) & w->seen_mask;
-
 	/* The set has twice the room of the tasks it holds, so this ends. */
-	while (w->seen[i]) {
-		if (w->seen[i] == task)
-			return false;
-		i = (i + 1) & w->seen_mask;
-	}
+	size_t i = slot_of(w->seen, w->seen_mask, task);
+
+	if (w->seen[i])
+		return false;
 	w->seen[i] = task;
 	return true;
 }
 
 static bool seen_contains(const struct task_walk *w, uint64_t task)
 {
-	size_t i = ivm_hash_addr(task) & w->seen_mask;
-
-	while (w->seen[i]) {
-		if (w->seen[i] == task)
-			return true;
-		i = (i + 1) & w->seen_mask;
-	}
-	return false;
+	return task && w->seen[slot_of(w->seen, w->seen_mask, task)] == task;
 }
 
 static const uint8_t *prefetched(const struct task_walk *w, uint64_t task)
@@ -118,13 +132,10 @@ static const uint8_t *prefetched(const struct task_walk *w, uint64_t task)
 	const struct prefetch *pf = &w->pf;
 	size_t i;
 
-	if (!pf->nr)
+	if (!pf->nr || !task)
 		return NULL;
-	for (i = ivm_hash_addr(task) & pf->mask; pf->task[i];
-	     i = (i + 1) & pf->mask)
-		if (pf->task[i] == task)
-			return pf->bytes + (size_t)pf->row[i] * w->span;
-	return NULL;
+	i = slot_of(pf->task, pf->mask, task);
+	return pf->task[i] ? pf->bytes + (size_t)pf->row[i] * w->span : NULL;
 }
 
 /*
@@ -136,19 +147,14 @@ static struct ivm_error *read_span(struct task_walk *w, uint64_t task)
 	struct ivm_error *err;
 
 	w->cur_task = 0;
-	if (!ivm_kernel_is_kernel_address(w->l, task) ||
-	    task + w->lo + w->span < task)
-		return ivm_error_create(IVM_ERROR_PROTOCOL,
-					"task 0x%llx is not a kernel address",
-					(unsigned long long)task);
+	/* Only kernel addresses whose span does not wrap are batched. */
 	w->cur = prefetched(w, task);
 	if (w->cur) {
 		w->list->prefetched++;
 	} else {
-		err = ivm_kernel_read(w->l, task + w->lo, w->buf, w->span);
+		err = ivm_kernel_read_task_span(w->l, task, w->buf);
 		if (err)
-			return ivm_error_wrap(err, "reading task 0x%llx",
-					      (unsigned long long)task);
+			return err;
 		w->cur = w->buf;
 	}
 	w->cur_task = task;
@@ -175,16 +181,13 @@ static bool word_known(const struct task_walk *w, uint64_t task, uint64_t va,
 		*ret = ivm_le64(span + (va - (task + w->lo)));
 		return true;
 	}
-	if (!pf->word_va)
+	if (!pf->word_va || !va)
 		return false;
-	for (i = ivm_hash_addr(va) & pf->word_mask; pf->word_va[i];
-	     i = (i + 1) & pf->word_mask) {
-		if (pf->word_va[i] == va) {
-			*ret = pf->word[i];
-			return true;
-		}
-	}
-	return false;
+	i = slot_of(pf->word_va, pf->word_mask, va);
+	if (!pf->word_va[i])
+		return false;
+	*ret = pf->word[i];
+	return true;
 }
 
 static void walk_stop(struct task_walk *w, struct ivm_error *err)
@@ -319,15 +322,6 @@ static void prefetch_free(struct prefetch *pf)
 	memset(pf, 0, sizeof(*pf));
 }
 
-static size_t table_size(size_t rows)
-{
-	size_t size = 1;
-
-	while (size < 2 * rows)
-		size <<= 1;
-	return size;
-}
-
 /*
  * The second batch: the next of each prefetched leader's thread-list
  * head (signal->thread_head), so that a process whose threads are as the
@@ -388,10 +382,8 @@ static void prefetch_heads(struct task_walk *w, struct ivm_gmem_piece *pieces)
 	}
 	pf->word_mask = size - 1;
 	for (i = 0; i < n; i++) {
-		size_t j = ivm_hash_addr(va[i]) & pf->word_mask;
+		size_t j = slot_of(pf->word_va, pf->word_mask, va[i]);
 
-		while (pf->word_va[j] && pf->word_va[j] != va[i])
-			j = (j + 1) & pf->word_mask;
 		pf->word_va[j] = va[i];
 		pf->word[j] = ivm_le64((const uint8_t *)&words[i]);
 	}
@@ -427,13 +419,12 @@ static void prefetch_load(struct task_walk *w, const uint64_t *hint,
 	pf->mask = size - 1;
 	for (i = 0; i < nr_hint; i++) {
 		uint64_t task = hint[i], pa;
-		size_t j = ivm_hash_addr(task) & pf->mask;
+		size_t j;
 
 		if (!ivm_kernel_is_kernel_address(w->l, task) ||
 		    task + w->lo + w->span < task)
 			continue;
-		while (pf->task[j] && pf->task[j] != task)
-			j = (j + 1) & pf->mask;
+		j = slot_of(pf->task, pf->mask, task);
 		if (pf->task[j])
 			continue;	/* hinted twice */
 		err = ivm_kernel_translate_range(w->l, task + w->lo, w->span,
@@ -481,7 +472,7 @@ struct ivm_error *ivm_kernel_task_list_hinted(
 	struct task_walk w = { .l = l };
 	struct ivm_guest_task_list *list;
 	uint64_t head, node;
-	size_t set_size = 1;
+	size_t set_size;
 	unsigned int cpu;
 	uint32_t hi;
 
@@ -491,8 +482,7 @@ struct ivm_error *ivm_kernel_task_list_hinted(
 		max_tasks = IVM_KERNEL_MAX_TASKS;
 	w.max = max_tasks;
 	w.cap = max_tasks < WALK_FIRST_CAP ? max_tasks : WALK_FIRST_CAP;
-	while (set_size < 2 * w.cap)
-		set_size <<= 1;
+	set_size = table_size(w.cap);
 	list = calloc(1, sizeof(*list));
 	w.seen = calloc(set_size, sizeof(*w.seen));
 	if (list)
