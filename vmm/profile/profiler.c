@@ -792,6 +792,7 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 		if (p->disk_trace)
 			ivm_trace_session_hold(p->disk_trace, false);
 		ivm_error_destroy(poll_halted(p));
+		ivm_error_destroy(host_sides_read(p, true));
 	}
 	/* Periods still open: their to-idle samples go without a time. */
 	if (p->writer && p->held) {

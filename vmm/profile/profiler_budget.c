@@ -31,6 +31,8 @@ static void sessions_enable(struct profiler *p, bool on)
 /* The end of a watched slice: what is held goes out, the events stop. */
 static struct ivm_error *stop_watching(struct profiler *p)
 {
+	/* The host's records of the slice's end; its next start drops them. */
+	ivm_error_destroy(host_sides_read(p, true));
 	sessions_enable(p, false);
 	return write_all_held(p);
 }

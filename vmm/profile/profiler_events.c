@@ -275,6 +275,35 @@ static struct ivm_error *read_disk_side(struct profiler *p)
 	return err;
 }
 
+/*
+ * The host's and disk's sides are read at least this often between
+ * periods, so that what they hold stays small; 2 MiB per CPU buffer
+ * would last seconds.
+ */
+#define HOST_SIDES_EVERY_NS 50000000ull
+
+/*
+ * Reading them at every step was two thirds of the loop's read() calls
+ * (two per host CPU and session, the second to hear EAGAIN), and what
+ * they hold is asked only when a period is written: most steps write
+ * none (a vCPU thread kicked and still halted, a wakeup's follow-up).
+ */
+struct ivm_error *host_sides_read(struct profiler *p, bool force)
+{
+	struct ivm_error *err;
+
+	if (!p->host_trace && !p->disk_trace)
+		return NULL;
+	if (!force && p->host_sides_read_ns >= p->events_read_ns)
+		return NULL;
+	p->host_sides_read_ns = ivm_mono_ns();
+	p->host_sides_reads++;
+	err = read_host_side(p);
+	if (!err)
+		err = read_disk_side(p);
+	return err;
+}
+
 struct ivm_error *poll_halted(struct profiler *p)
 {
 	struct ivm_guest *g = p->guest;
@@ -285,12 +314,14 @@ struct ivm_error *poll_halted(struct profiler *p)
 		/* State carries over between polls: only changes arrive. */
 		return ivm_trace_session_read(p->trace, on_kvm_record, p);
 	if (p->source == IVM_IDLE_SOURCE_SCHED) {
-		/* First: what a period this read ends spans is known. */
-		err = read_host_side(p);
-		if (!err)
-			err = read_disk_side(p);
-		if (err)
-			return err;
+		uint64_t now = ivm_mono_ns();
+
+		if (now - p->host_sides_read_ns >= HOST_SIDES_EVERY_NS) {
+			err = host_sides_read(p, true);
+			if (err)
+				return err;
+		}
+		p->events_read_ns = now;
 		err = ivm_trace_session_read(p->trace, on_sched_record, p);
 		ivm_idle_periods_host_lost(p->periods,
 					   lost_since(p->trace, &p->trace_lost));
@@ -317,8 +348,9 @@ struct ivm_error *poll_halted(struct profiler *p)
 
 /*
  * The host's side: a second session with every switch of the vCPU
- * threads (the pid list alone) and their wakeups, read at every step and
- * never polled, so its records wake nobody.  Not needed to profile: a
+ * threads (the pid list alone) and their wakeups, read when a period is
+ * written (host_sides_read) and never polled, so its records wake
+ * nobody.  Not needed to profile: a
  * host that cannot give it profiles without it.
  *
  * Its wakeups are sched_wakeup where there is one: the enqueue, where the

@@ -94,17 +94,22 @@ struct profiler {
 	struct ivm_sched_events *sched_events;	/* idle source sched */
 	/*
 	 * Idle source sched: the host's side of the vCPU threads, from a
-	 * session of its own whose records never wake the loop (it is read
-	 * at every step): every switch and wakeup of the threads.
+	 * session of its own whose records never wake the loop: every switch
+	 * and wakeup of the threads.  Read when a period is written or
+	 * the window's spans are (host_sides_read), else every
+	 * HOST_SIDES_EVERY_NS.
 	 */
 	struct ivm_host_sched *host;
 	struct ivm_trace_session *host_trace;
 	uint64_t host_trace_lost;		/* its records lost, so far */
+	/* When the host's sides were read, and the idle signal last. */
+	uint64_t host_sides_read_ns, events_read_ns;
+	uint64_t host_sides_reads;		/* for the stats */
 	struct ivm_stage_clock stages;		/* where the steps' time goes */
 	/*
 	 * Idle source sched: the host's service of the guest's disk, from
 	 * QEMU's I/O syscalls (disk_service.h), a third session like the
-	 * host's side: read at every step, never polled.  Or NULL.
+	 * host's side, read with it.  Or NULL.
 	 */
 	struct ivm_disk_syscalls *disk_syscalls;
 	struct ivm_disk_service *disk;
@@ -189,6 +194,12 @@ struct ivm_error *budget_tick(struct profiler *p, uint64_t now);
 
 /* profiler_events.c */
 struct ivm_error *poll_halted(struct profiler *p);
+/*
+ * The host's and the disk's sides read up to now; unless force, only if
+ * they were not since the idle signal's last read.  Before anything asks
+ * them about a period that read may have ended.
+ */
+struct ivm_error *host_sides_read(struct profiler *p, bool force);
 struct ivm_error *thread_halted(struct vcpu_poll *vp, bool *ret);
 struct ivm_error *setup_sched_source(struct profiler *p);
 

@@ -72,6 +72,10 @@ struct ivm_error *write_period(struct profiler *p,
 	struct ivm_error *err;
 	uint64_t from = ip->from_idle_task, arrival = 0, end;
 
+	/* What the host did in it: its records up to the read that ended it. */
+	err = IN_STAGE(p, IVM_STAGE_EVENTS, host_sides_read(p, false));
+	if (err)
+		return err;
 	if (!from && ip->before.rq_clock) {
 		err = first_since(p, &p->guest->vcpus[ip->vcpu],
 				  ip->before.rq_clock, &from, &arrival);

@@ -65,6 +65,7 @@ void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	st[n++] = (struct ivm_stat){ "host_trace_records",
 				     p->res->host_trace_records };
 	st[n++] = (struct ivm_stat){ "host_trace_lost", p->host_trace_lost };
+	st[n++] = (struct ivm_stat){ "host_trace_reads", p->host_sides_reads };
 	if (p->guest->kvm) {
 		st[n++] = (struct ivm_stat){ "kvm_halt_exits",
 					     is->kvm_halt_exits };
@@ -297,9 +298,11 @@ static struct ivm_error *write_lane(struct profiler *p,
 struct ivm_error *write_spans(struct profiler *p)
 {
 	struct ivm_spans_record sr;
-	struct ivm_error *err = NULL;
+	struct ivm_error *err;
 	size_t i;
 
+	/* Their records up to now: the spans end here. */
+	err = host_sides_read(p, true);
 	for (i = 0; p->host && p->writer && i < p->guest->nr_vcpus &&
 		    i < IVM_SPAN_MAX_VCPUS; i++) {
 		ivm_host_sched_take_spans(p->host, i, &sr);
