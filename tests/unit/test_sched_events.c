@@ -473,6 +473,56 @@ Test(sched_events, held_reads_come_in_stamp_order_across_reads,
 	ivm_sched_events_destroy(o.ev);
 }
 
+/*
+ * Not held, a read stops at a page its writer is still on (drain_cpu)
+ * rather than read again to hear EAGAIN: one read after a burst of many
+ * pages, the writer quiet, must still hand over every record of it, full
+ * pages and the last one, and a second read nothing.
+ */
+Test(sched_events, one_read_takes_a_burst_of_pages, .timeout = 30)
+{
+	const char *events[] = { "sched:sched_switch", "sched:sched_waking" };
+	struct sleeper w = { .cpu = 0 };
+	struct ordered o = { 0 };
+	struct ivm_trace_session *s;
+	struct ivm_error *err;
+	unsigned int first;
+	pthread_t th;
+
+	if (geteuid() != 0)
+		cr_skip_test("tracefs needs root");
+	cr_assert_eq(pthread_create(&th, NULL, sleeper_main, &w), 0);
+	while (!__atomic_load_n(&w.tid, __ATOMIC_SEQ_CST))
+		sched_yield();
+	o.tids[0] = o.tids[1] = w.tid;
+	err = ivm_sched_events_load(NULL, &o.ev);
+	if (!err)
+		err = ivm_trace_session_create(events, 2, o.tids, 1, 0, &s);
+	if (err && err->code == IVM_ERROR_OS) {
+		w.stop = w.go = true;
+		pthread_join(th, NULL);
+		cr_skip_test("no tracefs here: %s", err->message);
+		return;
+	}
+	cr_assert_null(err, "%s", err ? err->message : "");
+	/* Some 3,000 sleeps: two records each, about 40 pages. */
+	w.go = true;
+	while (__atomic_load_n(&w.sleeps, __ATOMIC_SEQ_CST) < 3000)
+		sched_yield();
+	w.stop = true;
+	pthread_join(th, NULL);
+	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
+	first = o.sleeps[0];
+	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
+	cr_assert_eq(ivm_trace_session_lost(s), 0);
+	cr_assert_geq(first + w.sleeps / 100, w.sleeps,
+		      "%u sleeps, %u in the first read", w.sleeps, first);
+	cr_assert_eq(o.sleeps[0], first, "%u more in a second read",
+		     o.sleeps[0] - first);
+	ivm_trace_session_destroy(s);
+	ivm_sched_events_destroy(o.ev);
+}
+
 Test(sched_events, switch_filter_text)
 {
 	char *f = ivm_sched_switch_filter((pid_t[]){ 41, 42 }, 2);
