@@ -379,7 +379,7 @@ static void *sleeper_main(void *arg)
 struct ordered {
 	struct ivm_sched_events *ev;
 	pid_t tids[2];
-	unsigned int sleeps[2];
+	unsigned int sleeps[2], wakings[2];
 	uint64_t last_ts, backwards;
 };
 
@@ -399,11 +399,57 @@ static int on_ordered(void *ctx, const void *data, size_t size, int cpu,
 	if (ts < o->last_ts)
 		o->backwards++;
 	o->last_ts = ts;
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 2; i++) {
 		if (e.kind == IVM_SCHED_SWITCH && e.prev_tid == o->tids[i] &&
 		    ivm_sched_state_sleeping(e.prev_state))
 			o->sleeps[i]++;
+		if (e.kind != IVM_SCHED_SWITCH && e.tid == o->tids[i])
+			o->wakings[i]++;
+	}
 	return 0;
+}
+
+/*
+ * Start n (1 or 2) sleepers and a session of events on their threads
+ * (o->tids; -1 for a second when there is one); skips the test without
+ * tracefs.  The sleepers wait for go.
+ */
+static struct ivm_trace_session *traced_sleepers(struct sleeper *w,
+						 pthread_t *th, int n,
+						 const char *const *events,
+						 size_t nr_events,
+						 struct ordered *o)
+{
+	struct ivm_trace_session *s = NULL;
+	struct ivm_error *err;
+	int i;
+
+	if (geteuid() != 0)
+		cr_skip_test("tracefs needs root");
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		cr_skip_test("one host CPU");
+	o->tids[1] = -1;
+	for (i = 0; i < n; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, sleeper_main, &w[i]),
+			     0);
+	for (i = 0; i < n; i++) {
+		while (!__atomic_load_n(&w[i].tid, __ATOMIC_SEQ_CST))
+			sched_yield();
+		o->tids[i] = w[i].tid;
+	}
+	err = ivm_sched_events_load(NULL, &o->ev);
+	if (!err)
+		err = ivm_trace_session_create(events, nr_events, o->tids,
+					       (size_t)n, 0, &s);
+	if (err && err->code == IVM_ERROR_OS) {
+		for (i = 0; i < n; i++) {
+			w[i].stop = w[i].go = true;
+			pthread_join(th[i], NULL);
+		}
+		cr_skip_test("no tracefs here: %s", err->message);
+	}
+	cr_assert_null(err, "%s", err ? err->message : "");
+	return s;
 }
 
 /*
@@ -419,33 +465,11 @@ Test(sched_events, held_reads_come_in_stamp_order_across_reads,
 	struct sleeper w[2] = { { .cpu = 0 }, { .cpu = 1 } };
 	struct ordered o = { 0 };
 	struct ivm_trace_session *s;
-	struct ivm_error *err;
 	struct timespec pause = { 0, 50000 };
 	pthread_t th[2];
 	int i, reads;
 
-	if (geteuid() != 0)
-		cr_skip_test("tracefs needs root");
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		cr_skip_test("one host CPU: nothing to order");
-	for (i = 0; i < 2; i++)
-		cr_assert_eq(pthread_create(&th[i], NULL, sleeper_main, &w[i]), 0);
-	for (i = 0; i < 2; i++)
-		while (!__atomic_load_n(&w[i].tid, __ATOMIC_SEQ_CST))
-			sched_yield();
-	o.tids[0] = w[0].tid;
-	o.tids[1] = w[1].tid;
-	err = ivm_sched_events_load(NULL, &o.ev);
-	if (!err)
-		err = ivm_trace_session_create(events, 2, o.tids, 2, 0, &s);
-	if (err && err->code == IVM_ERROR_OS) {
-		w[0].stop = w[1].stop = w[0].go = w[1].go = true;
-		pthread_join(th[0], NULL);
-		pthread_join(th[1], NULL);
-		cr_skip_test("no tracefs here: %s", err->message);
-		return;
-	}
-	cr_assert_null(err, "%s", err ? err->message : "");
+	s = traced_sleepers(w, th, 2, events, 2, &o);
 	ivm_trace_session_hold(s, true);
 	w[0].go = w[1].go = true;
 	for (reads = 0; reads < 4000; reads++) {
@@ -485,26 +509,10 @@ Test(sched_events, one_read_takes_a_burst_of_pages, .timeout = 30)
 	struct sleeper w = { .cpu = 0 };
 	struct ordered o = { 0 };
 	struct ivm_trace_session *s;
-	struct ivm_error *err;
 	unsigned int first;
 	pthread_t th;
 
-	if (geteuid() != 0)
-		cr_skip_test("tracefs needs root");
-	cr_assert_eq(pthread_create(&th, NULL, sleeper_main, &w), 0);
-	while (!__atomic_load_n(&w.tid, __ATOMIC_SEQ_CST))
-		sched_yield();
-	o.tids[0] = o.tids[1] = w.tid;
-	err = ivm_sched_events_load(NULL, &o.ev);
-	if (!err)
-		err = ivm_trace_session_create(events, 2, o.tids, 1, 0, &s);
-	if (err && err->code == IVM_ERROR_OS) {
-		w.stop = w.go = true;
-		pthread_join(th, NULL);
-		cr_skip_test("no tracefs here: %s", err->message);
-		return;
-	}
-	cr_assert_null(err, "%s", err ? err->message : "");
+	s = traced_sleepers(&w, &th, 1, events, 2, &o);
 	/* Some 3,000 sleeps: two records each, about 40 pages. */
 	w.go = true;
 	while (__atomic_load_n(&w.sleeps, __ATOMIC_SEQ_CST) < 3000)
@@ -519,6 +527,82 @@ Test(sched_events, one_read_takes_a_burst_of_pages, .timeout = 30)
 		      "%u sleeps, %u in the first read", w.sleeps, first);
 	cr_assert_eq(o.sleeps[0], first, "%u more in a second read",
 		     o.sleeps[0] - first);
+	ivm_trace_session_destroy(s);
+	ivm_sched_events_destroy(o.ev);
+}
+
+/*
+ * Quiet events (ivm_trace_session_add_quiet) never wake a waiter, and a
+ * read hands them over in stamp order with the session's own.  A thread
+ * sleeping 100 us at a time: first with its switches filtered out, so
+ * only its wakings (quiet) are recorded, and a wait must time out; then
+ * with its switches, read together with the wakings.
+ */
+Test(sched_events, quiet_events_wake_nobody_and_come_in_order,
+     .timeout = 30)
+{
+	const char *polled[] = { "sched:sched_switch" };
+	const char *quiet[] = { "sched:sched_waking" };
+	struct sleeper w = { .cpu = 1 };
+	struct ordered o = { 0 };
+	struct ivm_trace_session *s;
+	struct timespec ms = { 0, 1000000 };
+	bool ready = true;
+	pthread_t th;
+	char filter[64];
+	int i;
+
+	s = traced_sleepers(&w, &th, 1, polled, 1, &o);
+	if (!ivm_sched_events_has_waking(o.ev))
+		quiet[0] = "sched:sched_wakeup";
+	cr_assert_null(ivm_trace_session_add_quiet(s, quiet, 1, &w.tid, 1, 0));
+	cr_assert_not_null(ivm_trace_session_add_quiet(s, quiet, 1, &w.tid,
+						       1, 0));
+	/*
+	 * Every switch filtered out (the idle task never sleeps): only the
+	 * quiet wakings are recorded.
+	 */
+	cr_assert_null(ivm_trace_session_filter(s, polled[0],
+						"prev_pid == 0 && prev_state & 3"));
+	snprintf(filter, sizeof(filter), "pid == %d", (int)w.tid);
+	cr_assert_null(ivm_trace_session_filter(s, quiet[0], filter));
+	/* What its spinning start recorded before the filters. */
+	ivm_trace_session_discard(s);
+	w.go = true;
+	cr_assert_null(ivm_trace_session_wait(s, 50000000, &ready));
+	cr_assert(!ready, "a quiet event woke the waiter");
+	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
+	cr_assert_gt(o.wakings[0], 10, "%u wakings read", o.wakings[0]);
+	cr_assert_eq(o.sleeps[0], 0);
+	/*
+	 * Its sleeps too: both kinds over many reads, held so that their
+	 * order is exact (not held, a record can land in one instance's
+	 * buffer after it was drained and before the other's was).
+	 */
+	snprintf(filter, sizeof(filter), "prev_pid == %d && prev_state & 3",
+		 (int)w.tid);
+	cr_assert_null(ivm_trace_session_filter(s, polled[0], filter));
+	ivm_trace_session_hold(s, true);
+	o.sleeps[0] = o.wakings[0] = 0;
+	for (i = 0; i < 200; i++) {
+		cr_assert_null(ivm_trace_session_wait(s, 10000000, &ready));
+		cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
+		nanosleep(&ms, NULL);
+	}
+	w.stop = true;
+	pthread_join(th, NULL);
+	ivm_trace_session_hold(s, false);
+	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
+	cr_assert_eq(ivm_trace_session_lost(s), 0);
+	cr_assert_gt(o.sleeps[0], 100, "%u switches", o.sleeps[0]);
+	/*
+	 * A waking for every sleep, but the last (a timer that fires before
+	 * the thread is switched out wakes it without a sleep between).
+	 */
+	cr_assert_leq(o.sleeps[0], o.wakings[0] + 1,
+		      "%u switches, %u wakings", o.sleeps[0], o.wakings[0]);
+	cr_assert_eq(o.backwards, 0, "%" PRIu64 " records older than one "
+		     "handed over before them", o.backwards);
 	ivm_trace_session_destroy(s);
 	ivm_sched_events_destroy(o.ev);
 }

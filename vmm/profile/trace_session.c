@@ -79,6 +79,8 @@ struct ivm_trace_session {
 	 */
 	bool poll_exact, hinted;
 	bool *hint_empty;	/* per CPU, while hinted */
+	/* Events read with these and never polled (add_quiet), or NULL. */
+	struct ivm_trace_session *quiet;
 };
 
 bool ivm_tracefs_mounted(void)
@@ -313,6 +315,7 @@ void ivm_trace_session_destroy(struct ivm_trace_session *s)
 
 	if (!s)
 		return;
+	ivm_trace_session_destroy(s->quiet);
 	for (cpu = 0; s->fds && cpu < s->nr_cpus; cpu++)
 		if (s->fds[cpu] >= 0)
 			close(s->fds[cpu]);
@@ -341,6 +344,32 @@ void ivm_trace_session_destroy(struct ivm_trace_session *s)
 	free(s);
 }
 
+static bool has_event(const struct ivm_trace_session *s, const char *sys,
+		      const char *event)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr_events; i++)
+		if (!strcmp(s->events[i], sys) &&
+		    !strcmp(s->events[i] + strlen(sys) + 1, event))
+			return true;
+	return false;
+}
+
+struct ivm_error *ivm_trace_session_add_quiet(struct ivm_trace_session *s,
+					      const char *const *events,
+					      size_t nr_events,
+					      const pid_t *tids,
+					      size_t nr_tids,
+					      unsigned int flags)
+{
+	if (s->quiet)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"trace session: quiet events already added");
+	return ivm_trace_session_create(events, nr_events, tids, nr_tids,
+					flags, &s->quiet);
+}
+
 struct ivm_error *ivm_trace_session_filter(struct ivm_trace_session *s,
 					   const char *event,
 					   const char *filter)
@@ -353,6 +382,8 @@ struct ivm_error *ivm_trace_session_filter(struct ivm_trace_session *s,
 					"bad trace event '%s' (want system:event)",
 					event);
 	snprintf(sys, sizeof(sys), "%.*s", (int)(colon - event), event);
+	if (s->quiet && has_event(s->quiet, sys, colon + 1))
+		s = s->quiet;
 	if (tracefs_event_file_write(s->instance, sys, colon + 1, "filter",
 				     filter) < 0)
 		return ivm_error_create(IVM_ERROR_INVALID,
@@ -426,33 +457,53 @@ static bool writer_was_on_it(const struct ivm_trace_session *s)
  * second read was a third of the loop's read() calls.  A held session is
  * read to the end: its order across CPUs needs every record up to now.
  */
-static void drain_cpu(struct ivm_trace_session *s, int cpu)
+static void drain_cpu(struct ivm_trace_session *s,
+		      struct ivm_trace_session *from, int cpu)
 {
 	int pages;
 
 	for (pages = 0; pages < MAX_PAGES_PER_READ; pages++) {
 		unsigned long long ts;
-		ssize_t n = read(s->fds[cpu], s->page, s->subbuf_size);
+		ssize_t n = read(from->fds[cpu], from->page, from->subbuf_size);
 		void *data;
 		int missed;
 
 		if (n <= 0)
 			return;	/* EAGAIN: empty; anything else: next time */
-		if (kbuffer_load_subbuffer(s->kbuf, s->page) < 0) {
+		if (kbuffer_load_subbuffer(from->kbuf, from->page) < 0) {
 			s->lost++;
 			continue;
 		}
-		missed = kbuffer_missed_events(s->kbuf);
+		missed = kbuffer_missed_events(from->kbuf);
 		if (missed)
 			s->lost += missed > 0 ? (uint64_t)missed : 1;
-		for (data = kbuffer_read_event(s->kbuf, &ts); data;
-		     data = kbuffer_next_event(s->kbuf, &ts))
+		for (data = kbuffer_read_event(from->kbuf, &ts); data;
+		     data = kbuffer_next_event(from->kbuf, &ts))
 			if (!keep(s, cpu, s->seq++, ts, data,
-				  kbuffer_event_size(s->kbuf)))
+				  kbuffer_event_size(from->kbuf)))
 				s->lost++;
-		if (!s->hold && writer_was_on_it(s))
+		if (!s->hold && writer_was_on_it(from))
 			return;
 	}
+}
+
+/*
+ * The quiet instance's buffers into s's pending list: those a poll that
+ * does not wait finds holding records (one system call, not a read per
+ * host CPU), or all of them when its poll is not exact or s is held.
+ */
+static void drain_quiet(struct ivm_trace_session *s)
+{
+	struct ivm_trace_session *q = s->quiet;
+	struct timespec now = { 0, 0 };
+	bool hints;
+	int cpu;
+
+	hints = !s->hold && q->poll_exact &&
+		ppoll(q->pfds, (nfds_t)q->nr_cpus, &now, NULL) >= 0;
+	for (cpu = 0; cpu < q->nr_cpus; cpu++)
+		if (q->fds[cpu] >= 0 && (!hints || q->pfds[cpu].revents))
+			drain_cpu(s, q, cpu);
 }
 
 static int by_time(const void *a, const void *b)
@@ -524,8 +575,10 @@ struct ivm_error *ivm_trace_session_read(
 		s->seq = 0;
 	for (cpu = 0; cpu < s->nr_cpus; cpu++)
 		if (s->fds[cpu] >= 0 && !(s->hinted && s->hint_empty[cpu]))
-			drain_cpu(s, cpu);
+			drain_cpu(s, s, cpu);
 	s->hinted = false;
+	if (s->quiet)
+		drain_quiet(s);
 	/* Each CPU's records are in order; merge them by stamp. */
 	if (s->nr_pend)	/* pend is NULL until the first record */
 		qsort(s->pend, s->nr_pend, sizeof(*s->pend), by_time);
@@ -555,6 +608,13 @@ struct ivm_error *ivm_trace_session_enable(struct ivm_trace_session *s,
 {
 	int r = on ? tracefs_trace_on(s->instance) :
 		     tracefs_trace_off(s->instance);
+
+	if (s->quiet && r >= 0) {
+		struct ivm_error *err = ivm_trace_session_enable(s->quiet, on);
+
+		if (err)
+			return err;
+	}
 
 	if (r < 0)
 		return ivm_error_os(errno, "turning tracing %s in %s",

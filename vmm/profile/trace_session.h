@@ -77,6 +77,22 @@ struct ivm_error *ivm_trace_session_filter(struct ivm_trace_session *s,
 					   const char *event,
 					   const char *filter);
 
+/*
+ * Also record events (of the threads tids, with IVM_TRACE_* flags) that
+ * must not wake a waiter: in an instance of their own, never polled, read
+ * with s's (ivm_trace_session_read hands both over as one stream in stamp
+ * order, their losses counted as s's).  For events needed in order with
+ * the others but not at once: a vCPU thread's wakeup, whose sleep that
+ * follows wakes the loop anyway.  ivm_trace_session_filter() on s reaches
+ * them; enable, discard and destroy cover them.  At most once per session.
+ */
+struct ivm_error *ivm_trace_session_add_quiet(struct ivm_trace_session *s,
+					      const char *const *events,
+					      size_t nr_events,
+					      const pid_t *tids,
+					      size_t nr_tids,
+					      unsigned int flags);
+
 /* Stop recording and remove the instance.  NULL is fine. */
 void ivm_trace_session_destroy(struct ivm_trace_session *s);
 
