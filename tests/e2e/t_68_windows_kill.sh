@@ -44,8 +44,9 @@ done
 sleep $((sec / 2))
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
-# The one thing a SIGKILL leaves: the tracefs instance of its sched source.
-rmdir "/sys/kernel/tracing/instances/idlevm-$pid" 2>/dev/null
+# The one thing a SIGKILL leaves: the tracefs instances of its sched source.
+rmdir "/sys/kernel/tracing/instances/idlevm-$pid" \
+	"/sys/kernel/tracing/instances/idlevm-$pid"-* 2>/dev/null
 pid=""
 ls -l "$dir"
 profs=$(ls "$dir"/*.prof)
