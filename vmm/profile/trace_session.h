@@ -85,6 +85,9 @@ struct ivm_error *ivm_trace_session_filter(struct ivm_trace_session *s,
  * the others but not at once: a vCPU thread's wakeup, whose sleep that
  * follows wakes the loop anyway.  ivm_trace_session_filter() on s reaches
  * them; enable, discard and destroy cover them.  At most once per session.
+ * The order is as across s's own CPUs: exact when s is held; if not, a
+ * record of s written while the read is under way, after its buffer was
+ * drained, comes in the next read, after quiet records drained later.
  */
 struct ivm_error *ivm_trace_session_add_quiet(struct ivm_trace_session *s,
 					      const char *const *events,
