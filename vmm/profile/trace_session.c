@@ -437,25 +437,10 @@ static bool keep(struct ivm_trace_session *s, int cpu, uint32_t seq,
 }
 
 /*
- * Whether the sub-buffer just loaded had room left for another record: the
- * kernel hands over a page that short only while its writer is still on
- * it (a writer moves on when the next record does not fit), so nothing
- * newer waited behind it when it was read.
- */
-static bool writer_was_on_it(const struct ivm_trace_session *s)
-{
-	int room = (int)s->subbuf_size - kbuffer_start_of_data(s->kbuf) -
-		   kbuffer_subbuffer_size(s->kbuf);
-
-	return room >= 2 * MAX_RECORD;
-}
-
-/*
- * Drain one CPU's buffer into the pending list.  A session not held stops
- * at a page its writer was still on rather than read again to hear EAGAIN:
- * what came since wakes its poll (or waits for the next read), and that
- * second read was a third of the loop's read() calls.  A held session is
- * read to the end: its order across CPUs needs every record up to now.
+ * Drain one CPU's buffer, the session's own or its quiet instance's
+ * (from), into the pending list.  To the end (EAGAIN): a page shorter
+ * than full is no sign that none follows, as the rest of a page read
+ * before while its writer was on it comes short too.
  */
 static void drain_cpu(struct ivm_trace_session *s,
 		      struct ivm_trace_session *from, int cpu)
@@ -482,8 +467,6 @@ static void drain_cpu(struct ivm_trace_session *s,
 			if (!keep(s, cpu, s->seq++, ts, data,
 				  kbuffer_event_size(from->kbuf)))
 				s->lost++;
-		if (!s->hold && writer_was_on_it(from))
-			return;
 	}
 }
 
