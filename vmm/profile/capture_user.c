@@ -592,15 +592,11 @@ static void want_readaheads(struct ivm_capture_engine *e,
 		struct code_map *c = &b->code[i];
 		struct ivm_capture_readahead *ra;
 		const struct ivm_uelf *elf;
-		struct ivm_uimage_stats st;
 		uint64_t in;
 
 		/* Files only: the vDSO is all in memory. */
 		if (c->obj->readahead || !c->obj->path || c->space ||
-		    !c->obj->image)
-			continue;
-		ivm_uimage_stats(c->obj->image, &st);
-		if (!st.faults)
+		    !c->obj->image || !ivm_uimage_faults(c->obj->image))
 			continue;
 		elf = ivm_uimage_elf(c->obj->image);
 		for (k = 0; k < elf->nr_loads; k++)

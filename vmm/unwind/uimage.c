@@ -535,6 +535,11 @@ const struct ivm_uelf_syms *ivm_uimage_syms(struct ivm_uimage *im,
 	return im->syms;
 }
 
+uint64_t ivm_uimage_faults(const struct ivm_uimage *im)
+{
+	return im->stats.faults;
+}
+
 void ivm_uimage_stats(const struct ivm_uimage *im,
 		      struct ivm_uimage_stats *ret)
 {

@@ -74,6 +74,8 @@ struct ivm_uimage_stats {
 };
 void ivm_uimage_stats(const struct ivm_uimage *im,
 		      struct ivm_uimage_stats *ret);
+/* Its stats' faults alone: asked per object at every capture. */
+uint64_t ivm_uimage_faults(const struct ivm_uimage *im);
 
 /* The unwinder's row at pc as text (cfi_rows.h), uncached; for tests. */
 char *ivm_uimage_describe_row(struct ivm_uimage *im,
