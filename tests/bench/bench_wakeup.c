@@ -103,7 +103,8 @@ static double pipe_round(int waker_cpu, int count)
 	while (n < count) {
 		struct pollfd p = { fds[0], POLLIN, 0 };
 
-		if (ppoll(&p, 1, &to, NULL) > 0 && read(fds[0], buf, sizeof(buf)) > 0)
+		if (ppoll(&p, 1, &to, NULL) > 0 &&
+		    read(fds[0], buf, sizeof(buf)) > 0)
 			n++;
 	}
 	cpu0 = ivm_thread_cpu_ns() - cpu0;
@@ -236,8 +237,8 @@ int main(int argc, char **argv)
 	printf("  pipe, waker on another CPU   %7.1f us\n", median(far));
 	printf("  pipe, waker on the same CPU  %7.1f us\n", median(near));
 	if (traced)
-		printf("  trace session (idlevm's)     %7.1f us (%.2f records a wakeup)\n",
-		       median(trace), median(recs));
+		printf("  trace session (idlevm's)     %7.1f us "
+		       "(%.2f records a wakeup)\n", median(trace), median(recs));
 	printf("process_vm_readv of 8 bytes   %7.1f us of CPU a call\n",
 	       median(reads));
 	return 0;

@@ -569,8 +569,8 @@ Test(sched_events, quiet_events_wake_nobody_and_come_in_order,
 	 * Every switch filtered out (the idle task never sleeps): only the
 	 * quiet wakings are recorded.
 	 */
-	cr_assert_null(ivm_trace_session_filter(s, polled[0],
-						"prev_pid == 0 && prev_state & 3"));
+	cr_assert_null(ivm_trace_session_filter(
+		s, polled[0], "prev_pid == 0 && prev_state & 3"));
 	snprintf(filter, sizeof(filter), "pid == %d", (int)w.tid);
 	cr_assert_null(ivm_trace_session_filter(s, quiet[0], filter));
 	/* What its spinning start recorded before the filters. */
