@@ -27,7 +27,17 @@
 #define MAX_PAGES_PER_READ 256
 /* Our events are well under this; a bigger record is not ours. */
 #define MAX_RECORD 256
-#define BUFFER_KB "2048"
+/*
+ * An instance's ring buffer, over all host CPUs: per CPU this divided by
+ * their number, but at least BUFFER_MIN_KB.  Its pages are the host
+ * kernel's, taken when the instance is made: at 2 MiB a CPU, a 64-CPU
+ * host gave each guest 384 MiB for its three sessions.  A session is
+ * read every few milliseconds (its waits' timeout, the host's sides
+ * every 50 ms), and 64 KiB holds some 1,300 records: a guest's threads
+ * all on one CPU at 25,000 records a second.  Overflows are counted.
+ */
+#define BUFFER_TOTAL_KB 4096
+#define BUFFER_MIN_KB 64
 /*
  * Held sessions: records stamped this soon before a read began wait too.
  * A record is stamped when it is reserved and readable only once
@@ -164,6 +174,18 @@ static size_t subbuf_size(struct tracefs_instance *inst)
 	return page > 0 ? (size_t)page : 4096;
 }
 
+static void set_buffer_size(struct tracefs_instance *instance)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_CONF), kb;
+	char text[24];
+
+	kb = BUFFER_TOTAL_KB / (cpus > 0 ? cpus : 1);
+	if (kb < BUFFER_MIN_KB)
+		kb = BUFFER_MIN_KB;
+	snprintf(text, sizeof(text), "%ld", kb);
+	tracefs_instance_file_write(instance, "buffer_size_kb", text);
+}
+
 static struct ivm_error *open_cpus(struct ivm_trace_session *s)
 {
 	long n = sysconf(_SC_NPROCESSORS_CONF);
@@ -257,7 +279,7 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 	tracefs_trace_off(s->instance);
 	/*
 	 * Monotonic stamps, a reader woken by the first event, and room for
-	 * a few hundred milliseconds of a busy guest's switches.  Not fatal:
+	 * many reads' worth of a busy guest's switches.  Not fatal:
 	 * an older kernel without buffer_percent wakes readers at half full
 	 * (the loop's timeouts still read in time), one without the mono
 	 * clock cannot be used.
@@ -268,7 +290,7 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 	}
 	s->poll_exact = tracefs_instance_file_write(s->instance,
 						    "buffer_percent", "0") > 0;
-	tracefs_instance_file_write(s->instance, "buffer_size_kb", BUFFER_KB);
+	set_buffer_size(s->instance);
 	/* Before the pid list: a child of a thread listed is listed. */
 	if ((flags & IVM_TRACE_FOLLOW_FORKS) &&
 	    tracefs_option_enable(s->instance, TRACEFS_OPTION_EVENT_FORK) < 0) {
