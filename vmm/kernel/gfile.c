@@ -544,7 +544,7 @@ struct ivm_error *ivm_gfile_read(struct ivm_gfile *g,
 		IVM_GFILE_OWN_MAPPING, IVM_GFILE_PAGE_CACHE,
 		IVM_GFILE_OTHER_MAPPING,
 	};
-	uint8_t *out = buf, *page;
+	uint8_t *out = buf, *page = NULL;
 	uint64_t pos = off, end = off + len;
 
 	memset(ret, 0, sizeof(*ret));
@@ -554,9 +554,6 @@ struct ivm_error *ivm_gfile_read(struct ivm_gfile *g,
 		return ivm_error_create(IVM_ERROR_INVALID,
 					"gfile: bad read of %zu bytes at 0x%llx",
 					len, (unsigned long long)off);
-	page = malloc(IVM_GFILE_PAGE_SIZE);
-	if (!page)
-		return &ivm_enomem;
 	memset(buf, 0, len);
 	while (pos < end) {
 		uint64_t index = pos >> PAGE_SHIFT;
@@ -578,6 +575,11 @@ struct ivm_error *ivm_gfile_read(struct ivm_gfile *g,
 			ret->sources |= IVM_GFILE_CACHED | source_bit[from];
 		} else if (have) {
 			g->stats.cache_misses++;
+			/* Only a miss needs room: most reads are of cached pages. */
+			if (!page)
+				page = malloc(IVM_GFILE_PAGE_SIZE);
+			if (!page)
+				return &ivm_enomem;
 			from = read_page(g, file, own, others, nr_others,
 					 index, page);
 			g->stats.pages_from[from < 0 ? FROM_NONE : from]++;
