@@ -575,7 +575,7 @@ struct ivm_error *ivm_gfile_read(struct ivm_gfile *g,
 			ret->sources |= IVM_GFILE_CACHED | source_bit[from];
 		} else if (have) {
 			g->stats.cache_misses++;
-			/* Only a miss needs room: most reads are of cached pages. */
+			/* Room for a miss only: most reads hit the cache. */
 			if (!page)
 				page = malloc(IVM_GFILE_PAGE_SIZE);
 			if (!page)
