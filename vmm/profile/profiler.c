@@ -785,14 +785,14 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	}
 	/*
 	 * The host's records up to now, so its waits end where the
-	 * kernel's run_delay is read (fill_stats).
+	 * kernel's run_delay is read (fill_stats): held no more, they are
+	 * read whole by write_spans below, after the idle signal's here.
 	 */
 	if (p->host && p->trace && !p->gone) {
 		ivm_trace_session_hold(p->host_trace, false);
 		if (p->disk_trace)
 			ivm_trace_session_hold(p->disk_trace, false);
 		ivm_error_destroy(poll_halted(p));
-		ivm_error_destroy(host_sides_read(p, true));
 	}
 	/* Periods still open: their to-idle samples go without a time. */
 	if (p->writer && p->held) {
