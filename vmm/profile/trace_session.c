@@ -493,22 +493,29 @@ static void drain_cpu(struct ivm_trace_session *s,
 }
 
 /*
- * The quiet instance's buffers into s's pending list: those a poll that
- * does not wait finds holding records (one system call, not a read per
- * host CPU), or all of them when its poll is not exact or s is held.
+ * Which of s's CPU buffers hold records, by a poll that does not wait:
+ * one system call, not a read per host CPU (64 of them, mostly finding
+ * nothing, on a 64-CPU host).  False when s's poll is not exact: read
+ * them all.
  */
-static void drain_quiet(struct ivm_trace_session *s)
+static bool poll_now(struct ivm_trace_session *s)
 {
-	struct ivm_trace_session *q = s->quiet;
 	struct timespec now = { 0, 0 };
-	bool hints;
+
+	return s->poll_exact &&
+	       ppoll(s->pfds, (nfds_t)s->nr_cpus, &now, NULL) >= 0;
+}
+
+/* The buffers of from (s or its quiet instance) into s's pending list. */
+static void drain(struct ivm_trace_session *s, struct ivm_trace_session *from,
+		  bool hints)
+{
 	int cpu;
 
-	hints = !s->hold && q->poll_exact &&
-		ppoll(q->pfds, (nfds_t)q->nr_cpus, &now, NULL) >= 0;
-	for (cpu = 0; cpu < q->nr_cpus; cpu++)
-		if (q->fds[cpu] >= 0 && (!hints || q->pfds[cpu].revents))
-			drain_cpu(s, q, cpu);
+	for (cpu = 0; cpu < from->nr_cpus; cpu++)
+		if (from->fds[cpu] >= 0 &&
+		    (!hints || from->pfds[cpu].revents))
+			drain_cpu(s, from, cpu);
 }
 
 static int by_time(const void *a, const void *b)
@@ -578,12 +585,23 @@ struct ivm_error *ivm_trace_session_read(
 	s->nr_held = 0;
 	if (!s->nr_pend)
 		s->seq = 0;
-	for (cpu = 0; cpu < s->nr_cpus; cpu++)
-		if (s->fds[cpu] >= 0 && !(s->hinted && s->hint_empty[cpu]))
-			drain_cpu(s, s, cpu);
+	/*
+	 * Polled now, after upto was taken, a buffer found empty holds
+	 * nothing stamped before upto but a record whose writer stalled
+	 * past the margin: as sound as reading every buffer.  The wait's
+	 * hints (not held) are older, but records after them are wanted
+	 * only at the next read.
+	 */
+	if (s->hold)
+		drain(s, s, poll_now(s));
+	else
+		for (cpu = 0; cpu < s->nr_cpus; cpu++)
+			if (s->fds[cpu] >= 0 &&
+			    !(s->hinted && s->hint_empty[cpu]))
+				drain_cpu(s, s, cpu);
 	s->hinted = false;
 	if (s->quiet)
-		drain_quiet(s);
+		drain(s, s->quiet, poll_now(s->quiet));
 	/* Each CPU's records are in order; merge them by stamp. */
 	if (s->nr_pend)	/* pend is NULL until the first record */
 		qsort(s->pend, s->nr_pend, sizeof(*s->pend), by_time);
@@ -604,7 +622,7 @@ struct ivm_error *ivm_trace_session_read(
 void ivm_trace_session_hold(struct ivm_trace_session *s, bool on)
 {
 	s->hold = on;
-	/* A held session is read whole: see the header. */
+	/* A held read polls for itself: see the header. */
 	s->hinted = false;
 }
 

@@ -124,9 +124,10 @@ struct ivm_error *ivm_trace_session_read(
  * between stamping and writing it, or beyond a read's bound of pages per
  * CPU).  For sessions whose
  * order matters more than their latency; off, records are handed over
- * at once.  A held session is read whole (no poll hints: a buffer found
- * empty by a poll may since hold records stamped before the read), and
- * discarding drops what it holds.  Turn it off before a run's last read.
+ * at once.  A held read reads the buffers a poll finds holding records
+ * once its bound is taken (not the wait's: a buffer found empty then may
+ * since hold records stamped before the read), and discarding drops what
+ * it holds.  Turn it off before a run's last read.
  */
 void ivm_trace_session_hold(struct ivm_trace_session *s, bool on);
 
