@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What symfile.c (the ELF side: symbols, sections, modules, System.map,
- * the lookup cache) and symfile_dwarf.c (the DWARF index: units,
- * functions, inline scopes, lines) share of an ivm_symfile.
+ * What symfile.c (the ELF side: symbols, sections, System.map, the
+ * lookup cache), symfile_module.c (a kernel module placed where the guest
+ * loaded it) and symfile_dwarf.c (the DWARF index: units, functions,
+ * inline scopes, lines) share of an ivm_symfile.
  */
 #ifndef IVM_SYMFILE_INT_H
 #define IVM_SYMFILE_INT_H
@@ -99,6 +100,26 @@ void *symfile_grow(void *array, size_t *cap, size_t nr, size_t elem,
 		(array) = _n;						\
 	_n != NULL;							\
 })
+
+/* symfile.c */
+/* Append s to f's symbols (cap: their room); false when out of memory. */
+bool symfile_symbols_push(struct ivm_symfile *f, size_t *cap,
+			  const struct symbol *s);
+/*
+ * Sort, keep one name per address (the best ranked alias), and give
+ * unsized symbols the room up to the next one, so a lookup is one binary
+ * search.
+ */
+void symfile_symbols_finish(struct ivm_symfile *f);
+/* A format error naming path, what failed and libelf's reason. */
+struct ivm_sym_error *symfile_elf_error(const char *path, const char *what);
+/*
+ * Open path as an ELF file whose headers and section table are sane (no
+ * section past the file's end); *type gets its e_type.
+ */
+struct ivm_sym_error *symfile_open_checked(const char *path,
+					   uint16_t *type,
+					   struct ivm_symfile **ret);
 
 /* symfile_dwarf.c */
 /*
