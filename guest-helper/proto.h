@@ -278,6 +278,9 @@ struct idlevm_map_entry {
 	struct idlevm_str path;	/* may be empty, "[stack]"... */
 };
 
+/* An entry's bytes on the wire before its build id and path. */
+#define IVM_MAP_ENTRY_FIXED	(4 * 8 + 3 * 4 + 1 + 2)
+
 #define IVM_MAPS_F_MORE	0x01u	/* entries after first + count exist */
 
 /*
