@@ -174,31 +174,33 @@ static size_t subbuf_size(struct tracefs_instance *inst)
 	return page > 0 ? (size_t)page : 4096;
 }
 
-static void set_buffer_size(struct tracefs_instance *instance)
+/* The host CPUs, each with a buffer of the instance's (at most MAX_CPUS). */
+static int host_cpus(void)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_CONF), kb;
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+
+	return n <= 0 ? 1 : n > MAX_CPUS ? MAX_CPUS : (int)n;
+}
+
+static void set_buffer_size(const struct ivm_trace_session *s)
+{
+	long kb = BUFFER_TOTAL_KB / s->nr_cpus;
 	char text[24];
 
-	kb = BUFFER_TOTAL_KB / (cpus > 0 ? cpus : 1);
 	if (kb < BUFFER_MIN_KB)
 		kb = BUFFER_MIN_KB;
 	snprintf(text, sizeof(text), "%ld", kb);
-	tracefs_instance_file_write(instance, "buffer_size_kb", text);
+	tracefs_instance_file_write(s->instance, "buffer_size_kb", text);
 }
 
 static struct ivm_error *open_cpus(struct ivm_trace_session *s)
 {
-	long n = sysconf(_SC_NPROCESSORS_CONF);
+	size_t n = (size_t)s->nr_cpus;
 	int cpu, open_ok = 0;
 
-	if (n <= 0)
-		n = 1;
-	if (n > MAX_CPUS)
-		n = MAX_CPUS;
-	s->nr_cpus = (int)n;
-	s->fds = calloc((size_t)n, sizeof(*s->fds));
-	s->pfds = calloc((size_t)n, sizeof(*s->pfds));
-	s->hint_empty = calloc((size_t)n, sizeof(*s->hint_empty));
+	s->fds = calloc(n, sizeof(*s->fds));
+	s->pfds = calloc(n, sizeof(*s->pfds));
+	s->hint_empty = calloc(n, sizeof(*s->hint_empty));
 	s->subbuf_size = subbuf_size(s->instance);
 	s->page = malloc(s->subbuf_size);
 	s->kbuf = kbuffer_alloc(sizeof(long) == 8 ? KBUFFER_LSIZE_8 :
@@ -290,7 +292,8 @@ struct ivm_error *ivm_trace_session_create(const char *const *events,
 	}
 	s->poll_exact = tracefs_instance_file_write(s->instance,
 						    "buffer_percent", "0") > 0;
-	set_buffer_size(s->instance);
+	s->nr_cpus = host_cpus();
+	set_buffer_size(s);
 	/* Before the pid list: a child of a thread listed is listed. */
 	if ((flags & IVM_TRACE_FOLLOW_FORKS) &&
 	    tracefs_option_enable(s->instance, TRACEFS_OPTION_EVENT_FORK) < 0) {
