@@ -13,13 +13,18 @@
  *  - trace: idlevm's own path, a private tracefs instance recording a
  *    thread's sched_switch on another CPU (the thread sleeping 1 ms at a
  *    time), the waiter in ivm_trace_session_wait() and _read();
- * then the CPU time of one process_vm_readv() of 8 bytes of a child.
+ * then the CPU time of one process_vm_readv() of 8 bytes of a child, and
+ * of a look at N trace buffers that does not wait: ppoll() over N
+ * descriptors against epoll_wait() on an instance holding the same N
+ * (N: this host's CPUs, 64, 1,024: a 64-CPU host's buffers for one guest
+ * and for 16; the buffers are this host's, opened again and again).
  * Each idle transition idlevm profiles costs at least one wakeup, and a
  * sample some ten remote reads when the guest's RAM is private: on a
  * host where these are dear, so is every sample (tests/bench/README.md).
  * The trace round needs root and tracefs; it is left out without them.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
@@ -29,11 +34,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <tracefs/tracefs.h>
 
 #include "base/clock.h"
 #include "profile/trace_session.h"
@@ -200,6 +208,80 @@ static double remote_read_round(int count)
 	return i == count ? (double)cpu0 / 1e3 / count : -1;
 }
 
+/*
+ * us of CPU per look without waiting at n trace buffers: by ppoll() over
+ * their n descriptors (*by_epoll: by epoll_wait() on an instance holding
+ * them).  -1 without tracefs.
+ */
+static double poll_round(struct tracefs_instance *inst, int n, int count,
+			 double *by_epoll)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+	struct pollfd *fds = calloc((size_t)n, sizeof(*fds));
+	struct epoll_event evs[64];
+	struct timespec zero = { 0, 0 };
+	double ret = -1;
+	uint64_t cpu0;
+	int ep = epoll_create1(EPOLL_CLOEXEC), i, opened = 0;
+
+	for (i = 0; fds && ep >= 0 && i < n; i++, opened++) {
+		struct epoll_event ev = { .events = EPOLLIN };
+		char name[64], *path;
+
+		snprintf(name, sizeof(name), "per_cpu/cpu%ld/trace_pipe_raw",
+			 i % cpus);
+		path = tracefs_instance_get_file(inst, name);
+		fds[i].fd = path ? open(path, O_RDONLY | O_NONBLOCK) : -1;
+		tracefs_put_tracing_file(path);
+		fds[i].events = POLLIN;
+		if (fds[i].fd < 0 ||
+		    epoll_ctl(ep, EPOLL_CTL_ADD, fds[i].fd, &ev))
+			break;
+	}
+	if (opened == n) {
+		cpu0 = ivm_thread_cpu_ns();
+		for (i = 0; i < count; i++)
+			ppoll(fds, (nfds_t)n, &zero, NULL);
+		ret = (double)(ivm_thread_cpu_ns() - cpu0) / 1e3 / count;
+		cpu0 = ivm_thread_cpu_ns();
+		for (i = 0; i < count; i++)
+			epoll_wait(ep, evs, 64, 0);
+		*by_epoll = (double)(ivm_thread_cpu_ns() - cpu0) / 1e3 / count;
+	}
+	for (i = 0; fds && i < opened; i++)
+		close(fds[i].fd);
+	if (ep >= 0)
+		close(ep);
+	free(fds);
+	return ret;
+}
+
+static void print_polls(int count)
+{
+	int sizes[] = { (int)sysconf(_SC_NPROCESSORS_CONF), 64, 1024 };
+	struct tracefs_instance *inst;
+	char name[64];
+	size_t k;
+
+	snprintf(name, sizeof(name), "idlevm-bench-%d", (int)getpid());
+	inst = tracefs_instance_create(name);
+	if (!inst) {
+		fprintf(stderr, "bench_wakeup: no poll round: no tracefs\n");
+		return;
+	}
+	printf("a look at N trace buffers, not waiting (CPU a call):\n");
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		double by_epoll = 0,
+		       by_poll = poll_round(inst, sizes[k], count, &by_epoll);
+
+		if (by_poll >= 0)
+			printf("  %4d: ppoll %7.2f us, epoll_wait %5.2f us\n",
+			       sizes[k], by_poll, by_epoll);
+	}
+	tracefs_instance_destroy(inst);
+	tracefs_instance_free(inst);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -241,5 +323,7 @@ int main(int argc, char **argv)
 		       "(%.2f records a wakeup)\n", median(trace), median(recs));
 	printf("process_vm_readv of 8 bytes   %7.1f us of CPU a call\n",
 	       median(reads));
+	if (traced)
+		print_polls(count * 5);
 	return 0;
 }

@@ -366,7 +366,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	size_t nr_domains = 0, nr_binaries = 0, nr_runs = 0, i;
 	static struct not_yet later[MAX_GUESTS];
 	size_t nr_later = 0;
-	struct pollfd fds[4 * IVM_PROFILER_MAX_POLLFDS];
+	struct pollfd fds[MAX_GUESTS * IVM_PROFILER_MAX_POLLFDS + 1];
 	bool polled;	/* fds' revents are the last wait's */
 	struct ivm_error *err = NULL, *first_err = NULL;
 	struct ivm_label_spec labels[IVM_LABELS_MAX];

@@ -83,7 +83,7 @@ bool guest_run_step_due(const struct guest_run *r, const struct pollfd *fds,
 static int serve_others(void *ctx, int fd, uint64_t deadline_ns)
 {
 	struct guest_run *me = ctx;
-	struct pollfd fds[4 * IVM_PROFILER_MAX_POLLFDS];
+	struct pollfd fds[MAX_GUESTS * IVM_PROFILER_MAX_POLLFDS + 1];
 	size_t first[MAX_GUESTS], count[MAX_GUESTS];
 	uint64_t lent = 0;
 	int ret;

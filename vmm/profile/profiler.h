@@ -268,8 +268,11 @@ uint64_t ivm_profiler_wake_at(const struct ivm_profiler *pr);
  */
 #define IVM_END_GONE "the guest went away"
 
-/* Most descriptors one guest's run waits on (its host CPUs' buffers). */
-#define IVM_PROFILER_MAX_POLLFDS 256
+/*
+ * Most descriptors one guest's run waits on: its trace session's one
+ * (an epoll instance over the host CPUs' buffers: trace_session.h).
+ */
+#define IVM_PROFILER_MAX_POLLFDS 1
 
 /*
  * Descriptors whose readiness (POLLIN) makes a step due sooner: the sched

@@ -140,7 +140,10 @@ struct ivm_error *ivm_trace_session_wait(struct ivm_trace_session *s,
 
 /*
  * The descriptors ivm_trace_session_wait() polls (POLLIN: events wait),
- * for a caller that waits on several sessions at once.  Borrowed.
+ * for a caller that waits on several sessions at once.  Borrowed.  One:
+ * an epoll instance over the session's host CPU buffers, so that a wait
+ * on many guests' sessions costs one descriptor each, not one per guest
+ * and host CPU (ppoll's cost grows with its descriptors).
  */
 size_t ivm_trace_session_pollfds(const struct ivm_trace_session *s,
 				 const struct pollfd **ret);
@@ -148,15 +151,16 @@ size_t ivm_trace_session_pollfds(const struct ivm_trace_session *s,
 /*
  * What a wait on the session's descriptors found: fds are the n
  * descriptors ivm_trace_session_pollfds() gave, in its order, with the
- * revents of a poll() that returned (0 or more, not an error).  The next
- * ivm_trace_session_read() reads only the CPU buffers that poll found
- * holding an event, once: an empty buffer read is a system call that
- * returns EAGAIN.  An event recorded after the poll into a buffer it found
- * empty is read by a later read, never lost: the buffer stays readable
- * and the next poll returns at once.  Without exact readiness (a kernel
- * that refused buffer_percent 0 wakes pollers only at half full), or with
- * fds not the session's, nothing is skipped.  fds NULL forgets a hint not
- * used (a step that read nothing).
+ * revents of a poll() that returned (0 or more, not an error).  When it
+ * found nothing, the next ivm_trace_session_read() reads none of the
+ * session's own buffers, once.  An event recorded after the poll is read
+ * by a later read, never lost: the buffer stays readable and the next
+ * poll returns at once.  Any read reads only the CPU buffers its epoll
+ * instance says hold records (an empty buffer read is a system call that
+ * returns EAGAIN).  Without exact readiness (a kernel that refused
+ * buffer_percent 0 wakes pollers only at half full), or with fds not the
+ * session's, nothing is skipped.  fds NULL forgets a hint not used (a
+ * step that read nothing).
  */
 void ivm_trace_session_polled(struct ivm_trace_session *s,
 			      const struct pollfd *fds, size_t n);
