@@ -19,6 +19,7 @@
 
 #include "access/libvirt_domain.h"
 #include "base/clock.h"
+#include "base/fd_limit.h"
 #include "cmd/commands.h"
 #include "cmd/profile_runs.h"
 
@@ -681,6 +682,8 @@ int ivm_cmd_profile(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	/* Each guest's sessions: a descriptor per host CPU (fd_limit.h). */
+	ivm_fd_limit_raise();
 
 	if (all_domains) {
 		fprintf(stderr, "idlevm: profiling every running domain%s%s, and those that start\n",
