@@ -5,19 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bytes.h"
 #include "kernel/kallsyms_guest.h"
 #include "kernel/kernel_layout.h"
-
-static uint16_t le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
 
 /*
  * The 256 tokens, each checked once: where it starts and how long it is,
@@ -35,7 +25,7 @@ static void tokens_init(const struct ivm_kallsyms_tables *t,
 	unsigned int i;
 
 	for (i = 0; i < 256; i++) {
-		size_t off = le16(t->token_index + 2 * i), n;
+		size_t off = ivm_le_load(t->token_index + 2 * i, 2), n;
 
 		tok->len[i] = -1;
 		if (off >= t->token_table_len)
@@ -143,7 +133,7 @@ struct ivm_error *ivm_kallsyms_decode(const struct ivm_kallsyms_tables *t,
 						"kallsyms: symbol %zu has a malformed name",
 						i);
 		arena_len += n + 1;
-		if ((int32_t)le32(t->offsets + 4 * i) < 0)
+		if ((int32_t)ivm_le32(t->offsets + 4 * i) < 0)
 			absolute_percpu = true;
 	}
 
@@ -156,7 +146,7 @@ struct ivm_error *ivm_kallsyms_decode(const struct ivm_kallsyms_tables *t,
 		return &ivm_enomem;
 	}
 	for (i = 0, pos = 0, arena_len = 0; i < t->num_syms; i++) {
-		int32_t off = (int32_t)le32(t->offsets + 4 * i);
+		int32_t off = (int32_t)ivm_le32(t->offsets + 4 * i);
 		const uint8_t *toks;
 		size_t ntok;
 		uint64_t addr;
@@ -289,7 +279,7 @@ struct ivm_error *ivm_kallsyms_read_guest(const struct ivm_kmem_reader *mem,
 	err = mem->read(mem->ctx, a->num_syms, raw, 4);
 	if (err)
 		return ivm_error_wrap(err, "kallsyms_num_syms");
-	t.num_syms = le32(raw);
+	t.num_syms = ivm_le32(raw);
 	if (t.num_syms == 0 || t.num_syms > IVM_KALLSYMS_MAX_SYMS)
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"kallsyms: %" PRIu32 " symbols (1..%u expected)",
@@ -297,7 +287,7 @@ struct ivm_error *ivm_kallsyms_read_guest(const struct ivm_kmem_reader *mem,
 	err = mem->read(mem->ctx, a->relative_base, raw, 8);
 	if (err)
 		return ivm_error_wrap(err, "kallsyms_relative_base");
-	t.relative_base = (uint64_t)le32(raw) | (uint64_t)le32(raw + 4) << 32;
+	t.relative_base = ivm_le64(raw);
 	if (t.relative_base < IVM_KERNEL_START_MAP + slide)
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"kallsyms_relative_base %#" PRIx64 " is not in the kernel image",
@@ -308,8 +298,8 @@ struct ivm_error *ivm_kallsyms_read_guest(const struct ivm_kmem_reader *mem,
 	t.token_index = index;
 	t.token_index_len = sizeof(index);
 	for (i = 0; i < 256; i++)
-		if (le16(index + 2 * i) > max_off)
-			max_off = le16(index + 2 * i);
+		if (ivm_le_load(index + 2 * i, 2) > max_off)
+			max_off = ivm_le_load(index + 2 * i, 2);
 	want = max_off + IVM_KALLSYMS_TOKEN_SLACK;
 	table = malloc(want);
 	offsets = malloc((size_t)t.num_syms * 4);
