@@ -234,9 +234,12 @@ static double poll_round(struct tracefs_instance *inst, int n, int count,
 		fds[i].fd = path ? open(path, O_RDONLY | O_NONBLOCK) : -1;
 		tracefs_put_tracing_file(path);
 		fds[i].events = POLLIN;
-		if (fds[i].fd < 0 ||
-		    epoll_ctl(ep, EPOLL_CTL_ADD, fds[i].fd, &ev))
+		if (fds[i].fd < 0)
 			break;
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, fds[i].fd, &ev)) {
+			close(fds[i].fd);
+			break;
+		}
 	}
 	if (opened == n) {
 		cpu0 = ivm_thread_cpu_ns();
