@@ -73,11 +73,7 @@ static const struct text_section *text_of(const struct ivm_symfile *f,
 	return NULL;
 }
 
-/*
- * Sort, keep one name per address (the best ranked alias), and give
- * unsized symbols the room up to the next one, so a lookup is one binary
- * search.
- */
+/* See symfile_int.h. */
 void symfile_symbols_finish(struct ivm_symfile *f)
 {
 	uint64_t covered = 0;	/* end of the sized symbols seen so far */
