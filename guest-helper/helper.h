@@ -4,7 +4,8 @@
  * can run (and be unit-tested) on any Linux host against its own threads.
  *
  * Nothing here talks to the port: helper.c owns the event loop and the
- * protocol; helper_pin.c pins threads and journals their original
+ * port, helper_requests.c the protocol's requests (helper_daemon.h);
+ * helper_pin.c pins threads and journals their original
  * affinities; helper_hold.c runs the holder threads; helper_maps.c reads
  * /proc/PID/maps and build-ids.  Functions return 0 or a negative errno.
  */
