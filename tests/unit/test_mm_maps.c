@@ -374,6 +374,11 @@ Test(mm_maps, maple_many_levels)
 			if (i % 3 == 0)
 				cr_assert_str_eq(vm->path, "/data");
 		}
+		/* Its VMAs with no room to spare (lists are kept), one path. */
+		cr_expect_geq(ivm_mm_maps_memory(maps),
+			      MANY * sizeof(struct ivm_vma) + sizeof("/data"));
+		cr_expect_lt(ivm_mm_maps_memory(maps),
+			     MANY * sizeof(struct ivm_vma) + 1024);
 		ivm_mm_maps_destroy(maps);
 		/* One address: a descent, hits and gaps. */
 		for (i = 0; i < MANY; i += 37) {

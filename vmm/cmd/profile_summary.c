@@ -127,7 +127,7 @@ static double mib(size_t bytes)
  * kernel's symbols, ORC and BTF, for its whole boot), what its run's
  * start took, and its caches with their bounds (a window's processes and
  * names are forgotten at the next window; user objects and their CFI rows
- * are kept for the boot).  Alone, the process's heap and peak RSS too;
+ * are kept for the boot, processes' mappings while captures use them).  Alone, the process's heap and peak RSS too;
  * with several guests the loop's last line says those.
  */
 static void print_memory(const struct profile_opts *o,
@@ -137,14 +137,15 @@ static void print_memory(const struct profile_opts *o,
 
 	guest_run_who(o, r);
 	fprintf(stderr,
-		"memory: %.1f MiB opening the guest (its kernel's symbols, ORC, BTF%s), %.1f MiB starting its run; %zu processes (at most %u) and %zu function names (at most %u) in the last window; %zu user objects (at most %u), %.1f MiB with their images (the images at most %.0f MiB: %" PRIu64 " dropped, made again when next needed)",
+		"memory: %.1f MiB opening the guest (its kernel's symbols, ORC, BTF%s), %.1f MiB starting its run; %zu processes (at most %u) and %zu function names (at most %u) in the last window; %zu user objects (at most %u), %.1f MiB with their images (the images at most %.0f MiB: %" PRIu64 " dropped, made again when next needed); %zu processes' mappings, %.1f MiB (%" PRIu64 " forgotten after a minute unused)",
 		mib(r->heap_open),
 		r->ktables_users > 1 ? ", shared by guests of the same kernel" : "",
 		mib(r->heap_start), res->procs,
 		IVM_PROC_INFO_MAX, res->objects.syms, IVM_UOBJECTS_MAX_SYMS,
 		res->objects.objects, IVM_UOBJECTS_MAX,
 		mib(res->objects.memory), mib(IVM_UOBJECTS_IMAGE_BYTES),
-		res->objects.images_dropped);
+		res->objects.images_dropped, res->maps.spaces,
+		mib(res->maps.bytes), res->maps.dropped);
 	if (!o->several) {
 		struct rusage ru;
 

@@ -41,6 +41,7 @@ struct ivm_mm_maps {
 	struct ivm_error *error;	/* why the list ended early */
 	char **strings;			/* paths and names, owned */
 	size_t nr_strings, cap_strings;
+	size_t string_bytes;		/* theirs, NULs included */
 	bool has_exe;
 	struct ivm_guest_file exe;
 	const char *exe_path;
@@ -81,8 +82,10 @@ static const char *keep_string(struct ivm_mm_maps *maps, const char *s)
 		maps->cap_strings = cap;
 	}
 	copy = strdup(s);
-	if (copy)
+	if (copy) {
 		maps->strings[maps->nr_strings++] = copy;
+		maps->string_bytes += strlen(copy) + 1;
+	}
 	return copy;
 }
 
@@ -684,6 +687,17 @@ struct ivm_error *ivm_mm_maps_read(const struct ivm_mm_source *src,
 	if (!w->stopped || maps->error != &ivm_enomem)
 		walk_exe(w);
 	free(w);
+	/* Lists are kept for minutes (a capture engine's address spaces):
+	 * not the doubling's slack. */
+	if (maps->nr && maps->nr < maps->cap) {
+		struct ivm_vma *n = realloc(maps->vmas,
+					    maps->nr * sizeof(*n));
+
+		if (n) {
+			maps->vmas = n;
+			maps->cap = maps->nr;
+		}
+	}
 	*ret = maps;
 	return NULL;
 }
@@ -705,6 +719,15 @@ void ivm_mm_maps_destroy(struct ivm_mm_maps *maps)
 size_t ivm_mm_maps_count(const struct ivm_mm_maps *maps)
 {
 	return maps->nr;
+}
+
+size_t ivm_mm_maps_memory(const struct ivm_mm_maps *maps)
+{
+	if (!maps)
+		return 0;
+	return sizeof(*maps) + maps->cap * sizeof(*maps->vmas) +
+	       maps->cap_strings * sizeof(*maps->strings) +
+	       maps->string_bytes;
 }
 
 const struct ivm_vma *ivm_mm_maps_get(const struct ivm_mm_maps *maps,

@@ -211,6 +211,9 @@ void ivm_mm_maps_destroy(struct ivm_mm_maps *maps);
 
 size_t ivm_mm_maps_count(const struct ivm_mm_maps *maps);
 
+/* The bytes maps holds (its VMAs, paths and names); 0 for NULL. */
+size_t ivm_mm_maps_memory(const struct ivm_mm_maps *maps);
+
 /* VMA i (address order), or NULL past the end.  Owned by maps. */
 const struct ivm_vma *ivm_mm_maps_get(const struct ivm_mm_maps *maps,
 				      size_t i);

@@ -118,6 +118,29 @@ const struct ivm_capture_user_stats *
 ivm_capture_engine_user_stats(const struct ivm_capture_engine *e);
 
 /*
+ * The mappings of the address spaces captures met: each holds its VMAs
+ * (their paths included) and code maps from its first user unwind on, so
+ * that unwinds through it read nothing twice.  Processes come and go (a
+ * shell's children, a load generator's rounds, php-fpm's respawned
+ * workers); kept until their slot was taken, the mappings of gone ones
+ * filled all 256 slots over an hour or two (+3 MiB in the 2-hour soak).
+ * So they are kept while used: a call at least IVM_CAPTURE_MAPS_IDLE_NS
+ * after the last forgets those of the address spaces no capture used
+ * meanwhile (read again if one does later); calls in between do nothing.
+ */
+#define IVM_CAPTURE_MAPS_IDLE_NS (60 * 1000000000ull)
+void ivm_capture_engine_age_maps(struct ivm_capture_engine *e, uint64_t now);
+
+struct ivm_capture_maps_stats {
+	size_t spaces;		/* address spaces holding their mappings */
+	size_t bytes;		/* what those hold */
+	uint64_t dropped;	/* mappings forgotten unused, so far */
+};
+
+void ivm_capture_engine_maps_stats(const struct ivm_capture_engine *e,
+				   struct ivm_capture_maps_stats *ret);
+
+/*
  * A range of a guest file that unwinding needed and guest memory did not
  * hold: the CFI (.eh_frame_hdr to the end of its segment, which holds
  * .eh_frame) of an object some of whose rows faulted.  Read by the

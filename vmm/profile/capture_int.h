@@ -91,6 +91,9 @@ struct ivm_capture_engine {
 	struct mm_binding mm_cache[MM_CACHE_SLOTS];
 	uint64_t mm_used[MM_CACHE_SLOTS];
 	struct ivm_assoc mm_assoc;
+	/* ivm_capture_engine_age_maps: its last pass, the stamp then. */
+	uint64_t maps_aged_ns, maps_aged_tick;
+	uint64_t maps_dropped;
 	uint8_t probe_page[4096];	/* a guest binary's first page */
 	struct ivm_kunwind_config kcfg;
 	struct ivm_switch_frame_layout switch_frame;

@@ -514,6 +514,48 @@ static void read_code_maps(struct ivm_capture_engine *e, struct mm_binding *b,
 	}
 }
 
+void ivm_capture_engine_age_maps(struct ivm_capture_engine *e, uint64_t now)
+{
+	size_t i;
+
+	if (!e->maps_aged_ns) {
+		e->maps_aged_ns = now;
+		return;
+	}
+	if (now - e->maps_aged_ns < IVM_CAPTURE_MAPS_IDLE_NS)
+		return;
+	/* A slot's stamp is its last pick: a capture in that process. */
+	for (i = 0; i < MM_CACHE_SLOTS; i++) {
+		struct mm_binding *b = &e->mm_cache[i];
+
+		if ((b->vmas || b->code) &&
+		    e->mm_used[i] <= e->maps_aged_tick) {
+			capture_free_code_maps(b);
+			e->maps_dropped++;
+		}
+	}
+	e->maps_aged_tick = e->mm_assoc.tick;
+	e->maps_aged_ns = now;
+}
+
+void ivm_capture_engine_maps_stats(const struct ivm_capture_engine *e,
+				   struct ivm_capture_maps_stats *ret)
+{
+	size_t i;
+
+	memset(ret, 0, sizeof(*ret));
+	for (i = 0; i < MM_CACHE_SLOTS; i++) {
+		const struct mm_binding *b = &e->mm_cache[i];
+
+		if (!b->vmas)
+			continue;
+		ret->spaces++;
+		ret->bytes += ivm_mm_maps_memory(b->vmas) +
+			      b->nr_code * sizeof(*b->code);
+	}
+	ret->dropped = e->maps_dropped;
+}
+
 static struct code_map *code_map_at(struct mm_binding *b, uint64_t pc)
 {
 	size_t i;

@@ -615,6 +615,7 @@ static struct ivm_error *flush_due(struct ivm_profiler *pr, uint64_t now)
 		end_with(p, "the guest shut down");
 	}
 	check_paused(p, state);
+	ivm_capture_engine_age_maps(p->engine, now);
 	err = write_spans(p);
 	fill_stats(p, stats, &nr_stats);
 	if (!err)
@@ -764,6 +765,7 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	result->idle = *ivm_idle_periods_stats(p->periods);
 	ivm_uobjects_stats(ivm_capture_engine_objects(p->engine),
 			   &result->objects);
+	ivm_capture_engine_maps_stats(p->engine, &result->maps);
 	result->procs = p->procs ? ivm_proc_table_count(p->procs) : 0;
 	if (config->capture_mode == IVM_CAPTURE_MODE_PIN && config->pin) {
 		/* What watching cost the guest, in the helper's own words

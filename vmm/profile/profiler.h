@@ -189,6 +189,8 @@ struct ivm_profiler_result {
 	bool realtime;			/* ran at SCHED_FIFO priority */
 	/* User objects met, and their CFI rows (profile/uobjects.h). */
 	struct ivm_uobjects_stats objects;
+	/* The mappings of the processes captures met (capture.h). */
+	struct ivm_capture_maps_stats maps;
 	size_t procs;		/* processes said in the last window */
 	struct ivm_switch_sampler_stats switches;	/* switch_every */
 	uint64_t cpu_ns;		/* host CPU time its profiling took */
