@@ -373,6 +373,33 @@ Test(proc_args, table_says_each_change_once)
 	ivm_proc_table_destroy(t);
 }
 
+/*
+ * The table grows with the processes said (a fork storm's thousands) and
+ * keeps each; past IVM_PROC_INFO_MAX it starts again (each then said anew).
+ */
+Test(proc_args, table_grows_then_starts_again_at_its_bound)
+{
+	struct ivm_proc_info a = { .comm = "sh", .title = "sh -c true" };
+	struct ivm_proc_table *t;
+	uint32_t pid;
+
+	cr_assert_null(ivm_proc_table_create(&t));
+	for (pid = 1; pid <= IVM_PROC_INFO_MAX; pid++)
+		cr_assert(ivm_proc_table_set(t, pid * 7, &a), "pid %u", pid);
+	cr_assert_eq(ivm_proc_table_count(t), IVM_PROC_INFO_MAX);
+	for (pid = 1; pid <= IVM_PROC_INFO_MAX; pid++) {
+		cr_assert_not_null(ivm_proc_table_get(t, pid * 7), "pid %u",
+				   pid);
+		cr_assert(!ivm_proc_table_set(t, pid * 7, &a));
+	}
+	cr_assert_null(ivm_proc_table_get(t, 8));
+	cr_assert(ivm_proc_table_set(t, 8, &a));
+	cr_assert_eq(ivm_proc_table_count(t), 1);
+	cr_assert_null(ivm_proc_table_get(t, 7));
+	cr_assert(ivm_proc_table_set(t, 7, &a), "said again");
+	ivm_proc_table_destroy(t);
+}
+
 /* Removed by the test's fini, which runs after a failed assertion too. */
 static char procs_path[] = "/tmp/ivm-test-procs-XXXXXX";
 

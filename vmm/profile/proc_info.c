@@ -120,14 +120,18 @@ struct proc_entry {
 
 /*
  * Open addressing by pid at most half full, never deleting.  Entries hold
- * their info by pointer so an empty table costs 16 bytes a slot.
+ * their info by pointer so an empty slot costs 16 bytes; the slots grow
+ * with the processes said (a window of web01 says 20 to 50, a fork storm
+ * thousands), from MIN_SLOTS up to MAX_SLOTS.
  */
 struct ivm_proc_table {
 	struct proc_entry *slots;
+	size_t nr_slots;	/* a power of two */
 	size_t used;
 };
 
-#define NR_SLOTS (2 * (size_t)IVM_PROC_INFO_MAX)
+#define MIN_SLOTS 256
+#define MAX_SLOTS (2 * (size_t)IVM_PROC_INFO_MAX)
 
 struct ivm_error *ivm_proc_table_create(struct ivm_proc_table **ret)
 {
@@ -135,11 +139,12 @@ struct ivm_error *ivm_proc_table_create(struct ivm_proc_table **ret)
 
 	if (!t)
 		return &ivm_enomem;
-	t->slots = calloc(NR_SLOTS, sizeof(*t->slots));
+	t->slots = calloc(MIN_SLOTS, sizeof(*t->slots));
 	if (!t->slots) {
 		free(t);
 		return &ivm_enomem;
 	}
+	t->nr_slots = MIN_SLOTS;
 	*ret = t;
 	return NULL;
 }
@@ -148,9 +153,9 @@ static void clear(struct ivm_proc_table *t)
 {
 	size_t i;
 
-	for (i = 0; i < NR_SLOTS; i++)
+	for (i = 0; i < t->nr_slots; i++)
 		free(t->slots[i].info);
-	memset(t->slots, 0, NR_SLOTS * sizeof(*t->slots));
+	memset(t->slots, 0, t->nr_slots * sizeof(*t->slots));
 	t->used = 0;
 }
 
@@ -168,14 +173,37 @@ size_t ivm_proc_table_count(const struct ivm_proc_table *t)
 	return t->used;
 }
 
-static struct proc_entry *find(const struct ivm_proc_table *t, uint32_t pid)
+static struct proc_entry *find_in(struct proc_entry *slots, size_t nr,
+				  uint32_t pid)
 {
-	size_t i = (size_t)(pid * 2654435761u) % NR_SLOTS;
+	size_t i = (size_t)ivm_hash_u64(pid) & (nr - 1);
 
 	/* The table is never more than half full: this ends. */
-	while (t->slots[i].used && t->slots[i].pid != pid)
-		i = (i + 1) % NR_SLOTS;
-	return &t->slots[i];
+	while (slots[i].used && slots[i].pid != pid)
+		i = (i + 1) & (nr - 1);
+	return &slots[i];
+}
+
+static struct proc_entry *find(const struct ivm_proc_table *t, uint32_t pid)
+{
+	return find_in(t->slots, t->nr_slots, pid);
+}
+
+/* Twice the slots, for one more entry; false without memory. */
+static bool grow(struct ivm_proc_table *t)
+{
+	size_t nr = 2 * t->nr_slots, i;
+	struct proc_entry *n = calloc(nr, sizeof(*n));
+
+	if (!n)
+		return false;
+	for (i = 0; i < t->nr_slots; i++)
+		if (t->slots[i].used)
+			*find_in(n, nr, t->slots[i].pid) = t->slots[i];
+	free(t->slots);
+	t->slots = n;
+	t->nr_slots = nr;
+	return true;
 }
 
 static bool same_info(const struct ivm_proc_info *a,
@@ -201,6 +229,12 @@ bool ivm_proc_table_set(struct ivm_proc_table *t, uint32_t pid,
 	if (!e->used) {
 		if (t->used == IVM_PROC_INFO_MAX) {
 			clear(t);
+			e = find(t, pid);
+		} else if (2 * (t->used + 1) > t->nr_slots) {
+			if (t->nr_slots == MAX_SLOTS || !grow(t)) {
+				free(copy);
+				return false;
+			}
 			e = find(t, pid);
 		}
 		e->used = true;
