@@ -185,6 +185,42 @@ Test(gmem, process_many_batches, .init = fill, .fini = unfill)
 	free(words);
 }
 
+/*
+ * Pieces that start in the page where the last one ended, after it, share
+ * its remote range (one pin of the page): each lands in its own buffer,
+ * whatever the order and overlaps of the others.
+ */
+Test(gmem, process_pieces_of_one_page, .init = fill, .fini = unfill)
+{
+	uint64_t w[8];
+	uint8_t big[0x1100];
+	struct ivm_gmem_piece pieces[] = {
+		{ 0x2000, &w[0], 8 },
+		{ 0x2010, &w[1], 8 },		/* a gap of 8 */
+		{ 0x2008, &w[2], 8 },		/* behind: a range of its own */
+		{ 0x2ff8, &w[3], 8 },		/* the same page, far on */
+		{ 0x3000, big, sizeof(big) },	/* right after, two pages */
+		{ 0x4104, &w[4], 4 },
+		{ 0x4100, &w[5], 8 },		/* overlaps the last */
+		{ 0x17ff8, &w[6], 8 },		/* the region's last word */
+	};
+	struct ivm_gmem_piece into_hole[] = {
+		{ 0x17f00, &w[0], 8 },
+		{ 0x17ff8, &w[1], 16 },		/* runs out of the region */
+	};
+	struct ivm_gmem *gmem;
+	size_t i;
+
+	cr_assert_null(ivm_gmem_process_create(getpid(), regions, NR_REGIONS,
+					       &gmem));
+	cr_assert_null(ivm_gmem_read_phys_many(gmem, pieces, 8));
+	for (i = 0; i < 8; i++)
+		check_pattern(pieces[i].buf, pieces[i].gpa, pieces[i].len);
+	expect_fault(ivm_gmem_read_phys_many(gmem, into_hole, 2), 0x18000);
+	check_pattern((uint8_t *)&w[0], 0x17f00, 8);
+	ivm_gmem_destroy(gmem);
+}
+
 Test(gmem, process_unmapped_host_memory)
 {
 	/*

@@ -38,6 +38,9 @@ struct ivm_vcpu_watch {
 	struct word *words;		/* nr * WORDS_PER_VCPU */
 	struct ivm_gmem_piece *pieces;
 	size_t *piece_word;
+	/* The words by guest physical address, as translate() found them:
+	 * a read's pieces in that order share pinned pages (gmem_process.c). */
+	size_t *order;
 	bool translated;
 	uint64_t translated_at;
 	struct ivm_vcpu_watch_stats stats;
@@ -70,9 +73,10 @@ struct ivm_error *ivm_vcpu_watch_create(const struct ivm_kernel_layout *layout,
 	w->pieces = calloc(nr ? nr * WORDS_PER_VCPU : 1, sizeof(*w->pieces));
 	w->piece_word = calloc(nr ? nr * WORDS_PER_VCPU : 1,
 			       sizeof(*w->piece_word));
+	w->order = calloc(nr ? nr * WORDS_PER_VCPU : 1, sizeof(*w->order));
 	w->irq_blocks = calloc(nr ? nr : 1, MAX_WORD_LEN);
 	if (!w->cpus || !w->words || !w->pieces || !w->piece_word ||
-	    !w->irq_blocks) {
+	    !w->order || !w->irq_blocks) {
 		ivm_vcpu_watch_destroy(w);
 		return &ivm_enomem;
 	}
@@ -145,8 +149,17 @@ void ivm_vcpu_watch_destroy(struct ivm_vcpu_watch *w)
 	free(w->words);
 	free(w->pieces);
 	free(w->piece_word);
+	free(w->order);
 	free(w->irq_blocks);
 	free(w);
+}
+
+static int by_pa(const void *a, const void *b, void *words)
+{
+	const struct word *wa = &((const struct word *)words)[*(const size_t *)a];
+	const struct word *wb = &((const struct word *)words)[*(const size_t *)b];
+
+	return (wa->pa > wb->pa) - (wa->pa < wb->pa);
 }
 
 static void translate(struct ivm_vcpu_watch *w, uint64_t now_ns)
@@ -181,6 +194,10 @@ static void translate(struct ivm_vcpu_watch *w, uint64_t now_ns)
 			}
 		}
 	}
+	for (i = 0; i < w->nr * WORDS_PER_VCPU; i++)
+		w->order[i] = i;
+	qsort_r(w->order, w->nr * WORDS_PER_VCPU, sizeof(*w->order), by_pa,
+		w->words);
 	w->translated = true;
 	w->translated_at = now_ns;
 	w->stats.translations++;
@@ -239,16 +256,18 @@ static struct ivm_error *read_words(struct ivm_vcpu_watch *w, uint64_t now_ns,
 				    struct ivm_vcpu_watch_view *views,
 				    uint64_t *failed, unsigned int mask)
 {
-	size_t i, k, n = 0, nr_words = w->nr * WORDS_PER_VCPU;
+	size_t i, j, k, n = 0, nr_words = w->nr * WORDS_PER_VCPU;
 	bool slow = false;
 	struct ivm_error *err;
 
 	if (!w->translated || now_ns - w->translated_at >=
 			      IVM_VCPU_WATCH_RETRANSLATE_NS)
 		translate(w, now_ns);
-	for (i = 0; i < nr_words; i++) {
-		struct word *wd = &w->words[i];
+	for (j = 0; j < nr_words; j++) {
+		struct word *wd;
 
+		i = w->order[j];
+		wd = &w->words[i];
 		wd->ok = false;
 		if (!wd->wanted || !(mask & (1u << (i % WORDS_PER_VCPU))))
 			continue;
