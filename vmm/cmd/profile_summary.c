@@ -127,8 +127,9 @@ static double mib(size_t bytes)
  * kernel's symbols, ORC and BTF, for its whole boot), what its run's
  * start took, and its caches with their bounds (a window's processes and
  * names are forgotten at the next window; user objects and their CFI rows
- * are kept for the boot, processes' mappings while captures use them).  Alone, the process's heap and peak RSS too;
- * with several guests the loop's last line says those.
+ * are kept for the boot, processes' mappings while captures use them).
+ * Alone, the process's heap and peak RSS too; with several guests the
+ * loop's last line says those.
  */
 static void print_memory(const struct profile_opts *o,
 			 const struct guest_run *r)

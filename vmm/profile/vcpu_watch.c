@@ -156,8 +156,9 @@ void ivm_vcpu_watch_destroy(struct ivm_vcpu_watch *w)
 
 static int by_pa(const void *a, const void *b, void *words)
 {
-	const struct word *wa = &((const struct word *)words)[*(const size_t *)a];
-	const struct word *wb = &((const struct word *)words)[*(const size_t *)b];
+	const struct word *w = words;
+	const struct word *wa = &w[*(const size_t *)a];
+	const struct word *wb = &w[*(const size_t *)b];
 
 	return (wa->pa > wb->pa) - (wa->pa < wb->pa);
 }
