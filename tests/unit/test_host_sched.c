@@ -143,6 +143,39 @@ Test(host_sched, waits_and_sleeps_inside_idle_periods)
 }
 
 /*
+ * The profiler writes a period once it saw it end; the records of the
+ * sleep it held can be read later (a third of web01's idle sleep under
+ * TCG): they count when they come, and nothing counts twice.
+ */
+Test(host_sched, sleeps_recorded_after_their_idle_period)
+{
+	struct ivm_host_sched *hs = make(1);
+	const struct ivm_host_vcpu *v = ivm_host_sched_vcpu(hs, 0);
+
+	ivm_host_sched_switch(hs, -1, 0, "x", 0, "CPU 0/TCG", 500);
+	ivm_host_sched_switch(hs, 0, SLEEP, "CPU 0/TCG", -1, "x", 1000);
+	/* Idle 1000-3500, written before the wakeup's records are read. */
+	ivm_host_sched_idle_period(hs, 0, 1000, 3500);
+	cr_assert_eq(v->sleep_idle_ns, 0);
+	ivm_host_sched_wake(hs, 0, 3000);
+	ivm_host_sched_switch(hs, -1, 0, "x", 0, "CPU 0/TCG", 3100);
+	cr_assert_eq(v->sleep_idle_ns, 2000);
+	cr_assert_eq(v->steal_idle_ns, 100);
+	/* Asleep 4200-4800, read before its period 4000-5000: once. */
+	ivm_host_sched_switch(hs, 0, SLEEP, "CPU 0/TCG", -1, "x", 4200);
+	ivm_host_sched_wake(hs, 0, 4800);
+	ivm_host_sched_switch(hs, -1, 0, "x", 0, "CPU 0/TCG", 4800);
+	ivm_host_sched_idle_period(hs, 0, 4000, 5000);
+	cr_assert_eq(v->sleep_idle_ns, 2000 + 600);
+	/* A sleep after both periods is not theirs. */
+	ivm_host_sched_switch(hs, 0, SLEEP, "CPU 0/TCG", -1, "x", 6000);
+	ivm_host_sched_wake(hs, 0, 7000);
+	cr_assert_eq(v->sleep_idle_ns, 2000 + 600);
+	cr_assert_eq(v->sleep_ns, 2000 + 600 + 1000);
+	ivm_host_sched_destroy(hs);
+}
+
+/*
  * The waker's record comes first (stamped before the switch-out, which
  * holds the run queue's lock it waits for): the wait runs from the
  * switch-out.  A wakeup while running that the thread outlives is not one.

@@ -23,6 +23,24 @@ struct span {
 	bool wait;		/* else a sleep */
 };
 
+/* An idle period of the guest's, for the waits and sleeps that end later. */
+struct period {
+	uint64_t start, end;
+};
+
+/*
+ * A period is written once the profiler saw it end, and the host's
+ * records of the sleep it held may be read after that (another session's
+ * buffers, another CPU's batch): a third of web01's idle sleep came after
+ * its period under TCG.  So the last few periods are kept too, and each
+ * wait or sleep is matched with the periods written before it ended, each
+ * period with the spans that ended before it was written: every pair is
+ * counted once, by whichever of the two came second.  A sleep holds at
+ * most a period or two (the guest cannot leave idle while its vCPU's
+ * thread sleeps), so a few suffice.
+ */
+#define RECENT_PERIODS	8
+
 struct vcpu_thread {
 	enum thread_state state;
 	uint64_t since;		/* ASLEEP, WAITING: from when */
@@ -43,6 +61,8 @@ struct vcpu_thread {
 	uint64_t run_delay;	/* since then, as last read */
 	struct span *spans;	/* ring of IVM_HOST_HISTORY */
 	size_t next_span;
+	struct period periods[RECENT_PERIODS];	/* a ring */
+	size_t next_period;
 	/* The waits not yet taken for the file (ivm_host_sched_take_spans). */
 	struct ivm_span *out;	/* IVM_HOST_SPANS_MAX */
 	size_t nr_out;
@@ -137,11 +157,32 @@ static bool runnable(uint64_t prev_state)
 	return (prev_state & ~(uint64_t)0x100) == 0;
 }
 
+/* [a, b), if not empty, was in the guest's idle: a wait or a sleep of it. */
+static void idle_overlap(struct vcpu_thread *t, uint64_t a, uint64_t b,
+			 bool wait)
+{
+	if (a >= b)
+		return;
+	if (wait)
+		t->totals.steal_idle_ns += b - a;
+	else
+		t->totals.sleep_idle_ns += b - a;
+}
+
 static void remember(struct vcpu_thread *t, uint64_t start, uint64_t end,
 		     bool wait)
 {
+	size_t i, n = t->next_period < RECENT_PERIODS ? t->next_period :
+			RECENT_PERIODS;
+
 	t->spans[t->next_span++ % IVM_HOST_HISTORY] =
 		(struct span){ start, end, wait };
+	for (i = 0; i < n; i++) {
+		const struct period *pd = &t->periods[i];
+
+		idle_overlap(t, pd->start > start ? pd->start : start,
+			     pd->end < end ? pd->end : end, wait);
+	}
 }
 
 void ivm_host_sched_idle_period(struct ivm_host_sched *hs, size_t vcpu,
@@ -168,13 +209,10 @@ void ivm_host_sched_idle_period(struct ivm_host_sched *hs, size_t vcpu,
 
 		if (sp->end <= start_ns)
 			break;
-		if (a >= b)
-			continue;
-		if (sp->wait)
-			t->totals.steal_idle_ns += b - a;
-		else
-			t->totals.sleep_idle_ns += b - a;
+		idle_overlap(t, a, b, sp->wait);
 	}
+	t->periods[t->next_period++ % RECENT_PERIODS] =
+		(struct period){ start_ns, end_ns };
 }
 
 /* A wait, for the timeline: kept if long enough and there is room. */

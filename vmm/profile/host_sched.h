@@ -99,8 +99,10 @@ struct ivm_error *ivm_host_sched_watch(struct ivm_host_sched *hs,
 /*
  * The guest's vCPU was idle over [start_ns, end_ns] (an idle period, in
  * the records' clock): what its thread waited and slept in it counts in
- * steal_idle_ns and sleep_idle_ns.  Periods of one vCPU must not overlap;
- * only the last IVM_HOST_HISTORY waits and sleeps are remembered.
+ * steal_idle_ns and sleep_idle_ns, whether their records were read
+ * before the period or after it.  Periods of one vCPU must not overlap;
+ * only the last IVM_HOST_HISTORY waits and sleeps and the last few
+ * periods are remembered.
  */
 #define IVM_HOST_HISTORY	1024
 void ivm_host_sched_idle_period(struct ivm_host_sched *hs, size_t vcpu,
