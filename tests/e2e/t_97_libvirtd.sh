@@ -6,7 +6,8 @@
 #     goes on (one ends whole while libvirtd is away); libvirtd started
 #     again: idlevm says its connection is back, and its events work again
 #     (a `virsh suspend` then is seen: the window says the guest was not
-#     running).
+#     running).  It holds no more sockets or eventfds than before: the
+#     dead connection is let go.
 #  2. libvirtd stopped again, and the guest reboots meanwhile (its own
 #     `reboot -f`): no event can come, so the reboot is seen from the
 #     kernel itself; the window ends whole (end_reason: the kernel is not
@@ -65,12 +66,19 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 143' TERM
 
+# connections: idlevm's sockets and eventfds (libvirt's client holds one
+# of each per connection; the helper's channel is another socket).
+connections() {
+	ls -l "/proc/$pid/fd" 2>/dev/null | grep -cE 'socket:|\[eventfd\]'
+}
+
 k1=$(kaslr)
 reboot_action reset || fail "cannot set the guest's reboot action"
 "$idlevm" profile --domain "$IVM_DOMAIN" --window 6 --output-dir "$dir" \
 	--no-pprof -D 600 >"$log" 2>&1 &
 pid=$!
 wait_windows 2
+c0=$(connections)
 
 # 1. libvirtd stopped: the window goes on.
 libvirtd_stop
@@ -84,6 +92,11 @@ wait_for_output "$log" "^idlevm: libvirt's connection is back" "$pid" ||
 pause_seen
 wait_windows $(($(windows) + 2))
 n_first=$(windows)
+# The dead connection is let go: no descriptor kept per restart.
+c1=$(connections)
+echo "sockets and eventfds: $c0 before libvirtd's restart, $c1 after"
+[ "$c1" -le "$c0" ] ||
+	fail "$((c1 - c0)) more sockets and eventfds after libvirtd's restart ($c0 -> $c1): $(ls -l "/proc/$pid/fd")"
 
 # 2. libvirtd stopped, and the guest reboots meanwhile.
 libvirtd_stop

@@ -203,6 +203,16 @@ enum ivm_qmp_lifecycle ivm_qmp_lifecycle_cached(const struct ivm_qmp *qmp);
  */
 int64_t ivm_qmp_libvirt_lost_ms(const struct ivm_qmp *qmp);
 uint64_t ivm_qmp_reconnects(const struct ivm_qmp *qmp);
+/*
+ * Under libvirt, the path of the unix socket of the domain's virtio
+ * channel named channel_name, read from its XML through the client's
+ * connection (the one opened again after a restart of libvirtd: fails while
+ * it is away); IVM_ERROR_NOT_FOUND when it has none.  The caller frees
+ * *ret.  The client's thread only.
+ */
+struct ivm_error *ivm_qmp_libvirt_channel_path(struct ivm_qmp *qmp,
+					       const char *channel_name,
+					       char **ret);
 /* Whether libvirt's events are registered (else its state is polled). */
 bool ivm_qmp_libvirt_events(const struct ivm_qmp *qmp);
 

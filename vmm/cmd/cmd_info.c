@@ -224,7 +224,8 @@ int ivm_cmd_info(int argc, char **argv)
 	if (err)
 		return ivm_error_report(err);
 	printf("guest:            %s%s\n", g->name,
-	       g->dom ? " (libvirt)" : g->qmp ? " (qmp)" : " (core)");
+	       !g->qmp ? " (core)" :
+	       ivm_qmp_is_libvirt(g->qmp) ? " (libvirt)" : " (qmp)");
 	if (g->qemu_pid)
 		printf("qemu pid:         %d\n", (int)g->qemu_pid);
 	if (g->qmp)

@@ -222,6 +222,7 @@ static struct ivm_error *open_live(struct ivm_guest *g,
 {
 	struct ivm_qemu_vcpus *vcpus = NULL;
 	struct ivm_qemu_ram *ram = NULL;
+	struct ivm_libvirt_domain *ldom;
 	struct ivm_error *err;
 	size_t i;
 
@@ -231,10 +232,16 @@ static struct ivm_error *open_live(struct ivm_guest *g,
 		if (err)
 			return err;
 		err = ivm_libvirt_domain_open(opts->connect_uri, opts->domain,
-					      &g->dom);
+					      &ldom);
 		if (err)
 			return err;
-		err = ivm_qmp_connect_libvirt(g->dom, &g->qmp);
+		err = ivm_qmp_connect_libvirt(ldom, &g->qmp);
+		/*
+		 * The client holds its own references, and replaces them when
+		 * libvirtd restarts: kept here, this connection would outlive
+		 * its libvirtd (an eventfd and a socket per restart).
+		 */
+		ivm_libvirt_domain_close(ldom);
 	} else {
 		err = ivm_qmp_connect_socket(opts->qmp_path, &g->qmp);
 	}
@@ -726,7 +733,6 @@ void ivm_guest_close(struct ivm_guest *g)
 	drop_tables(g);
 	ivm_gmem_destroy(g->gmem);
 	ivm_qmp_destroy(g->qmp);
-	ivm_libvirt_domain_close(g->dom);
 	free(g->vcpus);
 	free(g->vmlinux);
 	free(g->name);

@@ -82,7 +82,6 @@ struct ivm_guest_vcpu {
 };
 
 struct ivm_guest {
-	struct ivm_libvirt_domain *dom;	/* NULL unless --domain */
 	struct ivm_qmp *qmp;		/* NULL for a core */
 	pid_t qemu_pid;			/* 0 for a core */
 	struct ivm_gmem *gmem;

@@ -12,7 +12,7 @@
 #include "base/clock.h"
 #include "profile/capture_pin.h"
 #include "kernel/kernel_layout.h"
-#include "access/libvirt_domain.h"
+#include "access/qmp.h"
 
 /* Holder threads' task_struct addresses remembered, by guest CPU. */
 #define HOLDER_CACHE 64
@@ -61,10 +61,9 @@ struct ivm_error *ivm_pin_helper_socket(struct ivm_guest *guest,
 		*ret = strdup(socket_path);
 		return *ret ? NULL : &ivm_enomem;
 	}
-	if (guest->dom)
-		return ivm_libvirt_domain_channel_path(guest->dom,
-						       IVM_PROTO_PORT_NAME,
-						       ret);
+	if (guest->qmp && ivm_qmp_is_libvirt(guest->qmp))
+		return ivm_qmp_libvirt_channel_path(guest->qmp,
+						    IVM_PROTO_PORT_NAME, ret);
 	if (!qmp_path)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
 					"no helper socket known for this guest");
