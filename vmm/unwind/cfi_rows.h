@@ -53,9 +53,12 @@ struct ivm_cfi_rule {
 	uint8_t kind;		/* enum rule_kind */
 	uint8_t reg;		/* RULE_REG */
 	bool is_value;
-	uint32_t nops;		/* RULE_EXPR */
-	int64_t off;		/* RULE_CFA, RULE_REG */
-	const Dwarf_Op *ops;	/* RULE_EXPR */
+	uint8_t nops;		/* RULE_EXPR: at most IVM_UUNWIND_DWARF_MAX_OPS */
+	/* 16 bytes a rule, 144 a row: images keep hundreds of rows each. */
+	union {
+		int64_t off;		/* RULE_CFA, RULE_REG */
+		const Dwarf_Op *ops;	/* RULE_EXPR */
+	};
 };
 
 enum row_state {

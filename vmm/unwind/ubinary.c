@@ -431,7 +431,7 @@ bool ivm_cfi_decode_rule(const Dwarf_Op *ops, size_t nops,
 		return false;
 	r->kind = RULE_EXPR;
 	r->ops = ops;
-	r->nops = (uint32_t)nops;
+	r->nops = (uint8_t)nops;
 	return true;
 }
 
@@ -476,7 +476,7 @@ static void decode_frame(Dwarf_Frame *frame, struct ivm_cfi_row *row)
 			return;
 		row->cfa.kind = RULE_EXPR;
 		row->cfa.ops = ops;
-		row->cfa.nops = (uint32_t)nops;
+		row->cfa.nops = (uint8_t)nops;
 	}
 	row->cfa.is_value = true;
 	if (!decode_register(frame, DW_RA, &row->ra))

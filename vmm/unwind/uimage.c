@@ -13,14 +13,17 @@
 #include "unwind/uunwind_dwarf.h"
 
 /*
- * Powers of two; rows are about 210 bytes.  A cache starts small and
- * grows by four while it is over half full, up to 53 KiB: of web01's
- * objects on a stack most show a few dozen distinct pcs in an hour, and a
- * soak's images grew for 35 minutes as objects met their first row (each
- * took the whole cache then).
+ * Powers of two; rows are 144 bytes.  A cache starts small and doubles
+ * while it is over half full, up to 36 KiB: of web01's objects on a stack
+ * most show a few dozen distinct pcs in an hour (growing by four, a
+ * quarter of them sat at 256 slots with 35-54 rows), and a soak's images
+ * grew for 35 minutes as objects met their first row (each took the
+ * whole cache then).
  */
 #define ROW_CACHE_MIN 16u
 #define ROW_CACHE_MAX 256u
+_Static_assert(IVM_UUNWIND_DWARF_MAX_OPS + 2 <= UINT8_MAX,
+	       "a rule's nops is a byte");
 /* Distinct CFI expressions kept per image (glibc's libc has a handful). */
 #define MAX_EXPRS 128
 /* Longest expression accepted, in bytes. */
@@ -282,7 +285,7 @@ static void convert_row(struct ivm_uimage *im, const struct ivm_ucfi_row *u,
 			return;
 		row->cfa.kind = RULE_EXPR;
 		row->cfa.ops = e->ops;
-		row->cfa.nops = (uint32_t)e->nops;
+		row->cfa.nops = (uint8_t)e->nops;
 	}
 	row->cfa.is_value = true;
 	if (!convert_rule(im, &u->regs[DW_RA], &row->ra))
@@ -413,13 +416,13 @@ static struct ivm_cfi_row *cache_slot(struct ivm_uimage *im, uint64_t pc)
 }
 
 /*
- * The first cache, or one four times the size with the rows moved in (a
- * row that meets another in its new slot is dropped).  False when out of
+ * The first cache, or one twice the size with the rows moved in (a row
+ * that meets another in its new slot is dropped).  False when out of
  * memory: the cache stays as it was.
  */
 static bool grow_cache(struct ivm_uimage *im)
 {
-	unsigned int n = im->cache ? 4 * im->cache_slots : ROW_CACHE_MIN;
+	unsigned int n = im->cache ? 2 * im->cache_slots : ROW_CACHE_MIN;
 	struct ivm_cfi_row *old = im->cache, *c = calloc(n, sizeof(*c));
 	unsigned int i, old_slots = im->cache_slots;
 
