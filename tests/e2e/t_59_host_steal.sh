@@ -62,9 +62,11 @@ for c in $cpus; do
 	hogs="$hogs $!"
 done
 sleep 1
+t0=$(date +%s%N)
 d0=$(run_delay_sum)
 with=$(profile 6 hog)
 d1=$(run_delay_sum)
+t1=$(date +%s%N)
 kill $hogs 2>/dev/null
 wait 2>/dev/null
 hogs=""
@@ -85,12 +87,16 @@ echo "$with" | awk '$1 ~ /^vcpu[0-9]+$/ {
 }
 END { if (!n) { print "FAIL: no per-vCPU lines"; exit 1 } ; printf "%.6f\n", total > "/dev/stderr"; exit bad }' \
 	2>"$IVM_RUNDIR/t59.total" || fail "steal and run_delay disagree"
-# idlevm's run_delay is the kernel's, over a span inside this test's.
+# idlevm's run_delay is the kernel's, over a span inside this test's: at
+# most the test's, and at least half its rate (the test's span also holds
+# idlevm opening the guest, seconds on a loaded host).
 ours=$(cat "$IVM_RUNDIR/t59.total")
 theirs=$(awk -v a="$d0" -v b="$d1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')
-echo "run_delay: idlevm's $ours s, this test's (around the run) $theirs s"
-awk -v o="$ours" -v t="$theirs" 'BEGIN { exit !(o <= t + 0.01 && o >= t * 0.5) }' ||
-	fail "idlevm's run_delay $ours s is not within the test's $theirs s"
+wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+echo "run_delay: idlevm's $ours s in 6 s, this test's (around the run) $theirs s in $wall s"
+awk -v o="$ours" -v t="$theirs" -v w="$wall" \
+	'BEGIN { exit !(o <= t + 0.01 && o / 6 >= t / w * 0.5) }' ||
+	fail "idlevm's run_delay $ours s in 6 s is not within the test's $theirs s in $wall s"
 
 # The timeline's steal spans per vCPU against the run's STATS.
 "$idlevm" report -f timeline -o "$IVM_RUNDIR/t59.hog.json" "$IVM_RUNDIR/t59.hog" 2>/dev/null ||
