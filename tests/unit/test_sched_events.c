@@ -538,6 +538,102 @@ Test(sched_events, one_read_takes_a_burst_of_pages, .timeout = 30)
 	ivm_sched_events_destroy(o.ev);
 }
 
+/* A thread that sleeps 100 us as many times as it is told, then waits. */
+struct burster {
+	int fds[2];		/* a pipe: counts of sleeps, 0 to end */
+	pid_t tid;
+	unsigned int done;
+};
+
+static void *burster_main(void *arg)
+{
+	struct burster *b = arg;
+	struct timespec ts = { 0, 100000 };
+	unsigned int n, i;
+
+	__atomic_store_n(&b->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+	while (read(b->fds[0], &n, sizeof(n)) == sizeof(n) && n) {
+		for (i = 0; i < n; i++)
+			nanosleep(&ts, NULL);
+		__atomic_add_fetch(&b->done, n, __ATOMIC_SEQ_CST);
+	}
+	return NULL;
+}
+
+static void burst(struct burster *b, unsigned int n)
+{
+	unsigned int want = __atomic_load_n(&b->done, __ATOMIC_SEQ_CST) + n;
+
+	cr_assert_eq(write(b->fds[1], &n, sizeof(n)), (ssize_t)sizeof(n));
+	while (__atomic_load_n(&b->done, __ATOMIC_SEQ_CST) < want)
+		sched_yield();
+}
+
+/*
+ * The buffers a burst grew are let go once reads need far less (a soak's
+ * heap kept megabytes of them), and discarding copies nothing.
+ */
+Test(sched_events, buffers_grown_by_a_burst_are_let_go, .timeout = 30)
+{
+	const char *events[] = { "sched:sched_switch", "sched:sched_waking" };
+	struct timespec pause = { 1, 100000000 };
+	struct burster b = { .done = 0 };
+	struct ordered o = { 0 };
+	struct ivm_trace_session *s = NULL;
+	struct ivm_error *err;
+	unsigned int zero = 0;
+	size_t grown, n;
+	pthread_t th;
+
+	if (geteuid() != 0)
+		cr_skip_test("tracefs needs root");
+	cr_assert_eq(pipe(b.fds), 0);
+	cr_assert_eq(pthread_create(&th, NULL, burster_main, &b), 0);
+	while (!__atomic_load_n(&b.tid, __ATOMIC_SEQ_CST))
+		sched_yield();
+	o.tids[0] = b.tid;
+	o.tids[1] = -1;
+	err = ivm_sched_events_load(NULL, &o.ev);
+	if (!err)
+		err = ivm_trace_session_create(events, 2, &b.tid, 1, 0, &s);
+	if (err && err->code == IVM_ERROR_OS) {
+		cr_assert_eq(write(b.fds[1], &zero, sizeof(zero)),
+			     (ssize_t)sizeof(zero));
+		pthread_join(th, NULL);
+		cr_skip_test("no tracefs here: %s", err->message);
+	}
+	cr_assert_null(err, "%s", err ? err->message : "");
+	burst(&b, 3000);
+	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
+	cr_assert_geq(o.sleeps[0], 3000);
+	grown = ivm_trace_session_memory(s);
+	cr_assert_geq(grown, 256 * 1024, "%zu bytes after 6,000 records",
+		      grown);
+	/* A second of small reads, then the next read lets them go. */
+	nanosleep(&pause, NULL);
+	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
+	cr_assert_eq(ivm_trace_session_memory(s), grown);
+	nanosleep(&pause, NULL);
+	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
+	cr_assert_leq(ivm_trace_session_memory(s), 128 * 1024,
+		      "%zu bytes kept of %zu", ivm_trace_session_memory(s),
+		      grown);
+	/* Discarding a burst keeps none of it, and hands none over. */
+	burst(&b, 3000);
+	n = ivm_trace_session_discard(s);
+	cr_assert_geq(n, 6000, "%zu records discarded", n);
+	cr_assert_leq(ivm_trace_session_memory(s), 128 * 1024);
+	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
+	cr_assert_lt(o.sleeps[0], 3000 + 100, "%u sleeps read", o.sleeps[0]);
+	cr_assert_eq(ivm_trace_session_lost(s), 0);
+	cr_assert_eq(write(b.fds[1], &zero, sizeof(zero)), (ssize_t)sizeof(zero));
+	pthread_join(th, NULL);
+	close(b.fds[0]);
+	close(b.fds[1]);
+	ivm_trace_session_destroy(s);
+	ivm_sched_events_destroy(o.ev);
+}
+
 /*
  * Quiet events (ivm_trace_session_add_quiet) never wake a waiter, and a
  * read hands them over in stamp order with the session's own.  A thread

@@ -47,6 +47,17 @@
  * held_reads test had a record come a read late, behind newer ones.
  */
 #define HOLD_MARGIN_NS 1000000ull
+/*
+ * A backlog (a loop held up, libvirtd away, the budget's stop) grows the
+ * pending list and its arenas to hold it, up to the ring buffer's size
+ * and twice that in doublings: a soak's heap kept 1.6 MB of them after
+ * minute 10, and 6 MB more after libvirtd was away for five minutes.
+ * Once a second, with nothing held, a buffer over four times the largest
+ * read of that second is freed, to grow again when needed.
+ */
+#define TRIM_EVERY_NS 1000000000ull
+#define PEND_MIN 1024u
+#define ARENA_MIN 65536u
 
 struct pending {
 	uint64_t ts;
@@ -93,6 +104,9 @@ struct ivm_trace_session {
 	uint32_t seq;
 	uint8_t *spare;
 	size_t spare_cap;
+	/* The largest read since the last trim, and when that was. */
+	size_t peak_pend, peak_bytes;
+	uint64_t trimmed_ns;
 	uint64_t lost;
 	/*
 	 * Readiness is exact only with buffer_percent 0 (a poller is told
@@ -457,7 +471,7 @@ static bool keep(struct ivm_trace_session *s, int cpu, uint32_t seq,
 	if (size <= 0 || size > MAX_RECORD)
 		return true;	/* not one of ours; skip */
 	if (s->nr_pend == s->cap_pend) {
-		size_t cap = s->cap_pend ? 2 * s->cap_pend : 1024;
+		size_t cap = s->cap_pend ? 2 * s->cap_pend : PEND_MIN;
 		struct pending *n = realloc(s->pend, cap * sizeof(*n));
 
 		if (!n)
@@ -466,7 +480,7 @@ static bool keep(struct ivm_trace_session *s, int cpu, uint32_t seq,
 		s->cap_pend = cap;
 	}
 	if (s->arena_used + (size_t)size > s->arena_cap) {
-		size_t cap = s->arena_cap ? 2 * s->arena_cap : 65536;
+		size_t cap = s->arena_cap ? 2 * s->arena_cap : ARENA_MIN;
 		uint8_t *n;
 
 		while (cap < s->arena_used + (size_t)size)
@@ -490,13 +504,15 @@ static bool keep(struct ivm_trace_session *s, int cpu, uint32_t seq,
 
 /*
  * Drain one CPU's buffer, the session's own or its quiet instance's
- * (from), into the pending list.  To the end (EAGAIN): a page shorter
- * than full is no sign that none follows, as the rest of a page read
- * before while its writer was on it comes short too.
+ * (from), into the pending list, or only counted (!store: discarding).
+ * To the end (EAGAIN): a page shorter than full is no sign that none
+ * follows, as the rest of a page read before while its writer was on it
+ * comes short too.  Returns the records counted.
  */
-static void drain_cpu(struct ivm_trace_session *s,
-		      struct ivm_trace_session *from, int cpu)
+static size_t drain_cpu(struct ivm_trace_session *s,
+			struct ivm_trace_session *from, int cpu, bool store)
 {
+	size_t counted = 0;
 	int pages;
 
 	for (pages = 0; pages < MAX_PAGES_PER_READ; pages++) {
@@ -506,7 +522,7 @@ static void drain_cpu(struct ivm_trace_session *s,
 		int missed;
 
 		if (n <= 0)
-			return;	/* EAGAIN: empty; anything else: next time */
+			break;	/* EAGAIN: empty; anything else: next time */
 		if (kbuffer_load_subbuffer(from->kbuf, from->page) < 0) {
 			s->lost++;
 			continue;
@@ -516,10 +532,13 @@ static void drain_cpu(struct ivm_trace_session *s,
 			s->lost += missed > 0 ? (uint64_t)missed : 1;
 		for (data = kbuffer_read_event(from->kbuf, &ts); data;
 		     data = kbuffer_next_event(from->kbuf, &ts))
-			if (!keep(s, cpu, s->seq++, ts, data,
-				  kbuffer_event_size(from->kbuf)))
+			if (!store)
+				counted++;
+			else if (!keep(s, cpu, s->seq++, ts, data,
+				       kbuffer_event_size(from->kbuf)))
 				s->lost++;
 	}
+	return counted;
 }
 
 /*
@@ -545,15 +564,49 @@ static bool poll_now(struct ivm_trace_session *s)
 	return true;
 }
 
-/* The buffers of from (s or its quiet instance) into s's pending list. */
-static void drain(struct ivm_trace_session *s, struct ivm_trace_session *from,
-		  bool hints)
+/*
+ * The buffers of from (s or its quiet instance) into s's pending list, or
+ * only counted (!store); returns the records counted.
+ */
+static size_t drain(struct ivm_trace_session *s,
+		    struct ivm_trace_session *from, bool hints, bool store)
 {
+	size_t counted = 0;
 	int cpu;
 
 	for (cpu = 0; cpu < from->nr_cpus; cpu++)
 		if (from->fds[cpu] >= 0 && (!hints || from->ready[cpu]))
-			drain_cpu(s, from, cpu);
+			counted += drain_cpu(s, from, cpu, store);
+	return counted;
+}
+
+/* See TRIM_EVERY_NS.  Only with nothing held: pend and arena are free. */
+static void trim(struct ivm_trace_session *s, uint64_t now)
+{
+	if (now - s->trimmed_ns < TRIM_EVERY_NS)
+		return;
+	if (s->cap_pend > PEND_MIN && s->cap_pend > 4 * s->peak_pend) {
+		free(s->pend);
+		s->pend = NULL;
+		s->cap_pend = 0;
+	}
+	if (s->arena_cap > ARENA_MIN && s->arena_cap > 4 * s->peak_bytes) {
+		free(s->arena);
+		s->arena = NULL;
+		s->arena_cap = 0;
+	}
+	if (s->spare_cap > ARENA_MIN && s->spare_cap > 4 * s->peak_bytes) {
+		free(s->spare);
+		s->spare = NULL;
+		s->spare_cap = 0;
+	}
+	s->peak_pend = s->peak_bytes = 0;
+	s->trimmed_ns = now;
+}
+
+size_t ivm_trace_session_memory(const struct ivm_trace_session *s)
+{
+	return s->cap_pend * sizeof(*s->pend) + s->arena_cap + s->spare_cap;
 }
 
 static int by_time(const void *a, const void *b)
@@ -620,8 +673,10 @@ struct ivm_error *ivm_trace_session_read(
 	s->nr_pend = s->nr_held;
 	s->arena_used = bytes;
 	s->nr_held = 0;
-	if (!s->nr_pend)
+	if (!s->nr_pend) {
 		s->seq = 0;
+		trim(s, ivm_mono_ns());
+	}
 	/*
 	 * The buffers holding records, asked now.  Held, after upto was
 	 * taken: a buffer found empty holds nothing stamped before upto but
@@ -630,10 +685,14 @@ struct ivm_error *ivm_trace_session_read(
 	 * the asking: records after it are wanted only at the next read.
 	 */
 	if (!s->wait_empty)
-		drain(s, s, poll_now(s));
+		drain(s, s, poll_now(s), true);
 	s->wait_empty = false;
 	if (s->quiet)
-		drain(s, s->quiet, poll_now(s->quiet));
+		drain(s, s->quiet, poll_now(s->quiet), true);
+	if (s->nr_pend > s->peak_pend)
+		s->peak_pend = s->nr_pend;
+	if (s->arena_used > s->peak_bytes)
+		s->peak_bytes = s->arena_used;
 	/* Each CPU's records are in order; merge them by stamp. */
 	if (s->nr_pend)	/* pend is NULL until the first record */
 		qsort(s->pend, s->nr_pend, sizeof(*s->pend), by_time);
@@ -678,22 +737,22 @@ struct ivm_error *ivm_trace_session_enable(struct ivm_trace_session *s,
 	return NULL;
 }
 
-static int drop_record(void *ctx, const void *data, size_t size, int cpu,
-		       uint64_t ts)
-{
-	(void)data, (void)size, (void)cpu, (void)ts;
-	++*(size_t *)ctx;
-	return 0;
-}
-
+/*
+ * Counted page by page, not kept: a budget's unwatched stretch leaves
+ * up to a ring buffer of records, which a read would first copy.
+ */
 size_t ivm_trace_session_discard(struct ivm_trace_session *s)
 {
-	bool hold = s->hold;
-	size_t n = 0;
+	size_t n = s->nr_held;
 
-	s->hold = false;
-	ivm_error_destroy(ivm_trace_session_read(s, drop_record, &n));
-	s->hold = hold;
+	s->nr_held = 0;
+	s->nr_pend = 0;
+	s->arena_used = 0;
+	s->seq = 0;
+	n += drain(s, s, poll_now(s), false);
+	s->wait_empty = false;
+	if (s->quiet)
+		n += drain(s, s->quiet, poll_now(s->quiet), false);
 	return n;
 }
 

@@ -175,6 +175,13 @@ struct ivm_error *ivm_trace_session_enable(struct ivm_trace_session *s,
 /* Read and drop every record waiting (not counted lost); how many. */
 size_t ivm_trace_session_discard(struct ivm_trace_session *s);
 
+/*
+ * Bytes of the records' buffers a read fills (its pending list and
+ * arenas): as large as the largest backlog read, freed within a second
+ * or two of reads that need a quarter of them.
+ */
+size_t ivm_trace_session_memory(const struct ivm_trace_session *s);
+
 /* Events the kernel dropped (buffer full) or that read had to drop. */
 uint64_t ivm_trace_session_lost(const struct ivm_trace_session *s);
 
