@@ -203,18 +203,27 @@ struct not_yet {
  */
 static uint64_t scan_domains(struct guest_run *runs, size_t *nr,
 			     const struct profile_opts *o, const char *glob,
-			     struct not_yet *later, size_t *nr_later, bool rt)
+			     struct not_yet *later, size_t *nr_later, bool rt,
+			     unsigned long *list_failures)
 {
 	uint64_t now = ivm_mono_ns(), due = UINT64_MAX;
 	struct ivm_error *err;
 	char **names;
 	size_t n, i, k;
 
+	/* libvirtd away: said once, not at every scan, and when it is back. */
 	err = ivm_libvirt_running_domains(o->gopts.connect_uri, &names, &n);
 	if (err) {
-		fprintf(stderr, "idlevm: %s\n", ivm_error_string(err));
+		if (!(*list_failures)++)
+			fprintf(stderr, "idlevm: %s: no new domain is joined until libvirt answers again (said once)\n",
+				ivm_error_string(err));
 		ivm_error_destroy(err);
 		return due;
+	}
+	if (*list_failures) {
+		fprintf(stderr, "idlevm: libvirt answers again: new domains are joined (%lu scans failed meanwhile)\n",
+			*list_failures);
+		*list_failures = 0;
 	}
 	for (i = 0; i < n; i++) {
 		struct not_yet *ny = NULL;
@@ -367,6 +376,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	size_t nr_domains = 0, nr_binaries = 0, nr_runs = 0, i;
 	static struct not_yet later[MAX_GUESTS];
 	size_t nr_later = 0;
+	unsigned long list_failures = 0;
 	struct pollfd fds[MAX_GUESTS * IVM_PROFILER_MAX_POLLFDS + 1];
 	bool polled;	/* fds' revents are the last wait's */
 	struct ivm_error *err = NULL, *first_err = NULL;
@@ -738,7 +748,8 @@ int ivm_cmd_profile(int argc, char **argv)
 		if (all_domains && !profile_stop_requested &&
 		    (!o.end_ns || now < o.end_ns) && now >= next_scan) {
 			uint64_t due = scan_domains(runs, &nr_runs, &o, glob,
-						    later, &nr_later, rt);
+						    later, &nr_later, rt,
+						    &list_failures);
 
 			ivm_profiler_cpu_sync();	/* no run's cost */
 			next_scan = ivm_mono_ns() + SCAN_NS;
