@@ -209,17 +209,6 @@ const char *ivm_libvirt_domain_name(struct ivm_libvirt_domain *d)
 	return d->name;
 }
 
-struct ivm_error *ivm_libvirt_domain_xml(struct ivm_libvirt_domain *d,
-					 char **ret)
-{
-	char *xml = virDomainGetXMLDesc(d->dom, 0);
-
-	if (!xml)
-		return ivm_libvirt_error("reading domain XML");
-	*ret = xml;
-	return NULL;
-}
-
 /* ---- a small XML tag scanner ----------------------------------------- */
 
 struct xml_tag {
@@ -533,19 +522,26 @@ struct ivm_error *ivm_libvirt_channel_path_from_xml(const char *xml,
 				channel_name);
 }
 
+struct ivm_error *ivm_libvirt_channel_path(virDomainPtr dom,
+					    const char *dom_name,
+					    const char *channel_name,
+					    char **ret)
+{
+	struct ivm_error *err;
+	char *xml = virDomainGetXMLDesc(dom, 0);
+
+	if (!xml)
+		return ivm_libvirt_error("reading domain XML");
+	err = ivm_libvirt_channel_path_from_xml(xml, channel_name, ret);
+	free(xml);
+	if (err && err->code == IVM_ERROR_NOT_FOUND)
+		return ivm_error_wrap(err, "domain %s", dom_name);
+	return err;
+}
+
 struct ivm_error *ivm_libvirt_domain_channel_path(struct ivm_libvirt_domain *d,
 						  const char *channel_name,
 						  char **ret)
 {
-	struct ivm_error *err;
-	char *xml = NULL;
-
-	err = ivm_libvirt_domain_xml(d, &xml);
-	if (err)
-		return err;
-	err = ivm_libvirt_channel_path_from_xml(xml, channel_name, ret);
-	free(xml);
-	if (err && err->code == IVM_ERROR_NOT_FOUND)
-		return ivm_error_wrap(err, "domain %s", d->name);
-	return err;
+	return ivm_libvirt_channel_path(d->dom, d->name, channel_name, ret);
 }

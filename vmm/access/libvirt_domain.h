@@ -30,10 +30,6 @@ virConnectPtr ivm_libvirt_domain_conn(struct ivm_libvirt_domain *dom);
 virDomainPtr ivm_libvirt_domain_ptr(struct ivm_libvirt_domain *dom);
 const char *ivm_libvirt_domain_name(struct ivm_libvirt_domain *dom);
 
-/* The live domain XML; the caller frees it. */
-struct ivm_error *ivm_libvirt_domain_xml(struct ivm_libvirt_domain *dom,
-					 char **ret);
-
 /*
  * The host path of the unix socket behind the virtio-serial channel whose
  * target name is channel_name (e.g. "org.idlevm.helper.0").  IVM_ERROR_NOT_FOUND
@@ -43,6 +39,11 @@ struct ivm_error *ivm_libvirt_domain_xml(struct ivm_libvirt_domain *dom,
 struct ivm_error *ivm_libvirt_domain_channel_path(struct ivm_libvirt_domain *dom,
 						  const char *channel_name,
 						  char **ret);
+/* The same, of a domain handle of any connection (dom_name for errors). */
+struct ivm_error *ivm_libvirt_channel_path(virDomainPtr dom,
+					    const char *dom_name,
+					    const char *channel_name,
+					    char **ret);
 
 /*
  * The same lookup on a domain XML document (no libvirt needed): the path of

@@ -498,20 +498,10 @@ struct ivm_error *ivm_qmp_libvirt_channel_path(struct ivm_qmp *qmp,
 					       const char *channel_name,
 					       char **ret)
 {
-	struct ivm_error *err;
-	char *xml;
-
 	if (qmp->transport != QMP_LIBVIRT)
 		return ivm_error_create(IVM_ERROR_INVALID,
 					"%s: not a libvirt domain", qmp->name);
-	xml = virDomainGetXMLDesc(qmp->dom, 0);
-	if (!xml)
-		return ivm_libvirt_error("reading domain XML");
-	err = ivm_libvirt_channel_path_from_xml(xml, channel_name, ret);
-	free(xml);
-	if (err && err->code == IVM_ERROR_NOT_FOUND)
-		return ivm_error_wrap(err, "domain %s", qmp->name);
-	return err;
+	return ivm_libvirt_channel_path(qmp->dom, qmp->name, channel_name, ret);
 }
 
 struct ivm_error *qmp_libvirt_run_state_change(struct ivm_qmp *qmp,
