@@ -580,9 +580,18 @@ static size_t drain(struct ivm_trace_session *s,
 	return counted;
 }
 
-/* See TRIM_EVERY_NS.  Only with nothing held: pend and arena are free. */
-static void trim(struct ivm_trace_session *s, uint64_t now)
+/*
+ * See TRIM_EVERY_NS.  Only with nothing held: pend and arena are free.
+ * Buffers at their first size (the usual case) cost no clock read.
+ */
+static void trim(struct ivm_trace_session *s)
 {
+	uint64_t now;
+
+	if (s->cap_pend <= PEND_MIN && s->arena_cap <= ARENA_MIN &&
+	    s->spare_cap <= ARENA_MIN)
+		return;
+	now = ivm_mono_ns();
 	if (now - s->trimmed_ns < TRIM_EVERY_NS)
 		return;
 	if (s->cap_pend > PEND_MIN && s->cap_pend > 4 * s->peak_pend) {
@@ -675,7 +684,7 @@ struct ivm_error *ivm_trace_session_read(
 	s->nr_held = 0;
 	if (!s->nr_pend) {
 		s->seq = 0;
-		trim(s, ivm_mono_ns());
+		trim(s);
 	}
 	/*
 	 * The buffers holding records, asked now.  Held, after upto was
