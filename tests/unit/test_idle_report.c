@@ -12,6 +12,7 @@
 
 #include "report/idle_summary.h"
 #include "report/timeline.h"
+#include "report/why_idle.h"
 
 static void add_period(struct ivm_idle_summary *s, uint32_t vcpu,
 		       uint64_t start, uint64_t end, uint32_t wake,
@@ -159,4 +160,49 @@ Test(idle_report, period_without_a_start)
 	free(text);
 	free(json);
 	ivm_idle_summary_deinit(&s);
+}
+
+static char *why_idle(uint64_t host_sleep_ns)
+{
+	const struct ivm_stat st[] = {
+		{ "elapsed_ms", 1000 }, { "host_steal_ns", 0 },
+		{ "host_sleep_ns", host_sleep_ns }, { "host_steal_idle_ns", 0 },
+		{ "host_sleep_idle_ns", 0 },
+	};
+	struct ivm_profile_record rec = { .type = IVM_RECORD_END };
+	struct ivm_idle_summary s;
+	struct ivm_calltree *tree;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	cr_assert_not_null(f);
+	cr_assert_null(ivm_calltree_create(0, &tree));
+	ivm_idle_summary_init(&s);
+	add_period(&s, 0, 0, 600000000, 1u << IVM_IRQ_TIMER, "worker", "w");
+	rec.stats.items = st;
+	rec.stats.nr = sizeof(st) / sizeof(st[0]);
+	cr_assert_null(ivm_idle_summary_add(&s, &rec));
+	ivm_why_idle_print(&s, tree, f);
+	fclose(f);
+	ivm_idle_summary_deinit(&s);
+	ivm_calltree_destroy(tree);
+	return buf;
+}
+
+/* The parts of the vCPU time add up to it, and say so when they do not. */
+Test(idle_report, why_idle_parts_add_up_or_say_they_overlap)
+{
+	char *text = why_idle(300000000);
+
+	cr_assert(strstr(text, "guest idle (halted)           0.600 s   60.0%"), "%s", text);
+	cr_assert(strstr(text, "host sleep, not idle          0.300 s   30.0%"), "%s", text);
+	cr_assert(strstr(text, "the rest                      0.100 s   10.0%"), "%s", text);
+	cr_assert_null(strstr(text, "counted twice"), "%s", text);
+	free(text);
+	/* 0.6 s idle and 0.6 s blocked in one second: 0.2 s twice. */
+	text = why_idle(600000000);
+	cr_assert(strstr(text, "the rest                      0.000 s    0.0%"), "%s", text);
+	cr_assert(strstr(text, "add up to 0.200 s more than the vCPU time"), "%s", text);
+	free(text);
 }

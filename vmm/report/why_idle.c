@@ -401,6 +401,14 @@ void ivm_why_idle_print(const struct ivm_idle_summary *s,
 	       vcpu_ns - idle - busy_steal - blocked : 0;
 	fprintf(out, "  the rest %26.3f s %6.1f%%  running guest code\n",
 		sec(rest), pct(rest, vcpu_ns));
+	/*
+	 * The parts are of one time and cannot add up to more: if they
+	 * do, a period or a wait was counted twice.  Said, not hidden in
+	 * a rest of zero.
+	 */
+	if (!rest && idle + busy_steal + blocked > vcpu_ns)
+		fprintf(out, "      (the parts above add up to %.3f s more than the vCPU time: some of it counted twice)\n",
+			sec(idle + busy_steal + blocked - vcpu_ns));
 	print_disk(s, out);
 	fprintf(out, "  (in the idle periods the host also kept the threads waiting %.3f s and asleep %.3f s)\n",
 		sec(steal_idle), sec(sleep_idle));
