@@ -581,6 +581,22 @@ static size_t drain(struct ivm_trace_session *s,
 }
 
 /*
+ * Both instances' buffers, s's skipped when a wait just found them empty
+ * (wait_empty, which this uses up).
+ */
+static size_t drain_both(struct ivm_trace_session *s, bool store)
+{
+	size_t counted = 0;
+
+	if (!s->wait_empty)
+		counted += drain(s, s, poll_now(s), store);
+	s->wait_empty = false;
+	if (s->quiet)
+		counted += drain(s, s->quiet, poll_now(s->quiet), store);
+	return counted;
+}
+
+/*
  * See TRIM_EVERY_NS.  Only with nothing held: pend and arena are free.
  * Buffers at their first size (the usual case) cost no clock read.
  */
@@ -693,11 +709,7 @@ struct ivm_error *ivm_trace_session_read(
 	 * every buffer.  Not held, a wait that found none just before spares
 	 * the asking: records after it are wanted only at the next read.
 	 */
-	if (!s->wait_empty)
-		drain(s, s, poll_now(s), true);
-	s->wait_empty = false;
-	if (s->quiet)
-		drain(s, s->quiet, poll_now(s->quiet), true);
+	drain_both(s, true);
 	if (s->nr_pend > s->peak_pend)
 		s->peak_pend = s->nr_pend;
 	if (s->arena_used > s->peak_bytes)
@@ -758,11 +770,9 @@ size_t ivm_trace_session_discard(struct ivm_trace_session *s)
 	s->nr_pend = 0;
 	s->arena_used = 0;
 	s->seq = 0;
-	n += drain(s, s, poll_now(s), false);
+	/* Everything there now, whatever a wait found before. */
 	s->wait_empty = false;
-	if (s->quiet)
-		n += drain(s, s->quiet, poll_now(s->quiet), false);
-	return n;
+	return n + drain_both(s, false);
 }
 
 void ivm_trace_session_polled(struct ivm_trace_session *s,
