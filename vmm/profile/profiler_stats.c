@@ -77,20 +77,6 @@ void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	*nr = n;
 }
 
-/* What a cache holds now, not a count: a window says it as it is. */
-static bool is_level(const char *name)
-{
-	static const char *const levels[] = {
-		"user_objects", "user_images_bytes", "user_maps_bytes",
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
-		if (!strcmp(name, levels[i]))
-			return true;
-	return false;
-}
-
 /* How user stacks ended, by reason (capture.h): what a guest cut short. */
 static void fill_user_stack_stats(const struct ivm_capture_user_stats *u,
 				  struct ivm_stat *st, size_t *nr)
@@ -113,6 +99,8 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 {
 	const struct ivm_profiler_result *r = p->res;
 	const struct ivm_dispatch_stats *d = ivm_dispatch_stats(p->dispatch);
+	/* What a cache holds now, not a count: a window says it as it is. */
+	bool level[MAX_STATS] = { false };
 	size_t n = 0, i;
 
 	st[n++] = (struct ivm_stat){ "elapsed_ms",
@@ -157,12 +145,15 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		struct ivm_capture_maps_stats ms;
 
 		ivm_uobjects_stats(ivm_capture_engine_objects(p->engine), &us);
+		level[n] = true;
 		st[n++] = (struct ivm_stat){ "user_objects", us.objects };
+		level[n] = true;
 		st[n++] = (struct ivm_stat){ "user_images_bytes",
 					     us.image_memory };
 		st[n++] = (struct ivm_stat){ "user_images_dropped",
 					     us.images_dropped };
 		ivm_capture_engine_maps_stats(p->engine, &ms);
+		level[n] = true;
 		st[n++] = (struct ivm_stat){ "user_maps_bytes", ms.bytes };
 		st[n++] = (struct ivm_stat){ "user_maps_dropped",
 					     ms.dropped };
@@ -282,7 +273,7 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		n += ivm_host_sched_fill_stats(p->host, st + n, MAX_STATS - n);
 	/* Of this window only (next_window() took the counts at its start). */
 	for (i = 0; i < n && i < p->nr_window_base; i++)
-		if (!is_level(st[i].name) &&
+		if (!level[i] &&
 		    st[i].value >= p->window_base[i].value)
 			st[i].value -= p->window_base[i].value;
 	*nr = n;
