@@ -10,6 +10,7 @@
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -349,11 +350,16 @@ Test(sched_events, polled_hint_skips_empty_buffers_and_loses_nothing)
 	ivm_sched_events_destroy(l.ev);
 }
 
-/* A thread pinned to one host CPU, sleeping 100 us at a time. */
+/*
+ * A thread pinned to one host CPU that sleeps 100 us as many times as it
+ * is told (sleeper_go), then waits in a read of its pipe: one sleep, not
+ * a stream of records, between bursts.
+ */
 struct sleeper {
 	int cpu;
+	int fds[2];		/* counts of sleeps; 0 ends the thread */
 	pid_t tid;
-	volatile bool go, stop;
+	volatile bool stop;	/* ends a burst early */
 	unsigned int sleeps;
 };
 
@@ -361,19 +367,44 @@ static void *sleeper_main(void *arg)
 {
 	struct sleeper *w = arg;
 	struct timespec ts = { 0, 100000 };
+	unsigned int n, i;
 	cpu_set_t set;
 
 	CPU_ZERO(&set);
 	CPU_SET(w->cpu, &set);
 	sched_setaffinity(0, sizeof(set), &set);
-	w->tid = (pid_t)syscall(SYS_gettid);
-	while (!w->go)
-		sched_yield();
-	while (!w->stop) {
-		nanosleep(&ts, NULL);
-		w->sleeps++;
-	}
+	__atomic_store_n(&w->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+	while (read(w->fds[0], &n, sizeof(n)) == sizeof(n) && n)
+		for (i = 0; i < n && !w->stop; i++) {
+			nanosleep(&ts, NULL);
+			__atomic_add_fetch(&w->sleeps, 1, __ATOMIC_SEQ_CST);
+		}
 	return NULL;
+}
+
+/* n more sleeps (UINT_MAX: until sleeper_end). */
+static void sleeper_go(struct sleeper *w, unsigned int n)
+{
+	cr_assert_eq(write(w->fds[1], &n, sizeof(n)), (ssize_t)sizeof(n));
+}
+
+/* A burst of n sleeps, waited for. */
+static void sleeper_burst(struct sleeper *w, unsigned int n)
+{
+	unsigned int want = __atomic_load_n(&w->sleeps, __ATOMIC_SEQ_CST) + n;
+
+	sleeper_go(w, n);
+	while (__atomic_load_n(&w->sleeps, __ATOMIC_SEQ_CST) < want)
+		sched_yield();
+}
+
+static void sleeper_end(struct sleeper *w, pthread_t th)
+{
+	w->stop = true;
+	sleeper_go(w, 0);
+	pthread_join(th, NULL);
+	close(w->fds[0]);
+	close(w->fds[1]);
 }
 
 struct ordered {
@@ -412,7 +443,7 @@ static int on_ordered(void *ctx, const void *data, size_t size, int cpu,
 /*
  * Start n (1 or 2) sleepers and a session of events on their threads
  * (o->tids; -1 for a second when there is one); skips the test without
- * tracefs.  The sleepers wait for go.
+ * tracefs.  The sleepers wait for sleeper_go.
  */
 static struct ivm_trace_session *traced_sleepers(struct sleeper *w,
 						 pthread_t *th, int n,
@@ -429,9 +460,11 @@ static struct ivm_trace_session *traced_sleepers(struct sleeper *w,
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		cr_skip_test("one host CPU");
 	o->tids[1] = -1;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		cr_assert_eq(pipe(w[i].fds), 0);
 		cr_assert_eq(pthread_create(&th[i], NULL, sleeper_main, &w[i]),
 			     0);
+	}
 	for (i = 0; i < n; i++) {
 		while (!__atomic_load_n(&w[i].tid, __ATOMIC_SEQ_CST))
 			sched_yield();
@@ -442,10 +475,8 @@ static struct ivm_trace_session *traced_sleepers(struct sleeper *w,
 		err = ivm_trace_session_create(events, nr_events, o->tids,
 					       (size_t)n, 0, &s);
 	if (err && err->code == IVM_ERROR_OS) {
-		for (i = 0; i < n; i++) {
-			w[i].stop = w[i].go = true;
-			pthread_join(th[i], NULL);
-		}
+		for (i = 0; i < n; i++)
+			sleeper_end(&w[i], th[i]);
 		cr_skip_test("no tracefs here: %s", err->message);
 	}
 	cr_assert_null(err, "%s", err ? err->message : "");
@@ -471,14 +502,14 @@ Test(sched_events, held_reads_come_in_stamp_order_across_reads,
 
 	s = traced_sleepers(w, th, 2, events, 2, &o);
 	ivm_trace_session_hold(s, true);
-	w[0].go = w[1].go = true;
+	sleeper_go(&w[0], UINT_MAX);
+	sleeper_go(&w[1], UINT_MAX);
 	for (reads = 0; reads < 4000; reads++) {
 		cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
 		nanosleep(&pause, NULL);
 	}
-	w[0].stop = w[1].stop = true;
-	pthread_join(th[0], NULL);
-	pthread_join(th[1], NULL);
+	sleeper_end(&w[0], th[0]);
+	sleeper_end(&w[1], th[1]);
 	ivm_trace_session_hold(s, false);
 	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
 	cr_assert_eq(ivm_trace_session_lost(s), 0);
@@ -518,14 +549,13 @@ Test(sched_events, one_read_takes_a_burst_of_pages, .timeout = 30)
 	 * with the rest of it, short), then some 3,000 sleeps: two records
 	 * each, over a hundred pages.
 	 */
-	w.go = true;
+	sleeper_go(&w, UINT_MAX);
 	while (__atomic_load_n(&w.sleeps, __ATOMIC_SEQ_CST) < 5)
 		sched_yield();
 	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
 	while (__atomic_load_n(&w.sleeps, __ATOMIC_SEQ_CST) < 3000)
 		sched_yield();
-	w.stop = true;
-	pthread_join(th, NULL);
+	sleeper_end(&w, th);
 	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
 	first = o.sleeps[0];
 	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
@@ -538,37 +568,6 @@ Test(sched_events, one_read_takes_a_burst_of_pages, .timeout = 30)
 	ivm_sched_events_destroy(o.ev);
 }
 
-/* A thread that sleeps 100 us as many times as it is told, then waits. */
-struct burster {
-	int fds[2];		/* a pipe: counts of sleeps, 0 to end */
-	pid_t tid;
-	unsigned int done;
-};
-
-static void *burster_main(void *arg)
-{
-	struct burster *b = arg;
-	struct timespec ts = { 0, 100000 };
-	unsigned int n, i;
-
-	__atomic_store_n(&b->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
-	while (read(b->fds[0], &n, sizeof(n)) == sizeof(n) && n) {
-		for (i = 0; i < n; i++)
-			nanosleep(&ts, NULL);
-		__atomic_add_fetch(&b->done, n, __ATOMIC_SEQ_CST);
-	}
-	return NULL;
-}
-
-static void burst(struct burster *b, unsigned int n)
-{
-	unsigned int want = __atomic_load_n(&b->done, __ATOMIC_SEQ_CST) + n;
-
-	cr_assert_eq(write(b->fds[1], &n, sizeof(n)), (ssize_t)sizeof(n));
-	while (__atomic_load_n(&b->done, __ATOMIC_SEQ_CST) < want)
-		sched_yield();
-}
-
 /*
  * The buffers a burst grew are let go once reads need far less (a soak's
  * heap kept megabytes of them), and discarding copies nothing.
@@ -577,33 +576,14 @@ Test(sched_events, buffers_grown_by_a_burst_are_let_go, .timeout = 30)
 {
 	const char *events[] = { "sched:sched_switch", "sched:sched_waking" };
 	struct timespec pause = { 1, 100000000 };
-	struct burster b = { .done = 0 };
+	struct sleeper w = { .cpu = 0 };
 	struct ordered o = { 0 };
-	struct ivm_trace_session *s = NULL;
-	struct ivm_error *err;
-	unsigned int zero = 0;
+	struct ivm_trace_session *s;
 	size_t grown, n;
 	pthread_t th;
 
-	if (geteuid() != 0)
-		cr_skip_test("tracefs needs root");
-	cr_assert_eq(pipe(b.fds), 0);
-	cr_assert_eq(pthread_create(&th, NULL, burster_main, &b), 0);
-	while (!__atomic_load_n(&b.tid, __ATOMIC_SEQ_CST))
-		sched_yield();
-	o.tids[0] = b.tid;
-	o.tids[1] = -1;
-	err = ivm_sched_events_load(NULL, &o.ev);
-	if (!err)
-		err = ivm_trace_session_create(events, 2, &b.tid, 1, 0, &s);
-	if (err && err->code == IVM_ERROR_OS) {
-		cr_assert_eq(write(b.fds[1], &zero, sizeof(zero)),
-			     (ssize_t)sizeof(zero));
-		pthread_join(th, NULL);
-		cr_skip_test("no tracefs here: %s", err->message);
-	}
-	cr_assert_null(err, "%s", err ? err->message : "");
-	burst(&b, 3000);
+	s = traced_sleepers(&w, &th, 1, events, 2, &o);
+	sleeper_burst(&w, 3000);
 	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
 	cr_assert_geq(o.sleeps[0], 3000);
 	grown = ivm_trace_session_memory(s);
@@ -619,17 +599,14 @@ Test(sched_events, buffers_grown_by_a_burst_are_let_go, .timeout = 30)
 		      "%zu bytes kept of %zu", ivm_trace_session_memory(s),
 		      grown);
 	/* Discarding a burst keeps none of it, and hands none over. */
-	burst(&b, 3000);
+	sleeper_burst(&w, 3000);
 	n = ivm_trace_session_discard(s);
 	cr_assert_geq(n, 6000, "%zu records discarded", n);
 	cr_assert_leq(ivm_trace_session_memory(s), 128 * 1024);
 	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
 	cr_assert_lt(o.sleeps[0], 3000 + 100, "%u sleeps read", o.sleeps[0]);
 	cr_assert_eq(ivm_trace_session_lost(s), 0);
-	cr_assert_eq(write(b.fds[1], &zero, sizeof(zero)), (ssize_t)sizeof(zero));
-	pthread_join(th, NULL);
-	close(b.fds[0]);
-	close(b.fds[1]);
+	sleeper_end(&w, th);
 	ivm_trace_session_destroy(s);
 	ivm_sched_events_destroy(o.ev);
 }
@@ -671,7 +648,7 @@ Test(sched_events, quiet_events_wake_nobody_and_come_in_order,
 	cr_assert_null(ivm_trace_session_filter(s, quiet[0], filter));
 	/* What its spinning start recorded before the filters. */
 	ivm_trace_session_discard(s);
-	w.go = true;
+	sleeper_go(&w, UINT_MAX);
 	cr_assert_null(ivm_trace_session_wait(s, 50000000, &ready));
 	cr_assert(!ready, "a quiet event woke the waiter");
 	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
@@ -692,8 +669,7 @@ Test(sched_events, quiet_events_wake_nobody_and_come_in_order,
 		cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
 		nanosleep(&ms, NULL);
 	}
-	w.stop = true;
-	pthread_join(th, NULL);
+	sleeper_end(&w, th);
 	ivm_trace_session_hold(s, false);
 	cr_assert_null(ivm_trace_session_read(s, on_ordered, &o));
 	cr_assert_eq(ivm_trace_session_lost(s), 0);
