@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Fuzz target: a hostile guest kernel's data, through the kernel layout
- * (slide search, per-CPU offsets, current, the task and thread lists).
+ * (slide search, per-CPU offsets, current, the task and thread lists) and
+ * the module list (kmodules.h), whose every module must come back as
+ * profile lines the report's reader takes.
  *
  * Structure-aware: a valid synthetic guest (page tables, a kernel image at a
  * slide, two CPUs, six tasks) is built once; each input is a list of 10-byte
@@ -18,6 +20,7 @@
 #include <bpf/libbpf.h>
 
 #include "kernel/kernel_layout.h"
+#include "kernel/kmodules.h"
 #include "kernel/last_ran.h"
 
 #define SLIDE 0x2a00000ull
@@ -42,6 +45,13 @@
 #define A_TASK(i) (A_DATA + 0x2000 + (i) * 0x400)
 #define A_SIGNAL(i) (A_DATA + 0x4000 + (i) * 0x40)
 #define A_DATA_END (A_DATA + 0x5000)
+/* Two modules, their section attributes, names and build-id note. */
+#define A_MODS A_DATA_END
+#define A_MOD(i) (A_MODS + (i) * 0x200)
+#define A_SECT(i) (A_MODS + 0x400 + (i) * 0x100)
+#define A_STR(i) (A_MODS + 0x600 + (i) * 0x40)
+#define A_NOTE (A_MODS + 0x800)
+#define A_MODS_END (A_MODS + 0x900)
 #define BANNER "Linux version 6.1.0-fuzz\n"
 
 static uint8_t base_a[A_SIZE], base_b[B_SIZE];
@@ -80,6 +90,59 @@ static void pte(uint8_t *table, unsigned int i, uint64_t v)
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	return 0;
+}
+
+struct field {
+	const char *name;
+	int type;
+	uint32_t off;		/* bytes */
+};
+
+static int add_struct(struct btf *b, const char *name, uint32_t size,
+		      const struct field *f, size_t n)
+{
+	int id = btf__add_struct(b, name, size);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		btf__add_field(b, f[i].name, f[i].type, f[i].off * 8, 0);
+	return id;
+}
+
+#define ADD_STRUCT(b, name, size, ...) ({				\
+	const struct field f_[] = { __VA_ARGS__ };			\
+	add_struct(b, name, size, f_, sizeof(f_) / sizeof(f_[0]));	\
+})
+
+/*
+ * struct module as 6.1 has it, in the parts the walk reads: core_layout,
+ * sect_attrs with its flexible array of attributes, arch's ORC tables.
+ */
+static void build_module_btf(struct btf *b, int t_int, int t_uint,
+			     int t_ulong, int t_char, int t_ptr, int t_list)
+{
+	int t_name = btf__add_array(b, t_int, t_char, 56);
+	int t_layout = ADD_STRUCT(b, "module_layout", 16,
+				  { "base", t_ptr, 0 }, { "size", t_uint, 8 });
+	int t_arch = ADD_STRUCT(b, "mod_arch_specific", 24,
+				{ "num_orcs", t_uint, 0 },
+				{ "orc_unwind_ip", t_ptr, 8 },
+				{ "orc_unwind", t_ptr, 16 });
+	int t_attr, t_battr, t_sattr;
+
+	ADD_STRUCT(b, "module", 0x200, { "state", t_int, 0 },
+		   { "list", t_list, 0x8 }, { "name", t_name, 0x18 },
+		   { "sect_attrs", t_ptr, 0x60 },
+		   { "core_layout", t_layout, 0x70 },
+		   { "arch", t_arch, 0x90 });
+	t_attr = ADD_STRUCT(b, "attribute", 16, { "name", t_ptr, 0 },
+			    { "mode", t_uint, 8 });
+	t_battr = ADD_STRUCT(b, "bin_attribute", 0x28, { "attr", t_attr, 0 });
+	t_sattr = ADD_STRUCT(b, "module_sect_attr", 0x30,
+			     { "battr", t_battr, 0 },
+			     { "address", t_ulong, 0x28 });
+	ADD_STRUCT(b, "module_sect_attrs", 0x10, { "nsections", t_uint, 0x8 },
+		   { "attrs", btf__add_array(b, t_int, t_sattr, 0), 0x10 });
 }
 
 static void build_btf(void)
@@ -149,6 +212,7 @@ static void build_btf(void)
 		for (i = 0; i < 21; i++)
 			btf__add_field(b, r[i], t_ulong, (uint32_t)i * 64, 0);
 	}
+	build_module_btf(b, t_int, t_uint, t_ulong, t_char, t_ptr, t_list);
 	raw = btf__raw_data(b, &size);
 	if (ivm_btf_load_blob(raw, size, &btf) ||
 	    ivm_kernel_offsets_from_btf(btf, &off))
@@ -179,6 +243,46 @@ static void task(uint64_t t, int pid, int tgid, const char *comm,
 	w64(t + off.task_signal, signal);
 }
 
+/*
+ * Two modules on the kernel's list: "virtio_blk" with three sections, one
+ * of them its build-id note, and "dm_mod" with no sysfs sections.
+ */
+static void build_modules(void)
+{
+	static const char *const sect[3] = { ".text", ".data",
+					     ".note.gnu.build-id" };
+	static const uint8_t note[] = {
+		4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0,
+		0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+		13, 14, 15, 16,
+	};
+	const uint64_t list[2] = { DM(A_MOD(0)) + 8, DM(A_MOD(1)) + 8 };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		uint64_t m = DM(A_MOD(i));
+
+		memcpy(at(m + 0x18), i ? "dm_mod" : "virtio_blk",
+		       i ? 6 : 10);
+		w64(m + 0x70, KVA(0x40000 + i * 0x10000));
+		w32(m + 0x78, 0x8000);
+		w32(m + 0x90, 16);
+		w64(m + 0x98, KVA(0x60000));
+		w64(m + 0xa0, KVA(0x61000));
+	}
+	w64(DM(A_MOD(0)) + 0x60, DM(A_SECT(0)));
+	w32(DM(A_SECT(0)) + 0x8, 3);
+	for (i = 0; i < 3; i++) {
+		uint64_t a = DM(A_SECT(0)) + 0x10 + (uint64_t)i * 0x30;
+
+		memcpy(at(DM(A_STR(i))), sect[i], strlen(sect[i]));
+		w64(a, DM(A_STR(i)));
+		w64(a + 0x28, i == 2 ? DM(A_NOTE) : KVA(0x40000 + i * 0x1000));
+	}
+	memcpy(at(DM(A_NOTE)), note, sizeof(note));
+	ring(KVA(K_VARS) + 0x40, list, 2);
+}
+
 static void build_guest(void)
 {
 	static const char map[] =
@@ -193,7 +297,8 @@ static void build_guest(void)
 		"ffffffff81301018 D page_offset_base\n"
 		"ffffffff81301020 D phys_base\n"
 		"ffffffff81301028 D max_pfn\n"
-		"ffffffff81301030 D total_forks\n";
+		"ffffffff81301030 D total_forks\n"
+		"ffffffff81301040 D modules\n";
 	uint64_t init = KVA(K_INIT_TASK), t[5], tn = off.task_thread_node;
 	uint64_t th = off.signal_thread_head, tt = off.task_tasks;
 	uint8_t *pgt = at(KVA(K_PGT));
@@ -235,11 +340,15 @@ static void build_guest(void)
 		ring(DM(A_SIGNAL(1)) + th, s1, 1);
 		ring(DM(A_SIGNAL(2)) + th, s2, 3);
 	}
+	build_modules();
 }
 
-/* Slots the fuzzer may overwrite: the data area and the kernel variables. */
-#define DATA_SLOTS ((A_DATA_END - A_DATA) / 8)
-#define VAR_SLOTS 8
+/*
+ * Slots the fuzzer may overwrite: the data area, the modules after it,
+ * and the kernel variables (the module list's head the last two).
+ */
+#define DATA_SLOTS ((A_MODS_END - A_DATA) / 8)
+#define VAR_SLOTS 10
 #define NR_SLOTS (DATA_SLOTS + VAR_SLOTS + 1)
 
 static uint8_t *slot(unsigned int s)
@@ -403,6 +512,65 @@ static void last_ran_check(const struct ivm_kernel_layout *layout,
 	ivm_guest_task_list_destroy(list);
 }
 
+/*
+ * Whatever the list holds, the walk's modules are written into a profile
+ * as lines its reader takes back unchanged (the report symbolizes module
+ * code from them), and a walk cut short says why.
+ */
+static void modules_check(const struct ivm_kernel_layout *layout,
+			  bool patched)
+{
+	struct ivm_kmodules *mods;
+	struct ivm_kmodule back;
+	size_t i, k, nr;
+	char *line, **secs;
+
+	if (ivm_kmodules_read(layout, btf, &mods))
+		abort();	/* the BTF has struct module, the map modules */
+	if (mods->nr > IVM_KMODULES_MAX || mods->truncated != !!mods->error)
+		abort();
+	/* The guest as built: the harness itself is sound. */
+	if (!patched && (mods->nr != 2 || mods->truncated ||
+			 mods->mods[0].nr_sections != 3 ||
+			 strcmp(mods->mods[0].build_id,
+				"deadbeef0102030405060708090a0b0c0d0e0f10") ||
+			 mods->mods[1].nr_sections || !mods->mods[1].num_orcs))
+		abort();
+	for (i = 0; i < mods->nr; i++) {
+		const struct ivm_kmodule *m = &mods->mods[i];
+		size_t kept = 0;
+
+		line = ivm_kmodule_format(m);
+		if (!line)
+			abort();
+		if (ivm_kmodule_parse(line, &back) ||
+		    strcmp(back.name, m->name) || back.base != m->base ||
+		    back.size != m->size || strcmp(back.build_id, m->build_id))
+			abort();
+		free(line);
+		secs = ivm_kmodule_format_sections(m, &nr);
+		if (!secs)
+			abort();
+		for (k = 0; k < nr; k++) {
+			if (ivm_kmodule_parse_sections(secs[k], &back, 1))
+				abort();
+			free(secs[k]);
+		}
+		free(secs);
+		/* The sections left out are those no line can carry. */
+		for (k = 0; k < m->nr_sections; k++)
+			if (kept < back.nr_sections &&
+			    !strcmp(back.sections[kept].name,
+				    m->sections[k].name) &&
+			    back.sections[kept].addr == m->sections[k].addr)
+				kept++;
+		if (kept != back.nr_sections)
+			abort();
+		ivm_kmodule_release(&back);
+	}
+	ivm_kmodules_destroy(mods);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ivm_kernel_layout_config config = { 0 };
@@ -477,6 +645,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ivm_guest_task_list_destroy(list);
 	}
 	ivm_error_destroy(err);
+	modules_check(layout, size >= 10);
 	ivm_kernel_layout_destroy(layout);
 	ivm_gmem_destroy(gmem);
 	return 0;

@@ -200,6 +200,20 @@ static struct ivm_error *read_sections(const struct ivm_kernel_layout *l,
 	return NULL;
 }
 
+/* A module name: it becomes part of a file name when the .ko is sought. */
+static bool name_ok(const char *f, size_t n, size_t cap)
+{
+	size_t i;
+
+	if (!n || n >= cap)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!f[i] || !strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				     "0123456789_-", f[i]))
+			return false;
+	return true;
+}
+
 /* Where its ORC tables are; left 0 when anything looks wrong. */
 static void read_orc(const struct ivm_kernel_layout *l,
 		     const struct mod_offsets *o, uint64_t mod,
@@ -250,7 +264,8 @@ static struct ivm_error *read_module(const struct ivm_kernel_layout *l,
 	if (err)
 		return err;
 	km->name[sizeof(km->name) - 1] = '\0';
-	if (!km->name[0] || strpbrk(km->name, " /\n"))
+	/* The reader's rule (ivm_kmodule_parse): else the profile loses it. */
+	if (!name_ok(km->name, strlen(km->name), sizeof(km->name)))
 		return ivm_error_create(IVM_ERROR_PROTOCOL,
 					"module at 0x%llx has a bad name",
 					(unsigned long long)mod);
@@ -456,20 +471,6 @@ static bool next_field(const char **p, const char **start, size_t *n)
 	*n = e ? (size_t)(e - s) : strlen(s);
 	*p = e ? e + 1 : s + *n;
 	return *n > 0;
-}
-
-/* A module name: it becomes part of a file name when the .ko is sought. */
-static bool name_ok(const char *f, size_t n, size_t cap)
-{
-	size_t i;
-
-	if (!n || n >= cap)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!f[i] || !strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				     "0123456789_-", f[i]))
-			return false;
-	return true;
 }
 
 struct ivm_error *ivm_kmodule_parse(const char *line, struct ivm_kmodule *m)

@@ -13,7 +13,8 @@
  *
  * Hostile guest: at most IVM_KMODULES_MAX modules and
  * IVM_KMODULE_MAX_SECTIONS sections each; every pointer is checked to be a
- * kernel address; names are copied bounded and NUL-terminated; a bad
+ * kernel address; names are copied bounded and NUL-terminated, a module
+ * name only of the characters a profile's reader takes back; a bad
  * module ends the walk, marked truncated, with what was read before kept.
  */
 #ifndef IVM_KMODULES_H
