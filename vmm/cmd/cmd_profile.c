@@ -7,6 +7,7 @@
 #include <fnmatch.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -177,6 +178,16 @@ static bool parse_double(const char *s, double *ret)
 
 /* How often --all-domains looks for domains that started. */
 #define SCAN_NS 5000000000ull
+
+/*
+ * How often the heap's free pages go back to the kernel.  free() gives
+ * back only the top of glibc's heap; a long run's churn (each window's
+ * tables, the trace reads' buffers, address spaces aged out) leaves whole
+ * free pages below live blocks, resident for as long as the run.
+ * malloc_trim(0) returns every whole free page (MADV_DONTNEED), so RSS
+ * follows what the run holds; it costs a walk of the free lists.
+ */
+#define HEAP_TRIM_NS 60000000000ull
 
 /*
  * How long a domain that could not be profiled waits to be tried again:
@@ -387,7 +398,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	const char *symdir = NULL;
 	bool report = true, output_given = false, all_domains = false;
 	bool rt = false, budget_given = false;
-	uint64_t size, next_scan = 0, t0;
+	uint64_t size, next_scan = 0, next_trim = 0, t0;
 	struct rusage ru;
 	double d;
 	int c;
@@ -755,6 +766,12 @@ int ivm_cmd_profile(int argc, char **argv)
 			next_scan = ivm_mono_ns() + SCAN_NS;
 			if (due < next_scan)
 				next_scan = due;
+		}
+		if (now >= next_trim) {
+			if (next_trim)
+				malloc_trim(0);
+			ivm_profiler_cpu_sync();	/* no run's cost */
+			next_trim = ivm_mono_ns() + HEAP_TRIM_NS;
 		}
 		for (i = 0; i < nr_runs; i++) {
 			struct guest_run *r = &runs[i];
