@@ -57,19 +57,26 @@ static void add_stats(struct ivm_idle_summary *s)
 	add_stats_later(s, 0);
 }
 
+/* what: 0 the run block, 1 the timeline's JSON, 2 its HTML, 3 why idle. */
 static char *render(struct ivm_idle_summary *s, int what)
 {
+	struct ivm_calltree *tree;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	cr_assert_not_null(f);
-	if (what == 0)
+	if (what == 0) {
 		ivm_idle_summary_print(s, f);
-	else if (what == 1)
+	} else if (what == 1) {
 		cr_assert_null(ivm_timeline_json(s, f));
-	else
+	} else if (what == 2) {
 		cr_assert_null(ivm_timeline_html(s, f));
+	} else {
+		cr_assert_null(ivm_calltree_create(0, &tree));
+		ivm_why_idle_print(s, tree, f);
+		ivm_calltree_destroy(tree);
+	}
 	fclose(f);
 	return buf;
 }
@@ -171,23 +178,16 @@ static char *why_idle(uint64_t host_sleep_ns)
 	};
 	struct ivm_profile_record rec = { .type = IVM_RECORD_END };
 	struct ivm_idle_summary s;
-	struct ivm_calltree *tree;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char *text;
 
-	cr_assert_not_null(f);
-	cr_assert_null(ivm_calltree_create(0, &tree));
 	ivm_idle_summary_init(&s);
 	add_period(&s, 0, 0, 600000000, 1u << IVM_IRQ_TIMER, "worker", "w");
 	rec.stats.items = st;
 	rec.stats.nr = sizeof(st) / sizeof(st[0]);
 	cr_assert_null(ivm_idle_summary_add(&s, &rec));
-	ivm_why_idle_print(&s, tree, f);
-	fclose(f);
+	text = render(&s, 3);
 	ivm_idle_summary_deinit(&s);
-	ivm_calltree_destroy(tree);
-	return buf;
+	return text;
 }
 
 /* The parts of the vCPU time add up to it, and say so when they do not. */

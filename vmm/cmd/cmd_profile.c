@@ -398,7 +398,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	const char *symdir = NULL;
 	bool report = true, output_given = false, all_domains = false;
 	bool rt = false, budget_given = false;
-	uint64_t size, next_scan = 0, next_trim = 0, t0;
+	uint64_t size, next_scan = 0, next_trim, t0;
 	struct rusage ru;
 	double d;
 	int c;
@@ -752,6 +752,7 @@ int ivm_cmd_profile(int argc, char **argv)
 	profile_all_runs = runs;
 	profile_nr_all_runs = &nr_runs;
 	polled = false;
+	next_trim = ivm_mono_ns() + HEAP_TRIM_NS;
 	for (;;) {
 		uint64_t now = ivm_mono_ns(), wake = now + 1000000000ull;
 		size_t nr_fds = 0, running = 0;
@@ -768,8 +769,7 @@ int ivm_cmd_profile(int argc, char **argv)
 				next_scan = due;
 		}
 		if (now >= next_trim) {
-			if (next_trim)
-				malloc_trim(0);
+			malloc_trim(0);
 			ivm_profiler_cpu_sync();	/* no run's cost */
 			next_trim = ivm_mono_ns() + HEAP_TRIM_NS;
 		}

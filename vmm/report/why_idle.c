@@ -334,7 +334,7 @@ void ivm_why_idle_print(const struct ivm_idle_summary *s,
 	uint64_t steal = ST("host_steal_ns"), sleep = ST("host_sleep_ns");
 	uint64_t steal_idle = ST("host_steal_idle_ns");
 	uint64_t sleep_idle = ST("host_sleep_idle_ns"), busy_steal, blocked;
-	uint64_t rest;
+	uint64_t parts, rest;
 	size_t nr = s->nr_vcpus, v;
 	int c;
 
@@ -397,8 +397,8 @@ void ivm_why_idle_print(const struct ivm_idle_summary *s,
 			sec(ST("host_switch_ins_missed_ns")));
 	fprintf(out, "  host sleep, not idle %14.3f s %6.1f%%  the vCPU had work; its thread blocked on the host (QEMU's lock, I/O)\n",
 		sec(blocked), pct(blocked, vcpu_ns));
-	rest = vcpu_ns > idle + busy_steal + blocked ?
-	       vcpu_ns - idle - busy_steal - blocked : 0;
+	parts = idle + busy_steal + blocked;
+	rest = vcpu_ns > parts ? vcpu_ns - parts : 0;
 	fprintf(out, "  the rest %26.3f s %6.1f%%  running guest code\n",
 		sec(rest), pct(rest, vcpu_ns));
 	/*
@@ -406,9 +406,9 @@ void ivm_why_idle_print(const struct ivm_idle_summary *s,
 	 * do, a period or a wait was counted twice.  Said, not hidden in
 	 * a rest of zero.
 	 */
-	if (!rest && idle + busy_steal + blocked > vcpu_ns)
+	if (parts > vcpu_ns)
 		fprintf(out, "      (the parts above add up to %.3f s more than the vCPU time: some of it counted twice)\n",
-			sec(idle + busy_steal + blocked - vcpu_ns));
+			sec(parts - vcpu_ns));
 	print_disk(s, out);
 	fprintf(out, "  (in the idle periods the host also kept the threads waiting %.3f s and asleep %.3f s)\n",
 		sec(steal_idle), sec(sleep_idle));
