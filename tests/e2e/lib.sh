@@ -33,58 +33,47 @@ assert_eq() {
 }
 
 # guest_sh 'COMMAND' [TIMEOUT_S]: run COMMAND with /bin/sh in the guest,
-# through the root shell on its second serial port, and print what it
-# wrote (stdout and stderr together).  Returns the command's exit status,
-# 124 when no answer came within TIMEOUT_S (default $GUEST_SH_TIMEOUT, else
-# guest_sh_timeout), or 125 when the serial line garbled the output every
-# time it was read (the reason is said on stderr).
+# through the test shell on its second serial port (images/testshell),
+# and print what it wrote (stdout and stderr together).  Returns the
+# command's exit status, 124 when no answer came within TIMEOUT_S (default
+# $GUEST_SH_TIMEOUT, else guest_sh_timeout), or 125 when the serial line
+# garbled the output every time it was read (the reason is said on
+# stderr).
 #
-# The guest shell runs without echo; the command's output is framed by
-# begin/end lines carrying a random token, so anything left on the line
-# by an earlier command, or the kernel, is skipped.  One command at a time:
-# the socket takes one client.  The command runs in a fresh sh -c, killed
-# in the guest after TIMEOUT_S - 1 seconds (status 137).
+# The command goes in base64 with its md5 (images/testshell says how) and
+# runs in a fresh sh, killed in the guest after TIMEOUT_S - 1 seconds
+# (status 137), so that a hung command does not leave the one guest shell
+# busy for the tests after it.  Its output is framed by begin/end lines carrying a
+# random token, so anything left on the line by an earlier command, or
+# the kernel, is skipped.  One command at a time: the socket takes one
+# client.
 #
 # QEMU 7.2's emulated 16550 here (TCG) can leave received bytes undelivered
 # to the guest until more input arrives (measured: a line stuck for
 # seconds, the last one forever).  So while waiting for the answer this
-# sends an empty line every 0.2 s: a no-op for the shell, and it pushes
-# the command through.  It also loses output bytes now and then on a
-# loaded host (seen: a newline between two lines of a listing, and one
+# sends an empty line every 0.2 s: nothing to the test shell, and it
+# pushes the command through.  It also loses output bytes now and then on
+# a loaded host (seen: a newline between two lines of a listing, and one
 # before the end marker, which then went unseen for 175 s), so markers are
 # found anywhere in a line, and the guest keeps the output in a file and
 # sends its md5 with the end line; output that does not match is read
-# again from the file (the command does not run twice), up to 3 times.
+# again from the file (the command does not run twice), up to 3 times.  A
+# call the guest received damaged is answered "bad" and sent again.
 guest_sh() {
 	local cmd=$1 timeout=${2:-${GUEST_SH_TIMEOUT:-$(guest_sh_timeout)}}
 	local tok="$RANDOM$RANDOM$RANDOM" line partial out status sum
-	local begun script end=$((SECONDS + timeout)) rc attempt mark got
-	local file=/run/ivm-sh.$tok t0 ms slowest
+	local begun end=$((SECONDS + timeout)) rc attempt mark got call
+	local t0 ms slowest sends=0
 	t0=$(ms_now)
 
-	# The markers are split by quotes in what is sent, so only the
-	# guest's printf output matches them, should the text come back.
-	# The guest runs the command under its own timeout, one second
-	# shorter than ours, so that a hung command does not leave the one
-	# guest shell busy for the tests after it.  The files of earlier
-	# calls go first (calls are one at a time).
-	script="rm -f /run/ivm-sh.*
-printf '%s\\n' '@@IVM-'BEGIN-$tok
-timeout -s KILL $((timeout > 1 ? timeout - 1 : 1)) sh -c \"\$(cat <<'IVM_CMD_$tok'
-$cmd
-IVM_CMD_$tok
-)\" </dev/null >$file 2>&1
-s=\$?
-cat $file
-printf '\\n%s %s %s\\n' '@@IVM-'END-$tok \$s \$(md5sum <$file | cut -d' ' -f1)
-"
+	mark=$tok
+	call=$(guest_sh_call "$mark" $((timeout > 1 ? timeout - 1 : 1)) "$cmd")
 	coproc IVM_GUEST_SH {
 		exec socat - "UNIX-CONNECT:$IVM_SHELL_SOCK" 2>/dev/null
 	}
 	local rfd=${IVM_GUEST_SH[0]} wfd=${IVM_GUEST_SH[1]}
 	local pid=$IVM_GUEST_SH_PID
-	printf '%s' "$script" >&"$wfd"
-	mark=$tok
+	printf '%s\n' "$call" >&"$wfd"
 	for attempt in 1 2 3; do
 		partial="" out="" status="" sum="" begun=0
 		while [ "$SECONDS" -lt "$end" ]; do
@@ -106,8 +95,14 @@ printf '\\n%s %s %s\\n' '@@IVM-'END-$tok \$s \$(md5sum <$file | cut -d' ' -f1)
 				case $line in
 				*"@@IVM-BEGIN-$mark"*)
 					begun=1
+					[ -n "${IVM_GUEST_SH_BEGUN:-}" ] && { status=0 sum=begun; break; }
 					line=${line#*"@@IVM-BEGIN-$mark"}
 					[ -n "$line" ] || continue
+					;;
+				*"@@IVM-BAD-$mark"*)
+					[ $((sends += 1)) -lt 3 ] &&
+						printf '%s\n' "$call" >&"$wfd"
+					continue
 					;;
 				*) continue ;;
 				esac
@@ -123,17 +118,18 @@ printf '\\n%s %s %s\\n' '@@IVM-'END-$tok \$s \$(md5sum <$file | cut -d' ' -f1)
 			esac
 			out+="$line"$'\n'
 		done
-		[ -n "$status" ] || break
+		[ -n "$status" ] && [ "$sum" != begun ] || break
 		# The end marker starts with a newline of its own: drop it.
 		got=$(printf '%s' "${out%$'\n'}" | md5sum | cut -d' ' -f1)
 		[ "$got" = "$sum" ] && break
 		echo "guest_sh: the serial line garbled the output (read $attempt): $cmd" >&2
 		[ "$attempt" = 3 ] && { status=125; break; }
+		# The guest keeps the last call's output: read it again, as a
+		# call of its own that ends with the first one's status.
+		call=$(guest_sh_call "$tok-$attempt" 10 "cat /run/ivm-sh.$mark; exit $status")
 		mark=$tok-$attempt
-		printf '%s' "printf '%s\\n' '@@IVM-'BEGIN-$mark
-cat $file
-printf '\\n%s %s %s\\n' '@@IVM-'END-$mark $status \$(md5sum <$file | cut -d' ' -f1)
-" >&"$wfd"
+		sends=0
+		printf '%s\n' "$call" >&"$wfd"
 	done
 	# Braces: a bare `exec ... 2>/dev/null` would send the rest of the
 	# calling test's stderr (its `fail` messages) to /dev/null.
@@ -151,8 +147,30 @@ printf '\\n%s %s %s\\n' '@@IVM-'END-$mark $status \$(md5sum <$file | cut -d' ' -
 		return 124
 	fi
 	[ "$status" = 125 ] && [ "$got" != "$sum" ] && return 125
+	[ "$sum" = begun ] && return 0
 	printf '%s' "${out%$'\n'}"
 	return "$status"
+}
+
+# guest_sh_fatal 'COMMAND' [TIMEOUT_S]: start COMMAND, one that ends the
+# guest's boot (a reboot, a panic), and return once the guest said it
+# started it; 124 when it did not within TIMEOUT_S.  The connection stays
+# open until then: QEMU drops what it has not passed to the UART when the
+# client goes (seen: a command sent with socat's input closed after 2 s
+# never ran).
+guest_sh_fatal() {
+	IVM_GUEST_SH_BEGUN=1 guest_sh "$@" >/dev/null
+}
+
+# guest_sh_call MARK SECONDS COMMAND: the test shell's call that runs
+# COMMAND as MARK, killed after SECONDS (images/testshell): a line that
+# says so, then COMMAND in lines of base64.
+guest_sh_call() {
+	local code
+	code=$(printf '%s\n' "$3" | base64 -w 76)
+	printf '@@IVM-RUN %s %s %s %s\n%s\n' "$1" "$2" \
+		"$(printf '%s\n' "$code" | md5sum | cut -d' ' -f1)" \
+		"$(printf '%s\n' "$code" | wc -l)" "$code"
 }
 
 # guest_sh_timeout: guest_sh's default timeout in seconds: 30, or 100

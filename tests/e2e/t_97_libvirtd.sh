@@ -105,7 +105,7 @@ until [ "$(grep -c "^idlevm: libvirt's connection closed" "$log")" -ge 2 ]; do
 	sleep 0.2
 done
 n0=$(readies)
-guest_sh 'reboot -f' >/dev/null 2>&1
+guest_sh_fatal 'reboot -f' || fail "the guest did not take reboot -f"
 wait_for_output "$log" "^idlevm: the guest's kernel is not the boot opened.*: window .* ended, whole" "$pid" ||
 	fail "the reboot was not seen while libvirtd was away: $(cat "$log")"
 next_boot "$n0" reboot

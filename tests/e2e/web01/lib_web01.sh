@@ -86,12 +86,14 @@ reach_start_by_process() {
 
 # web01_put_file LOCAL GUEST_PATH: copy a file into the guest through the
 # guest shell (the image has no other way in): gzip'd, in base64 chunks of
-# 48 KiB, each checked by its md5 in the guest and sent again if the
-# serial line lost a byte; the whole file is checked at the end.
+# 24 KiB, each checked by its md5 in the guest and sent again if the
+# serial line lost a byte; the whole file is checked at the end.  (A call
+# of 24 KiB is some 32 KiB on the line, half of what the guest's tty
+# holds while the shell reads it.)
 web01_put_file() {
 	local src=$1 dst=$2 tmp i n chunk sum try
 	tmp=$(mktemp -d) || return 1
-	gzip -9c "$src" | base64 -w 76 | split -l 640 - "$tmp/c."
+	gzip -9c "$src" | base64 -w 76 | split -l 320 - "$tmp/c."
 	guest_sh "mkdir -p '$(dirname "$dst")' && rm -f '$dst.b64'" || { rm -rf "$tmp"; return 1; }
 	n=0
 	for chunk in "$tmp"/c.*; do
