@@ -102,6 +102,9 @@ static void print_exe(const struct ivm_capture_exe *x)
 		       x->why ? x->why : "no host copy");
 }
 
+/* Reads of a thread's stack before giving up on a consistent one. */
+#define STACK_TRIES	20
+
 /* One thread's capture, kept until every name is known. */
 struct stack_result {
 	const struct ivm_guest_task *task;
@@ -120,7 +123,7 @@ static int capture_stack(struct ivm_guest *g, struct ivm_capture_engine *e,
 
 	res->task = t;
 	/* A task that runs during the read spoils it: read again. */
-	for (tries = 0; tries < 20; tries++) {
+	for (tries = 0; tries < STACK_TRIES; tries++) {
 		const struct ivm_x86_regs *regs = NULL;
 		int cpl = -1, cpu = -1;
 
@@ -144,7 +147,17 @@ static int capture_stack(struct ivm_guest *g, struct ivm_capture_engine *e,
 					     cap);
 		if (err)
 			return ivm_error_report(err);
-		if (cap->outcome == IVM_CAPTURE_KEPT || !g->qmp)
+		if (!g->qmp)
+			break;
+		/*
+		 * A running vCPU's registers are read while it runs: under
+		 * TCG its instruction pointer may lag its stack pointer, and
+		 * the unwind then stops at a "return address" that is no
+		 * code.  Read again, as for a task that ran during the read.
+		 */
+		if (cap->outcome == IVM_CAPTURE_KEPT &&
+		    (!regs || cpl != 0 ||
+		     !(cap->sample.stack_flags & IVM_STACK_TRUNC_BADINFO)))
 			break;
 	}
 	res->vcpu = vcpu >= 0 ? g->vcpus[vcpu].index : -1;
@@ -221,7 +234,10 @@ static int print_stack(const struct ivm_symbolizer *sym,
 		print_frame(sym, n++, IVM_NODE_USER, cap->user_pcs[i],
 			    cap->user_addrs[i], cap->user_flags[i]);
 	why = truncation(cap->sample.stack_flags);
-	if (why)
+	if (why && res->vcpu >= 0 && res->tries == STACK_TRIES)
+		printf("  (%s, in each of %d reads while it ran)\n", why,
+		       STACK_TRIES);
+	else if (why)
 		printf("  (%s)\n", why);
 	if (cap->sample.stack_flags & IVM_STACK_NO_USER)
 		printf("  (user part not unwound)\n");
