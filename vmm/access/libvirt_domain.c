@@ -538,10 +538,3 @@ struct ivm_error *ivm_libvirt_channel_path(virDomainPtr dom,
 		return ivm_error_wrap(err, "domain %s", dom_name);
 	return err;
 }
-
-struct ivm_error *ivm_libvirt_domain_channel_path(struct ivm_libvirt_domain *d,
-						  const char *channel_name,
-						  char **ret)
-{
-	return ivm_libvirt_channel_path(d->dom, d->name, channel_name, ret);
-}

@@ -32,14 +32,10 @@ const char *ivm_libvirt_domain_name(struct ivm_libvirt_domain *dom);
 
 /*
  * The host path of the unix socket behind the virtio-serial channel whose
- * target name is channel_name (e.g. "org.idlevm.helper.0").  IVM_ERROR_NOT_FOUND
- * when the domain has no such channel or it is not a unix socket.  The
- * caller frees the string.
+ * target name is channel_name (e.g. "org.idlevm.helper.0") of domain dom
+ * (dom_name for errors).  IVM_ERROR_NOT_FOUND when the domain has no such
+ * channel or it is not a unix socket.  The caller frees the string.
  */
-struct ivm_error *ivm_libvirt_domain_channel_path(struct ivm_libvirt_domain *dom,
-						  const char *channel_name,
-						  char **ret);
-/* The same, of a domain handle of any connection (dom_name for errors). */
 struct ivm_error *ivm_libvirt_channel_path(virDomainPtr dom,
 					    const char *dom_name,
 					    const char *channel_name,

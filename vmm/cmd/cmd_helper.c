@@ -46,7 +46,8 @@ static struct ivm_error *domain_socket(const char *uri, const char *name,
 	err = ivm_libvirt_domain_open(uri, name, &dom);
 	if (err)
 		return err;
-	err = ivm_libvirt_domain_channel_path(dom, IVM_PROTO_PORT_NAME, ret);
+	err = ivm_libvirt_channel_path(ivm_libvirt_domain_ptr(dom), name,
+				       IVM_PROTO_PORT_NAME, ret);
 	ivm_libvirt_domain_close(dom);
 	if (err && err->code == IVM_ERROR_NOT_FOUND)
 		err = ivm_error_wrap(err,
