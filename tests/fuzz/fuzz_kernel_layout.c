@@ -159,48 +159,30 @@ static void build_btf(void)
 	t_ulong = btf__add_int(b, "long unsigned int", 8, 0);
 	t_char = btf__add_int(b, "char", 1, BTF_INT_CHAR);
 	t_ptr = btf__add_ptr(b, 0);
-	t_list = btf__add_struct(b, "list_head", 16);
-	btf__add_field(b, "next", t_ptr, 0, 0);
-	btf__add_field(b, "prev", t_ptr, 64, 0);
-	t_ti = btf__add_struct(b, "thread_info", 24);
-	btf__add_field(b, "cpu", t_uint, 160, 0);
-	t_th = btf__add_struct(b, "thread_struct", 16);
-	btf__add_field(b, "sp", t_ulong, 0, 0);
-	btf__add_field(b, "fsbase", t_ulong, 64, 0);
+	t_list = ADD_STRUCT(b, "list_head", 16, { "next", t_ptr, 0 },
+			    { "prev", t_ptr, 8 });
+	t_ti = ADD_STRUCT(b, "thread_info", 24, { "cpu", t_uint, 20 });
+	t_th = ADD_STRUCT(b, "thread_struct", 16, { "sp", t_ulong, 0 },
+			  { "fsbase", t_ulong, 8 });
 	t_comm = btf__add_array(b, t_int, t_char, 16);
-	t_se = btf__add_struct(b, "sched_entity", 16);
-	btf__add_field(b, "nr_migrations", t_ulong, 0, 0);
-	btf__add_field(b, "exec_start", t_ulong, 64, 0);
-	t_si = btf__add_struct(b, "sched_info", 24);
-	btf__add_field(b, "pcount", t_ulong, 0, 0);
-	btf__add_field(b, "last_arrival", t_ulong, 128, 0);
-	btf__add_struct(b, "task_struct", 0x300);
-	btf__add_field(b, "thread_info", t_ti, 0, 0);
-	btf__add_field(b, "__state", t_uint, 24 * 8, 0);
-	btf__add_field(b, "stack", t_ptr, 32 * 8, 0);
-	btf__add_field(b, "on_cpu", t_int, 40 * 8, 0);
-	btf__add_field(b, "flags", t_uint, 44 * 8, 0);
-	btf__add_field(b, "tasks", t_list, 0x80 * 8, 0);
-	btf__add_field(b, "mm", t_ptr, 0x90 * 8, 0);
-	btf__add_field(b, "pid", t_int, 0xa0 * 8, 0);
-	btf__add_field(b, "tgid", t_int, 0xa4 * 8, 0);
-	btf__add_field(b, "thread_node", t_list, 0xb0 * 8, 0);
-	btf__add_field(b, "nvcsw", t_ulong, 0xd0 * 8, 0);
-	btf__add_field(b, "nivcsw", t_ulong, 0xd8 * 8, 0);
-	btf__add_field(b, "comm", t_comm, 0xe0 * 8, 0);
-	btf__add_field(b, "signal", t_ptr, 0xf0 * 8, 0);
-	btf__add_field(b, "se", t_se, 0x100 * 8, 0);
-	btf__add_field(b, "sched_info", t_si, 0x110 * 8, 0);
-	btf__add_field(b, "thread", t_th, 0x200 * 8, 0);
+	t_se = ADD_STRUCT(b, "sched_entity", 16, { "nr_migrations", t_ulong, 0 },
+			  { "exec_start", t_ulong, 8 });
+	t_si = ADD_STRUCT(b, "sched_info", 24, { "pcount", t_ulong, 0 },
+			  { "last_arrival", t_ulong, 16 });
+	ADD_STRUCT(b, "task_struct", 0x300, { "thread_info", t_ti, 0 },
+		   { "__state", t_uint, 24 }, { "stack", t_ptr, 32 },
+		   { "on_cpu", t_int, 40 }, { "flags", t_uint, 44 },
+		   { "tasks", t_list, 0x80 }, { "mm", t_ptr, 0x90 },
+		   { "pid", t_int, 0xa0 }, { "tgid", t_int, 0xa4 },
+		   { "thread_node", t_list, 0xb0 }, { "nvcsw", t_ulong, 0xd0 },
+		   { "nivcsw", t_ulong, 0xd8 }, { "comm", t_comm, 0xe0 },
+		   { "signal", t_ptr, 0xf0 }, { "se", t_se, 0x100 },
+		   { "sched_info", t_si, 0x110 }, { "thread", t_th, 0x200 });
 	/* Run queues that count switch-ins: last_ran's hot reads. */
-	btf__add_struct(b, "rq", 0x100);
-	btf__add_field(b, "nr_switches", t_ulong, 0x48 * 8, 0);
-	btf__add_field(b, "rq_sched_info", t_si, 0x80 * 8, 0);
-	btf__add_field(b, "clock", t_ulong, 0xc0 * 8, 0);
-	btf__add_struct(b, "signal_struct", 0x40);
-	btf__add_field(b, "thread_head", t_list, 0x10 * 8, 0);
-	btf__add_struct(b, "mm_struct", 0x80);
-	btf__add_field(b, "pgd", t_ptr, 0x48 * 8, 0);
+	ADD_STRUCT(b, "rq", 0x100, { "nr_switches", t_ulong, 0x48 },
+		   { "rq_sched_info", t_si, 0x80 }, { "clock", t_ulong, 0xc0 });
+	ADD_STRUCT(b, "signal_struct", 0x40, { "thread_head", t_list, 0x10 });
+	ADD_STRUCT(b, "mm_struct", 0x80, { "pgd", t_ptr, 0x48 });
 	btf__add_struct(b, "pt_regs", 21 * 8);
 	{
 		static const char *const r[] = {
