@@ -3,7 +3,8 @@
 # on, the steal idlevm counts per vCPU from the host's scheduler records
 # matches the host kernel's own run_delay of those threads within 5% (read
 # by idlevm from /proc/TID/schedstat over the same span, and by this test
-# around the run), and the hog is named among the host tasks that ran
+# around the run), give or take 10 us for each wait under 10 us that the
+# kernel may not have counted (below), and the hog is named among the host tasks that ran
 # instead; without it, it is not.  The timeline (-f timeline) draws each
 # vCPU's steal as spans whose sum, with the waits shorter than its
 # threshold it leaves out, is the run's STATS steal of that vCPU within
@@ -73,16 +74,38 @@ hogs=""
 echo "with a hog on host CPUs $(echo $cpus):"
 echo "$with"
 
-# Per vCPU: steal (records) against run_delay (schedstat), within 5%.
-echo "$with" | awk '$1 ~ /^vcpu[0-9]+$/ {
+# Per vCPU: steal (records) against run_delay (schedstat), within 5%.  A
+# woken vCPU thread that preempts the task running (the hog) waits a few
+# microseconds, and the kernel's run_delay may count none of it: the
+# wakeup asks __schedule to skip its run-queue clock update, so the wait
+# is stamped with the clock of the enqueue.  Measured here with a thread
+# sleeping 200 us 10,000 times beside a hog on its CPU: the trace's waits
+# summed 218 ms, run_delay 164 ms, 6.4 us more for each of the 8,569 waits
+# under 10 us.  So steal may pass run_delay by 10 us for each wait under
+# 10 us (the timeline's left-out waits of that vCPU).
+"$idlevm" report -f timeline -o "$IVM_RUNDIR/t59.hog.json" "$IVM_RUNDIR/t59.hog" 2>/dev/null ||
+	fail "idlevm report -f timeline failed"
+short=$(python3 -c '
+import json, sys
+for v in json.load(open(sys.argv[1]))["hostSpans"]["vcpus"]:
+    print("vcpu%d %d" % (v["vcpu"], v["left_out"]))' "$IVM_RUNDIR/t59.hog.json") ||
+	fail "no per-vCPU waits in the timeline"
+{ echo "$short"; echo "$with"; } | awk '
+NF == 2 && $1 ~ /^vcpu[0-9]+$/ { short[$1] = $2; next }
+$1 ~ /^vcpu[0-9]+$/ {
 	n++
 	steal = $3; delay = $4
 	if (delay == "-") { print "FAIL: no run_delay for " $1; bad = 1; next }
-	diff = steal - delay; if (diff < 0) diff = -diff
-	printf "%s: steal %.3f s, run_delay %.3f s (%.1f%% apart)\n", $1, steal, delay,
-		(delay > 0 ? 100 * diff / delay : 0)
+	diff = steal - delay
+	slack = short[$1] * 10e-6
+	printf "%s: steal %.3f s, run_delay %.3f s (%.1f%% apart; %d waits under 10 us)\n",
+		$1, steal, delay, (delay > 0 ? 100 * (diff < 0 ? -diff : diff) / delay : 0),
+		short[$1]
 	if (delay < 0.2) { print "FAIL: the hog cost " $1 " under 0.2 s"; bad = 1 }
-	else if (diff > delay * 0.05) { print "FAIL: over 5% apart"; bad = 1 }
+	else if (diff < -delay * 0.05) { print "FAIL: steal over 5% under run_delay"; bad = 1 }
+	else if (diff > delay * 0.05 + slack) {
+		printf "FAIL: steal over 5%% and %.3f s above run_delay\n", slack; bad = 1
+	}
 	total += delay
 }
 END { if (!n) { print "FAIL: no per-vCPU lines"; exit 1 } ; printf "%.6f\n", total > "/dev/stderr"; exit bad }' \
@@ -99,8 +122,6 @@ awk -v o="$ours" -v t="$theirs" -v w="$wall" \
 	fail "idlevm's run_delay $ours s in 6 s is not within the test's $theirs s in $wall s"
 
 # The timeline's steal spans per vCPU against the run's STATS.
-"$idlevm" report -f timeline -o "$IVM_RUNDIR/t59.hog.json" "$IVM_RUNDIR/t59.hog" 2>/dev/null ||
-	fail "idlevm report -f timeline failed"
 [ -s "$IVM_RUNDIR/t59.hog.html" ] || fail "no timeline page beside the JSON"
 grep -q 'class="host-steal"' "$IVM_RUNDIR/t59.hog.html" ||
 	fail "the timeline page draws no host steal"
