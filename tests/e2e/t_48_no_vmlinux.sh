@@ -42,7 +42,7 @@ check_note "$tmp/err" "ps"
 ours=$(echo "$out" | awk 'NR > 1 && $1 != 0 {
 	c = $3; for (i = 4; i <= NF - 2; i++) c = c " " $i
 	print $1, $2, c }' | sort -n -k2,2)
-echo "idlevm ps: $(echo "$ours" | wc -l) threads; guest: $(echo "$before" | wc -l)"
+echo "idlevm ps: $(echo "$ours" | wc -l) threads; guest: $(echo "$before" | grep -vc '^#')"
 compare_tasks "$ours" "$before" "$after" || fail "task lists differ"
 
 # stack of blocked lockstorm workers: the kernel part is the guest's own
