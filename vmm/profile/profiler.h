@@ -172,6 +172,14 @@ struct ivm_profiler_result {
 	uint64_t retries;		/* discarded idle captures read again */
 	uint64_t torn_reads;		/* looks a switch cut through */
 	uint64_t mid_switch_looks;	/* vCPUs seen between rq->curr and current */
+	/*
+	 * Running targets read again because their live registers led the
+	 * unwind nowhere (profiler_capture.c, LIVE_TRIES): the extra reads,
+	 * the stacks whole after them, and those still cut at the last.
+	 */
+	uint64_t live_rereads;
+	uint64_t live_rereads_mended;
+	uint64_t live_rereads_failed;
 	struct ivm_idle_stats idle;	/* idle periods and host events */
 	uint64_t periods_written;	/* IDLE_PERIOD records */
 	uint64_t periods_no_start;	/* ... rebuilt without a start */

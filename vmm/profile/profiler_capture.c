@@ -143,16 +143,65 @@ static void pin_news(struct profiler *p)
 	}
 }
 
+/*
+ * Reads of a running target before its stack is kept as it is.  Under
+ * TCG a running vCPU's registers are read while it runs: its instruction
+ * pointer may lag its stack pointer (QEMU writes it back only between
+ * translated blocks), and the unwind then stops at a "return address"
+ * that is no code.  Read again, as `idlevm stack` does (cmd_stack.c).
+ * Only from QEMU's memory (tcg_env.h): registers asked of QEMU over QMP
+ * are synchronized with the vCPU, and cost a round trip each.
+ */
+#define LIVE_TRIES	3
+
+/*
+ * The registers of req's target when it is still current on its vCPU
+ * (*regs then points into cpu_regs), else *regs is NULL: a to-idle
+ * target, or one that left the vCPU since it was seen there.
+ */
+static struct ivm_error *live_regs(struct profiler *p,
+				   const struct ivm_capture_req *req,
+				   struct ivm_qemu_cpu_regs *cpu_regs,
+				   const struct ivm_x86_regs **regs, int *cpl)
+{
+	struct ivm_guest *g = p->guest;
+	struct ivm_guest_vcpu *v = &g->vcpus[req->vcpu];
+	struct ivm_error *err;
+	uint64_t cur;
+
+	*regs = NULL;
+	*cpl = -1;
+	if (req->kind == IVM_SAMPLE_TO_IDLE || !g->qmp)
+		return NULL;
+	/*
+	 * The target was current when observed; take the vCPU's registers,
+	 * then make sure it still is, or the registers belong to someone
+	 * else.
+	 */
+	if (p->cfg->tcg_env)
+		err = ivm_tcg_env_read(p->cfg->tcg_env, v->index, cpu_regs);
+	else
+		err = ivm_qemu_registers(g->qmp, v->index, cpu_regs);
+	if (!err)
+		err = ivm_kernel_current_task(g->layout, (unsigned int)v->cpu,
+					      NULL, &cur);
+	if (!err && cur == req->task && !cpu_regs->halted) {
+		*regs = &cpu_regs->regs;
+		*cpl = cpu_regs->cpl;
+	}
+	return err;
+}
+
 static struct ivm_error *capture_in(struct profiler *p,
 				     const struct ivm_capture_req *req)
 {
 	struct ivm_guest *g = p->guest;
 	struct ivm_guest_vcpu *v = &g->vcpus[req->vcpu];
 	struct ivm_qemu_cpu_regs cpu_regs;
-	const struct ivm_x86_regs *regs = NULL;
+	const struct ivm_x86_regs *regs;
 	bool stopped = false;
 	struct ivm_error *err = NULL, *cerr;
-	int cpl = -1;
+	int cpl, tries;
 
 	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_STOP && g->qmp) {
 		err = ivm_qmp_stop(g->qmp);
@@ -160,52 +209,48 @@ static struct ivm_error *capture_in(struct profiler *p,
 			return err;
 		stopped = true;
 	}
-	if (req->kind != IVM_SAMPLE_TO_IDLE && g->qmp) {
-		uint64_t cur;
-
-		/*
-		 * The target was current when observed; take the vCPU's
-		 * registers, then make sure it still is, or the registers
-		 * belong to someone else.
-		 */
-		if (p->cfg->tcg_env)
-			err = ivm_tcg_env_read(p->cfg->tcg_env, v->index,
-					       &cpu_regs);
-		else
-			err = ivm_qemu_registers(g->qmp, v->index, &cpu_regs);
-		if (!err)
-			err = ivm_kernel_current_task(g->layout,
-						      (unsigned int)v->cpu,
-						      NULL, &cur);
+	for (tries = 1;; tries++) {
+		err = live_regs(p, req, &cpu_regs, &regs, &cpl);
 		if (err)
 			goto out;
-		if (cur == req->task && !cpu_regs.halted) {
-			regs = &cpu_regs.regs;
-			cpl = cpu_regs.cpl;
-		}
-	}
-	/*
-	 * Pin mode pins every target that is not current on a vCPU: the
-	 * to-idle one (asleep, or just woken) on the vCPU that went idle,
-	 * and a from-idle or on-CPU one switched out before we got to it on
-	 * the vCPU it was seen on (holding that vCPU preempts whoever runs
-	 * there now, which is what the method's sampler thread does).
-	 */
-	if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN && p->cfg->pin &&
-	    !regs) {
-		uint64_t holds = ivm_pin_capture_stats(p->cfg->pin)->holds;
+		/*
+		 * Pin mode pins every target that is not current on a vCPU:
+		 * the to-idle one (asleep, or just woken) on the vCPU that
+		 * went idle, and a from-idle or on-CPU one switched out
+		 * before we got to it on the vCPU it was seen on (holding
+		 * that vCPU preempts whoever runs there now, which is what
+		 * the method's sampler thread does).
+		 */
+		if (p->cfg->capture_mode == IVM_CAPTURE_MODE_PIN &&
+		    p->cfg->pin && !regs) {
+			uint64_t holds =
+				ivm_pin_capture_stats(p->cfg->pin)->holds;
 
-		err = ivm_pin_capture_task(p->cfg->pin, p->engine, req->task,
-					   v->cpu, &p->cap);
-		p->helper_held |= ivm_pin_capture_stats(p->cfg->pin)->holds !=
-				  holds;
-		pin_news(p);
-	} else {
-		err = ivm_capture_task(p->engine, req->task, regs, cpl,
-				       v->cpu, &p->cap);
+			err = ivm_pin_capture_task(p->cfg->pin, p->engine,
+						   req->task, v->cpu, &p->cap);
+			p->helper_held |=
+				ivm_pin_capture_stats(p->cfg->pin)->holds !=
+				holds;
+			pin_news(p);
+		} else {
+			err = ivm_capture_task(p->engine, req->task, regs, cpl,
+					       v->cpu, &p->cap);
+		}
+		if (err)
+			goto out;
+		if (!regs || stopped || !p->cfg->tcg_env ||
+		    p->cap.outcome != IVM_CAPTURE_KEPT ||
+		    !(p->cap.sample.stack_flags & IVM_STACK_TRUNC_BADINFO))
+			break;
+		if (tries == LIVE_TRIES) {
+			p->res->live_rereads_failed++;
+			break;
+		}
+		p->res->live_rereads++;
 	}
-	if (err)
-		goto out;
+	if (tries > 1 && p->cap.outcome == IVM_CAPTURE_KEPT &&
+	    !(p->cap.sample.stack_flags & IVM_STACK_TRUNC_BADINFO))
+		p->res->live_rereads_mended++;
 	/* Stopped vCPUs do not move: the live stack is exact then. */
 	if (stopped && regs)
 		p->cap.sample.stack_flags &= ~(uint32_t)IVM_STACK_INEXACT;

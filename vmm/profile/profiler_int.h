@@ -68,7 +68,7 @@ static const uint64_t follow_ns[NR_FOLLOW] = {
  * (switch sampling's included), three per --label, the stages, the
  * budget's, the stamps', the disk's and the host's side.
  */
-#define MAX_STATS (114 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + 2 + 2 + 15 + \
+#define MAX_STATS (117 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + 2 + 2 + 15 + \
 		   IVM_DISK_MAX_STATS + IVM_HOST_MAX_STATS)
 
 struct profiler {

@@ -136,6 +136,11 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	st[n++] = (struct ivm_stat){ "capture_retries", r->retries };
 	st[n++] = (struct ivm_stat){ "torn_reads", r->torn_reads };
 	st[n++] = (struct ivm_stat){ "mid_switch_looks", r->mid_switch_looks };
+	st[n++] = (struct ivm_stat){ "live_rereads", r->live_rereads };
+	st[n++] = (struct ivm_stat){ "live_rereads_mended",
+				     r->live_rereads_mended };
+	st[n++] = (struct ivm_stat){ "live_rereads_failed",
+				     r->live_rereads_failed };
 	st[n++] = (struct ivm_stat){ "from_idle_resolved",
 				     r->from_idle_resolved };
 	st[n++] = (struct ivm_stat){ "from_idle_unresolved",

@@ -419,6 +419,12 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 			ST("user_stack_cap"), ST("user_stack_loop"),
 			ST("user_stack_bad_cfi"), ST("user_stack_no_cfi"),
 			ST("user_stack_errors"), ST("user_stack_unreadable"));
+	/* Running targets whose live registers led nowhere (profiler.h). */
+	if (ST("live_rereads"))
+		fprintf(out, "  running threads read again (their registers, read as they ran, led the unwind nowhere): %" PRIu64
+			" reads; %" PRIu64 " stacks whole after them, %" PRIu64
+			" still stopped early\n", ST("live_rereads"),
+			ST("live_rereads_mended"), ST("live_rereads_failed"));
 	fprintf(out,
 		"  host events: %" PRIu64 " vCPU-thread sleeps (%" PRIu64
 		" idle halts, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
