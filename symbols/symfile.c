@@ -235,13 +235,12 @@ static void read_build_id(struct ivm_symfile *f)
 			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
 			    !memcmp((char *)data->d_buf + name_off, "GNU", 4) &&
 			    nh.n_descsz && nh.n_descsz <= IVM_SYM_BUILD_ID_MAX) {
-				memcpy(f->build_id,
-				       (char *)data->d_buf + desc_off,
-				       nh.n_descsz);
-				f->build_id_len = nh.n_descsz;
-				for (i = 0; i < f->build_id_len; i++)
+				const uint8_t *id = (const uint8_t *)
+					data->d_buf + desc_off;
+
+				for (i = 0; i < nh.n_descsz; i++)
 					snprintf(f->build_id_hex + 2 * i, 3,
-						 "%02x", f->build_id[i]);
+						 "%02x", id[i]);
 				return;
 			}
 			off = next;
@@ -719,12 +718,6 @@ void ivm_symfile_set_debug(struct ivm_symfile *f, struct ivm_symfile *debug)
 {
 	ivm_symfile_destroy(f->debug);
 	f->debug = debug;
-}
-
-size_t ivm_symfile_build_id(const struct ivm_symfile *f, const uint8_t **id)
-{
-	*id = f->build_id;
-	return f->build_id_len;
 }
 
 const char *ivm_symfile_build_id_hex(const struct ivm_symfile *f)

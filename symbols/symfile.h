@@ -150,11 +150,7 @@ const char *ivm_symfile_missing_alt(struct ivm_symfile *f, const char **path);
 struct ivm_sym_error *ivm_symfile_set_alt(struct ivm_symfile *f,
 					  const char *path);
 
-/*
- * The GNU build-id note: its length in bytes (0 if none) and, in hex, a
- * NUL-terminated string owned by f ("" if none).
- */
-size_t ivm_symfile_build_id(const struct ivm_symfile *f, const uint8_t **id);
+/* The GNU build-id note in hex, owned by f ("" if none). */
 const char *ivm_symfile_build_id_hex(const struct ivm_symfile *f);
 
 /*

@@ -59,8 +59,6 @@ struct ivm_symfile {
 	/* Sections for the direct line-table reader (dwarf_lines.h). */
 	struct ivm_dwarf_sections dwarf_sections;
 
-	uint8_t build_id[IVM_SYM_BUILD_ID_MAX];
-	size_t build_id_len;
 	char build_id_hex[2 * IVM_SYM_BUILD_ID_MAX + 1];
 	char *release;
 

@@ -66,8 +66,12 @@ static bool release_char(char c)
 #define SCAN_LIMIT	(8ull << 30)
 #define SCAN_CHUNK	(2ull << 20)
 
-struct ivm_error *ivm_guest_find_release(struct ivm_gmem *gmem,
-					 char release[65])
+/*
+ * Find "Linux version RELEASE " in guest physical memory (the kernel's
+ * banner; the first plausible release wins) and copy RELEASE (at most 64
+ * bytes of [A-Za-z0-9._+~-]) to release.
+ */
+static struct ivm_error *find_release(struct ivm_gmem *gmem, char release[65])
 {
 	static const char prefix[] = "Linux version ";
 	const size_t plen = sizeof(prefix) - 1;
@@ -689,7 +693,7 @@ struct ivm_error *ivm_guest_open_kernel(struct ivm_guest *g,
 
 	if (g->has_kernel)
 		return NULL;
-	err = ivm_guest_find_release(g->gmem, g->release);
+	err = find_release(g->gmem, g->release);
 	if (!err)
 		err = open_kernel(g, opts);
 	if (err) {

@@ -169,12 +169,4 @@ struct ivm_error *ivm_guest_orc(struct ivm_guest *guest,
 /* Re-read every vCPU's registers and HLT state (live guests only). */
 struct ivm_error *ivm_guest_refresh_vcpus(struct ivm_guest *guest);
 
-/*
- * Find "Linux version RELEASE " in guest physical memory (the kernel's
- * banner; the first plausible release wins) and copy RELEASE (at most 64
- * bytes of [A-Za-z0-9._+~-]) to release.
- */
-struct ivm_error *ivm_guest_find_release(struct ivm_gmem *gmem,
-					 char release[65]);
-
 #endif /* IVM_GUEST_H */

@@ -392,11 +392,6 @@ ivm_disk_service_totals(const struct ivm_disk_service *ds)
 	return &ds->t;
 }
 
-uint64_t ivm_disk_service_bound(size_t i)
-{
-	return i < IVM_DISK_BUCKETS ? bounds[i] : UINT64_MAX;
-}
-
 size_t ivm_disk_service_fill_stats(const struct ivm_disk_service *ds,
 				   struct ivm_stat *st, size_t max)
 {

@@ -128,9 +128,6 @@ void ivm_disk_service_take_spans(struct ivm_disk_service *ds,
 const struct ivm_disk_totals *
 ivm_disk_service_totals(const struct ivm_disk_service *ds);
 
-/* The upper bound of bucket i in ns; UINT64_MAX for the last. */
-uint64_t ivm_disk_service_bound(size_t i);
-
 /* Room ivm_disk_service_fill_stats() needs. */
 #define IVM_DISK_MAX_STATS	(9 + IVM_DISK_NR_KINDS + 2 * IVM_DISK_ASYNC + \
 				 IVM_DISK_BUCKETS)

@@ -23,7 +23,7 @@ static const char *const stage_stat[IVM_STAGE_NR] = {
  * its own idle-task switch counts: every period whose start was seen, and
  * every one that came and went between two looks.
  */
-void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
+static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 			    size_t *nr)
 {
 	const struct ivm_idle_stats *is = ivm_idle_periods_stats(p->periods);

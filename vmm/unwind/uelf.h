@@ -330,13 +330,6 @@ struct ivm_error *ivm_uelf_read_gnu_debugdata(const struct ivm_kmem_reader *file
 					      struct ivm_uelf_syms **ret);
 
 /*
- * The same, from the xz bytes of the section (len of them at data): what
- * ivm_uelf_read_gnu_debugdata does after reading them; for fuzzing.
- */
-struct ivm_error *ivm_uelf_minidebug_syms(const uint8_t *data, size_t len,
-					  struct ivm_uelf_syms **ret);
-
-/*
  * The function holding link-time vaddr: its name (owned by s) and *off
  * (vaddr minus its start), or NULL when vaddr is outside every function's
  * [start, start + size).  Where functions overlap (aliases), the one

@@ -450,8 +450,9 @@ static struct ivm_error *unxz(const uint8_t *data, size_t len, uint8_t **out,
 	return NULL;
 }
 
-struct ivm_error *ivm_uelf_minidebug_syms(const uint8_t *data, size_t len,
-					  struct ivm_uelf_syms **ret)
+/* The symbols of MiniDebugInfo, from the xz bytes of .gnu_debugdata. */
+static struct ivm_error *minidebug_syms(const uint8_t *data, size_t len,
+					struct ivm_uelf_syms **ret)
 {
 	struct ivm_uelf_section symtab, strtab;
 	struct ivm_kmem_reader r;
@@ -536,7 +537,7 @@ struct ivm_error *ivm_uelf_read_gnu_debugdata(const struct ivm_kmem_reader *file
 		return &ivm_enomem;
 	err = file->read(file->ctx, sec.offset, data, sec.size);
 	if (!err)
-		err = ivm_uelf_minidebug_syms(data, sec.size, ret);
+		err = minidebug_syms(data, sec.size, ret);
 	free(data);
 	return err;
 }
