@@ -149,15 +149,9 @@ static int capture_stack(struct ivm_guest *g, struct ivm_capture_engine *e,
 			return ivm_error_report(err);
 		if (!g->qmp)
 			break;
-		/*
-		 * A running vCPU's registers are read while it runs: under
-		 * TCG its instruction pointer may lag its stack pointer, and
-		 * the unwind then stops at a "return address" that is no
-		 * code.  Read again, as for a task that ran during the read.
-		 */
+		/* Live registers that led nowhere: as if it ran, read again. */
 		if (cap->outcome == IVM_CAPTURE_KEPT &&
-		    (!regs || cpl != 0 ||
-		     !(cap->sample.stack_flags & IVM_STACK_TRUNC_BADINFO)))
+		    !(regs && ivm_capture_live_cut(cap)))
 			break;
 	}
 	res->vcpu = vcpu >= 0 ? g->vcpus[vcpu].index : -1;

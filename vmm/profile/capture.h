@@ -247,6 +247,20 @@ struct ivm_error *ivm_capture_task(struct ivm_capture_engine *engine,
  */
 #define IVM_CAPTURE_F_RUNNABLE	0x2u
 
+/*
+ * A kept stack read from live registers that ended without unwind
+ * information may owe its cut to them: a running vCPU's registers read
+ * from QEMU's memory under TCG, while it runs, may hold an instruction
+ * pointer that lags the stack pointer (QEMU writes it back only between
+ * translated blocks), and the unwind then stops at a "return address"
+ * that is no code.  Its readers read such a target again.
+ */
+static inline bool ivm_capture_live_cut(const struct ivm_capture *cap)
+{
+	return cap->outcome == IVM_CAPTURE_KEPT &&
+	       (cap->sample.stack_flags & IVM_STACK_TRUNC_BADINFO);
+}
+
 /* ivm_capture_task with IVM_CAPTURE_F_* flags (for a task not running). */
 struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *engine,
 					 uint64_t task_addr,

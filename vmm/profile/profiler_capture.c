@@ -144,13 +144,10 @@ static void pin_news(struct profiler *p)
 }
 
 /*
- * Reads of a running target before its stack is kept as it is.  Under
- * TCG a running vCPU's registers are read while it runs: its instruction
- * pointer may lag its stack pointer (QEMU writes it back only between
- * translated blocks), and the unwind then stops at a "return address"
- * that is no code.  Read again, as `idlevm stack` does (cmd_stack.c).
- * Only from QEMU's memory (tcg_env.h): registers asked of QEMU over QMP
- * are synchronized with the vCPU, and cost a round trip each.
+ * Reads of a running target whose live registers led the unwind nowhere
+ * (ivm_capture_live_cut) before its stack is kept as it is.  Only from
+ * QEMU's memory (tcg_env.h): registers asked of QEMU over QMP are
+ * synchronized with the vCPU, and cost a round trip each.
  */
 #define LIVE_TRIES	3
 
@@ -239,8 +236,7 @@ static struct ivm_error *capture_in(struct profiler *p,
 		if (err)
 			goto out;
 		if (!regs || stopped || !p->cfg->tcg_env ||
-		    p->cap.outcome != IVM_CAPTURE_KEPT ||
-		    !(p->cap.sample.stack_flags & IVM_STACK_TRUNC_BADINFO))
+		    !ivm_capture_live_cut(&p->cap))
 			break;
 		if (tries == LIVE_TRIES) {
 			p->res->live_rereads_failed++;
@@ -249,7 +245,7 @@ static struct ivm_error *capture_in(struct profiler *p,
 		p->res->live_rereads++;
 	}
 	if (tries > 1 && p->cap.outcome == IVM_CAPTURE_KEPT &&
-	    !(p->cap.sample.stack_flags & IVM_STACK_TRUNC_BADINFO))
+	    !ivm_capture_live_cut(&p->cap))
 		p->res->live_rereads_mended++;
 	/* Stopped vCPUs do not move: the live stack is exact then. */
 	if (stopped && regs)
