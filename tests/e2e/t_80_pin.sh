@@ -76,7 +76,7 @@ pin_run() {
 		# says so and captures optimistic from the start.
 		echo "$out" | grep -q "warning: no pin capture" ||
 			fail "pin mode was not chosen, and not said why: $out"
-		echo "pin capture not available at the start (reported)"
+		echo "degraded: pin capture not available at the start (reported)"
 		degraded=1
 		return
 	fi
@@ -87,7 +87,7 @@ pin_run() {
 	if echo "$out" | grep -q "warning: pin capture off"; then
 		[ "$failed" -ge 1 ] || fail "pin capture degraded but pin_failed is $failed: $out"
 		degraded=1
-		echo "pin capture degraded as designed (reported, pin_failed $failed);" \
+		echo "degraded: pin capture as designed (reported, pin_failed $failed);" \
 			"helper round trips now: slowest of 10 pings $(rtt_helper_ms 10 || echo '?') ms"
 	else
 		[ "$failed" = 0 ] || fail "pin_failed $failed without a warning: $out"
@@ -123,7 +123,7 @@ echo "blocked targets discarded: optimistic $obd of $obc ($obf), pin $pbd of $pb
 if [ "$degraded" = 1 ]; then
 	# Both runs lost the helper: the pin run is part optimistic, and the
 	# two cannot be ordered.  What it kept is still checked below.
-	echo "NOT COMPARED: pin capture degraded in $tries of $tries runs" \
+	echo "degraded: NOT COMPARED: pin capture degraded in $tries of $tries runs" \
 		"(reported and counted each time); its kept stacks are checked"
 elif [ "${pinned:-0}" = 0 ]; then
 	# The rescue policy pins only a target its unpinned read found woken

@@ -81,7 +81,7 @@ while [ "$i" -lt "$max_rounds" ] && [ "$killed_pinned" -lt "$want" ]; do
 		pinround=0
 		grep -q "warning: no pin capture" "$IVM_RUNDIR/t85.out" ||
 			fail "not in pin mode, and not said why: $(cat "$IVM_RUNDIR/t85.out")"
-		echo "round $i: no pin capture (reported): $(grep "warning: no pin capture" "$IVM_RUNDIR/t85.out")"
+		echo "degraded: round $i: no pin capture (reported): $(grep "warning: no pin capture" "$IVM_RUNDIR/t85.out")"
 		unpinned_rounds=$((unpinned_rounds + 1))
 	fi
 	# The restore itself is measured by the helper; wait for its log
