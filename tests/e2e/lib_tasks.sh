@@ -9,7 +9,7 @@ guest_tasks() {
 	guest_sh 'grep -s -H "" /proc/[0-9]*/task/[0-9]*/comm
 		echo "# last_pid $(cat /proc/sys/kernel/ns_last_pid 2>/dev/null)"' |
 		sed -n -e 's|^/proc/\([0-9]*\)/task/\([0-9]*\)/comm:|\1 \2 |p' \
-			-e 's|^# last_pid \([0-9][0-9]*\)$|# last_pid \1|p' |
+			-e '/^# last_pid [0-9][0-9]*$/p' |
 		sort -n -k2,2
 }
 

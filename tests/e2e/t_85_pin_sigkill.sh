@@ -130,4 +130,4 @@ echo "rounds $i ($unpinned_rounds without pin capture), killed with pins in plac
 echo "$times" | awk '$1 > 1000 { print "restore bound " $1 " ms over 1000 ms"; bad = 1 } END { exit bad }' ||
 	fail "an affinity stayed pinned over a second after the kill"
 echo "$times" | awk -v limit="$limit" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
-	$1 > limit { printf "degraded: restore bound %s ms over the %s ms limit (host load %s)\n", $1, limit, load }' 
+	$1 > limit { printf "degraded: restore bound %s ms over the %s ms limit (host load %s)\n", $1, limit, load }'
