@@ -112,11 +112,12 @@ Test(symbols_vmlinux, inline_frames_match_eu_addr2line, .timeout = 60)
 {
 	struct ivm_symfile *f;
 	const struct ivm_sym_location *loc = NULL;
-	uint64_t sched = map_addr("__schedule"), a;
+	uint64_t sched, a;
 	char eu[IVM_SYM_MAX_INLINE][128];
 	size_t n, i;
 
 	need_vmlinux();
+	sched = map_addr("__schedule");
 	if (access("/usr/bin/eu-addr2line", X_OK))
 		cr_skip_test("eu-addr2line (elfutils) not installed");
 	cr_assert_null(ivm_symfile_open_elf(VMLINUX, &f));
