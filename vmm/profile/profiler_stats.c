@@ -13,6 +13,30 @@
 static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
 			      size_t *nr);
 
+/*
+ * st[*n] = { name, value } while the table has room; past MAX_STATS (a
+ * stat added without growing it) only counted, so fill_stats() says so
+ * instead of writing past its caller's array.
+ */
+static void put_stat(struct ivm_stat *st, size_t *n, const char *name,
+		     uint64_t value)
+{
+	if (*n < MAX_STATS)
+		st[*n] = (struct ivm_stat){ name, value };
+	(*n)++;
+}
+
+/* Where a filler of its own writes (st + n or the end), and how many. */
+static struct ivm_stat *stat_at(struct ivm_stat *st, size_t n)
+{
+	return st + (n < MAX_STATS ? n : MAX_STATS);
+}
+
+static size_t stat_room(size_t n)
+{
+	return n < MAX_STATS ? MAX_STATS - n : 0;
+}
+
 static const char *const stage_stat[IVM_STAGE_NR] = {
 	"stage_other_us", "stage_events_us", "stage_looks_us",
 	"stage_stamps_us", "stage_capture_us", "stage_write_us",
@@ -29,50 +53,40 @@ static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	const struct ivm_idle_stats *is = ivm_idle_periods_stats(p->periods);
 	size_t n = *nr;
 
-	st[n++] = (struct ivm_stat){ "idle_periods_seen", is->periods_seen };
-	st[n++] = (struct ivm_stat){ "idle_periods_ended", is->periods_ended };
-	st[n++] = (struct ivm_stat){ "idle_periods_unseen",
-				     is->unseen_periods };
-	st[n++] = (struct ivm_stat){ "idle_periods_written",
-				     p->res->periods_written };
-	st[n++] = (struct ivm_stat){ "from_idle_late", is->from_idle_late };
-	st[n++] = (struct ivm_stat){ "host_sleeps", is->host_sleeps };
-	st[n++] = (struct ivm_stat){ "host_sleeps_idle", is->host_sleeps_idle };
-	st[n++] = (struct ivm_stat){ "host_sleeps_busy", is->host_sleeps_busy };
-	st[n++] = (struct ivm_stat){ "halt_looked_100us",
-				     is->halt_looked_100us };
-	st[n++] = (struct ivm_stat){ "halt_looked_1ms", is->halt_looked_1ms };
-	st[n++] = (struct ivm_stat){ "halt_looked_late", is->halt_looked_late };
-	st[n++] = (struct ivm_stat){ "host_wakes", is->host_wakes };
-	st[n++] = (struct ivm_stat){ "wakes_no_switch", is->wakes_no_switch };
-	st[n++] = (struct ivm_stat){ "own_switches", is->own_switches };
-	st[n++] = (struct ivm_stat){ "idle_periods_replayed",
-				     is->recovered_periods };
-	st[n++] = (struct ivm_stat){ "idle_periods_no_start",
-				     p->res->periods_no_start };
-	st[n++] = (struct ivm_stat){ "to_idle_valued",
-				     p->res->valued[IVM_SAMPLE_TO_IDLE] };
-	st[n++] = (struct ivm_stat){ "from_idle_valued",
-				     p->res->valued[IVM_SAMPLE_FROM_IDLE] };
-	st[n++] = (struct ivm_stat){ "to_idle_later",
-				     p->res->kept_later[IVM_SAMPLE_TO_IDLE] };
-	st[n++] = (struct ivm_stat){ "guest_paused_s", p->res->paused_s };
+	put_stat(st, &n, "idle_periods_seen", is->periods_seen);
+	put_stat(st, &n, "idle_periods_ended", is->periods_ended);
+	put_stat(st, &n, "idle_periods_unseen", is->unseen_periods);
+	put_stat(st, &n, "idle_periods_written", p->res->periods_written);
+	put_stat(st, &n, "from_idle_late", is->from_idle_late);
+	put_stat(st, &n, "host_sleeps", is->host_sleeps);
+	put_stat(st, &n, "host_sleeps_idle", is->host_sleeps_idle);
+	put_stat(st, &n, "host_sleeps_busy", is->host_sleeps_busy);
+	put_stat(st, &n, "halt_looked_100us", is->halt_looked_100us);
+	put_stat(st, &n, "halt_looked_1ms", is->halt_looked_1ms);
+	put_stat(st, &n, "halt_looked_late", is->halt_looked_late);
+	put_stat(st, &n, "host_wakes", is->host_wakes);
+	put_stat(st, &n, "wakes_no_switch", is->wakes_no_switch);
+	put_stat(st, &n, "own_switches", is->own_switches);
+	put_stat(st, &n, "idle_periods_replayed", is->recovered_periods);
+	put_stat(st, &n, "idle_periods_no_start", p->res->periods_no_start);
+	put_stat(st, &n, "to_idle_valued", p->res->valued[IVM_SAMPLE_TO_IDLE]);
+	put_stat(st, &n, "from_idle_valued",
+		 p->res->valued[IVM_SAMPLE_FROM_IDLE]);
+	put_stat(st, &n, "to_idle_later",
+		 p->res->kept_later[IVM_SAMPLE_TO_IDLE]);
+	put_stat(st, &n, "guest_paused_s", p->res->paused_s);
 	/* libvirtd restarted: its connection opened again. */
-	st[n++] = (struct ivm_stat){ "libvirt_reconnects",
-				     ivm_qmp_reconnects(p->guest->qmp) };
-	st[n++] = (struct ivm_stat){ "trace_lost", is->lost_events };
-	st[n++] = (struct ivm_stat){ "trace_records", p->res->trace_records };
-	st[n++] = (struct ivm_stat){ "host_trace_records",
-				     p->res->host_trace_records };
-	st[n++] = (struct ivm_stat){ "host_trace_lost", p->host_trace_lost };
-	st[n++] = (struct ivm_stat){ "host_trace_reads", p->host_sides_reads };
+	put_stat(st, &n, "libvirt_reconnects",
+		 ivm_qmp_reconnects(p->guest->qmp));
+	put_stat(st, &n, "trace_lost", is->lost_events);
+	put_stat(st, &n, "trace_records", p->res->trace_records);
+	put_stat(st, &n, "host_trace_records", p->res->host_trace_records);
+	put_stat(st, &n, "host_trace_lost", p->host_trace_lost);
+	put_stat(st, &n, "host_trace_reads", p->host_sides_reads);
 	if (p->guest->kvm) {
-		st[n++] = (struct ivm_stat){ "kvm_halt_exits",
-					     is->kvm_halt_exits };
-		st[n++] = (struct ivm_stat){ "kvm_halts_slept",
-					     is->kvm_halts_slept };
-		st[n++] = (struct ivm_stat){ "kvm_halts_polled",
-					     is->kvm_halts_polled };
+		put_stat(st, &n, "kvm_halt_exits", is->kvm_halt_exits);
+		put_stat(st, &n, "kvm_halts_slept", is->kvm_halts_slept);
+		put_stat(st, &n, "kvm_halts_polled", is->kvm_halts_polled);
 	}
 	*nr = n;
 }
@@ -83,14 +97,14 @@ static void fill_user_stack_stats(const struct ivm_capture_user_stats *u,
 {
 	size_t n = *nr;
 
-	st[n++] = (struct ivm_stat){ "user_stacks", u->unwinds };
-	st[n++] = (struct ivm_stat){ "user_stack_fault", u->fault };
-	st[n++] = (struct ivm_stat){ "user_stack_cap", u->cap };
-	st[n++] = (struct ivm_stat){ "user_stack_loop", u->loop };
-	st[n++] = (struct ivm_stat){ "user_stack_bad_cfi", u->bad_cfi };
-	st[n++] = (struct ivm_stat){ "user_stack_no_cfi", u->no_cfi };
-	st[n++] = (struct ivm_stat){ "user_stack_errors", u->errors };
-	st[n++] = (struct ivm_stat){ "user_stack_unreadable", u->no_reader };
+	put_stat(st, &n, "user_stacks", u->unwinds);
+	put_stat(st, &n, "user_stack_fault", u->fault);
+	put_stat(st, &n, "user_stack_cap", u->cap);
+	put_stat(st, &n, "user_stack_loop", u->loop);
+	put_stat(st, &n, "user_stack_bad_cfi", u->bad_cfi);
+	put_stat(st, &n, "user_stack_no_cfi", u->no_cfi);
+	put_stat(st, &n, "user_stack_errors", u->errors);
+	put_stat(st, &n, "user_stack_unreadable", u->no_reader);
 	*nr = n;
 }
 
@@ -103,71 +117,56 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	bool level[MAX_STATS] = { false };
 	size_t n = 0, i;
 
-	st[n++] = (struct ivm_stat){ "elapsed_ms",
-				     (ivm_mono_ns() - p->start_ns) / 1000000 };
-	st[n++] = (struct ivm_stat){ "to_idle", r->kept[IVM_SAMPLE_TO_IDLE] };
-	st[n++] = (struct ivm_stat){ "from_idle", r->kept[IVM_SAMPLE_FROM_IDLE] };
-	st[n++] = (struct ivm_stat){ "on_cpu", r->kept[IVM_SAMPLE_ON_CPU] };
-	st[n++] = (struct ivm_stat){ "discarded_ran",
-				     r->outcomes[IVM_CAPTURE_DISCARDED_RAN] };
-	st[n++] = (struct ivm_stat){ "discarded_runnable",
-				     r->outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE] };
-	st[n++] = (struct ivm_stat){ "capture_failed",
-				     r->outcomes[IVM_CAPTURE_FAILED] };
-	st[n++] = (struct ivm_stat){ "blocked_kept",
-				     r->blocked_outcomes[IVM_CAPTURE_KEPT] };
-	st[n++] = (struct ivm_stat){
-		"blocked_discarded",
-		r->blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
-		r->blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE] };
-	st[n++] = (struct ivm_stat){ "filtered", r->filtered };
-	st[n++] = (struct ivm_stat){ "lost_busy", d->lost_busy };
-	st[n++] = (struct ivm_stat){ "lost_missed", d->lost_missed };
-	st[n++] = (struct ivm_stat){ "lost_no_target", d->lost_no_target };
-	st[n++] = (struct ivm_stat){ "missed_idle", d->missed_idle };
-	st[n++] = (struct ivm_stat){ "idle_transitions", d->idle_transitions };
-	st[n++] = (struct ivm_stat){ "inconsistent", d->inconsistent };
-	st[n++] = (struct ivm_stat){ "unseen_to_idle", d->unseen_to_idle };
-	st[n++] = (struct ivm_stat){ "to_idle_resolved", r->to_idle_resolved };
-	st[n++] = (struct ivm_stat){ "to_idle_retargeted",
-				     r->to_idle_retargeted };
-	st[n++] = (struct ivm_stat){ "to_idle_unresolved",
-				     r->to_idle_unresolved };
-	st[n++] = (struct ivm_stat){ "capture_retries", r->retries };
-	st[n++] = (struct ivm_stat){ "torn_reads", r->torn_reads };
-	st[n++] = (struct ivm_stat){ "mid_switch_looks", r->mid_switch_looks };
-	st[n++] = (struct ivm_stat){ "live_rereads", r->live_rereads };
-	st[n++] = (struct ivm_stat){ "live_rereads_mended",
-				     r->live_rereads_mended };
-	st[n++] = (struct ivm_stat){ "live_rereads_failed",
-				     r->live_rereads_failed };
-	st[n++] = (struct ivm_stat){ "from_idle_resolved",
-				     r->from_idle_resolved };
-	st[n++] = (struct ivm_stat){ "from_idle_unresolved",
-				     r->from_idle_unresolved };
+	put_stat(st, &n, "elapsed_ms", (ivm_mono_ns() - p->start_ns) / 1000000);
+	put_stat(st, &n, "to_idle", r->kept[IVM_SAMPLE_TO_IDLE]);
+	put_stat(st, &n, "from_idle", r->kept[IVM_SAMPLE_FROM_IDLE]);
+	put_stat(st, &n, "on_cpu", r->kept[IVM_SAMPLE_ON_CPU]);
+	put_stat(st, &n, "discarded_ran",
+		 r->outcomes[IVM_CAPTURE_DISCARDED_RAN]);
+	put_stat(st, &n, "discarded_runnable",
+		 r->outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE]);
+	put_stat(st, &n, "capture_failed", r->outcomes[IVM_CAPTURE_FAILED]);
+	put_stat(st, &n, "blocked_kept", r->blocked_outcomes[IVM_CAPTURE_KEPT]);
+	put_stat(st, &n, "blocked_discarded",
+		 r->blocked_outcomes[IVM_CAPTURE_DISCARDED_RAN] +
+		 r->blocked_outcomes[IVM_CAPTURE_DISCARDED_RUNNABLE]);
+	put_stat(st, &n, "filtered", r->filtered);
+	put_stat(st, &n, "lost_busy", d->lost_busy);
+	put_stat(st, &n, "lost_missed", d->lost_missed);
+	put_stat(st, &n, "lost_no_target", d->lost_no_target);
+	put_stat(st, &n, "missed_idle", d->missed_idle);
+	put_stat(st, &n, "idle_transitions", d->idle_transitions);
+	put_stat(st, &n, "inconsistent", d->inconsistent);
+	put_stat(st, &n, "unseen_to_idle", d->unseen_to_idle);
+	put_stat(st, &n, "to_idle_resolved", r->to_idle_resolved);
+	put_stat(st, &n, "to_idle_retargeted", r->to_idle_retargeted);
+	put_stat(st, &n, "to_idle_unresolved", r->to_idle_unresolved);
+	put_stat(st, &n, "capture_retries", r->retries);
+	put_stat(st, &n, "torn_reads", r->torn_reads);
+	put_stat(st, &n, "mid_switch_looks", r->mid_switch_looks);
+	put_stat(st, &n, "live_rereads", r->live_rereads);
+	put_stat(st, &n, "live_rereads_mended", r->live_rereads_mended);
+	put_stat(st, &n, "live_rereads_failed", r->live_rereads_failed);
+	put_stat(st, &n, "from_idle_resolved", r->from_idle_resolved);
+	put_stat(st, &n, "from_idle_unresolved", r->from_idle_unresolved);
 	{
 		struct ivm_uobjects_stats us;
 		struct ivm_capture_maps_stats ms;
 
 		ivm_uobjects_stats(ivm_capture_engine_objects(p->engine), &us);
 		level[n] = true;
-		st[n++] = (struct ivm_stat){ "user_objects", us.objects };
+		put_stat(st, &n, "user_objects", us.objects);
 		level[n] = true;
-		st[n++] = (struct ivm_stat){ "user_images_bytes",
-					     us.image_memory };
-		st[n++] = (struct ivm_stat){ "user_images_dropped",
-					     us.images_dropped };
+		put_stat(st, &n, "user_images_bytes", us.image_memory);
+		put_stat(st, &n, "user_images_dropped", us.images_dropped);
 		ivm_capture_engine_maps_stats(p->engine, &ms);
 		level[n] = true;
-		st[n++] = (struct ivm_stat){ "user_maps_bytes", ms.bytes };
-		st[n++] = (struct ivm_stat){ "user_maps_dropped",
-					     ms.dropped };
-		st[n++] = (struct ivm_stat){ "cfi_rows", us.row_lookups };
-		st[n++] = (struct ivm_stat){ "cfi_rows_absent",
-					     us.row_faults };
-		st[n++] = (struct ivm_stat){ "cfi_rows_page_cache",
-					     us.row_page_cache +
-					     us.row_other_mapping };
+		put_stat(st, &n, "user_maps_bytes", ms.bytes);
+		put_stat(st, &n, "user_maps_dropped", ms.dropped);
+		put_stat(st, &n, "cfi_rows", us.row_lookups);
+		put_stat(st, &n, "cfi_rows_absent", us.row_faults);
+		put_stat(st, &n, "cfi_rows_page_cache",
+			 us.row_page_cache + us.row_other_mapping);
 		fill_user_stack_stats(ivm_capture_engine_user_stats(p->engine),
 				      st, &n);
 	}
@@ -175,32 +174,27 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		const struct ivm_pin_stats *ps =
 			ivm_pin_capture_stats(p->cfg->pin);
 
-		st[n++] = (struct ivm_stat){ "pin_ok", ps->ok };
-		st[n++] = (struct ivm_stat){ "pin_hold_only", ps->hold_only };
-		st[n++] = (struct ivm_stat){ "pin_skipped", ps->skipped };
-		st[n++] = (struct ivm_stat){ "pin_unneeded", ps->unneeded };
-		st[n++] = (struct ivm_stat){ "pin_running", ps->running };
-		st[n++] = (struct ivm_stat){ "pin_reread", ps->reread };
-		st[n++] = (struct ivm_stat){ "pin_refused", ps->refused };
-		st[n++] = (struct ivm_stat){ "pin_ran_before",
-					     ps->ran_before_pin };
-		st[n++] = (struct ivm_stat){ "pin_lease_expired",
-					     ps->lease_expired };
-		st[n++] = (struct ivm_stat){ "pin_timed_out", ps->timed_out };
-		st[n++] = (struct ivm_stat){ "pin_failed", ps->failed };
-		st[n++] = (struct ivm_stat){ "pin_unpinned", ps->unpinned };
-		st[n++] = (struct ivm_stat){ "pin_reconnects", ps->reconnects };
-		st[n++] = (struct ivm_stat){ "pin_requests", ps->requests };
-		st[n++] = (struct ivm_stat){ "pin_holds", ps->holds };
-		st[n++] = (struct ivm_stat){ "pin_pins", ps->pins };
-		st[n++] = (struct ivm_stat){ "pin_lease_us", ps->lease_us };
-		st[n++] = (struct ivm_stat){ "pin_refused_rt",
-					     ps->refused_rt };
-		st[n++] = (struct ivm_stat){ "readaheads", ps->readaheads };
-		st[n++] = (struct ivm_stat){ "readahead_bytes",
-					     ps->readahead_bytes };
-		st[n++] = (struct ivm_stat){ "readahead_failed",
-					     ps->readahead_failed };
+		put_stat(st, &n, "pin_ok", ps->ok);
+		put_stat(st, &n, "pin_hold_only", ps->hold_only);
+		put_stat(st, &n, "pin_skipped", ps->skipped);
+		put_stat(st, &n, "pin_unneeded", ps->unneeded);
+		put_stat(st, &n, "pin_running", ps->running);
+		put_stat(st, &n, "pin_reread", ps->reread);
+		put_stat(st, &n, "pin_refused", ps->refused);
+		put_stat(st, &n, "pin_ran_before", ps->ran_before_pin);
+		put_stat(st, &n, "pin_lease_expired", ps->lease_expired);
+		put_stat(st, &n, "pin_timed_out", ps->timed_out);
+		put_stat(st, &n, "pin_failed", ps->failed);
+		put_stat(st, &n, "pin_unpinned", ps->unpinned);
+		put_stat(st, &n, "pin_reconnects", ps->reconnects);
+		put_stat(st, &n, "pin_requests", ps->requests);
+		put_stat(st, &n, "pin_holds", ps->holds);
+		put_stat(st, &n, "pin_pins", ps->pins);
+		put_stat(st, &n, "pin_lease_us", ps->lease_us);
+		put_stat(st, &n, "pin_refused_rt", ps->refused_rt);
+		put_stat(st, &n, "readaheads", ps->readaheads);
+		put_stat(st, &n, "readahead_bytes", ps->readahead_bytes);
+		put_stat(st, &n, "readahead_failed", ps->readahead_failed);
 	}
 	fill_idle_stats(p, st, &n);
 	fill_switch_stats(p, st, &n);
@@ -208,74 +202,65 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 		const struct ivm_last_ran_stats *ls =
 			ivm_last_ran_stats(p->last_ran);
 
-		st[n++] = (struct ivm_stat){ "stamps_exact", ls->exact };
-		st[n++] = (struct ivm_stat){ "stamps_latest", ls->latest };
-		st[n++] = (struct ivm_stat){ "stamps_walks", ls->walks };
-		st[n++] = (struct ivm_stat){ "stamps_stale_walks",
-					     ls->stale_walks };
-		st[n++] = (struct ivm_stat){ "stamps_stale_refused",
-					     ls->stale_refused };
-		st[n++] = (struct ivm_stat){ "stamps_tied_refused",
-					     ls->tied_refused };
-		st[n++] = (struct ivm_stat){ "stamps_running_refused",
-					     ls->running_refused };
-		st[n++] = (struct ivm_stat){ "stamps_stale_refused_first",
-					     ls->stale_refused_first };
-		st[n++] = (struct ivm_stat){ "stamps_stale_refused_window",
-					     ls->stale_refused_window };
-		st[n++] = (struct ivm_stat){ "stamps_stale_local",
-					     ls->stale_local };
-		st[n++] = (struct ivm_stat){ "stamps_full_reads",
-					     ls->full_reads };
-		st[n++] = (struct ivm_stat){ "stamps_hot_reads",
-					     ls->hot_reads };
-		st[n++] = (struct ivm_stat){ "stamps_hot_misses",
-					     ls->hot_misses };
-		st[n++] = (struct ivm_stat){ "stamps_walk_tasks",
-					     ls->walk_tasks };
-		st[n++] = (struct ivm_stat){ "stamps_walk_reads",
-					     ls->walk_reads };
+		put_stat(st, &n, "stamps_exact", ls->exact);
+		put_stat(st, &n, "stamps_latest", ls->latest);
+		put_stat(st, &n, "stamps_walks", ls->walks);
+		put_stat(st, &n, "stamps_stale_walks", ls->stale_walks);
+		put_stat(st, &n, "stamps_stale_refused", ls->stale_refused);
+		put_stat(st, &n, "stamps_tied_refused", ls->tied_refused);
+		put_stat(st, &n, "stamps_running_refused", ls->running_refused);
+		put_stat(st, &n, "stamps_stale_refused_first",
+			 ls->stale_refused_first);
+		put_stat(st, &n, "stamps_stale_refused_window",
+			 ls->stale_refused_window);
+		put_stat(st, &n, "stamps_stale_local", ls->stale_local);
+		put_stat(st, &n, "stamps_full_reads", ls->full_reads);
+		put_stat(st, &n, "stamps_hot_reads", ls->hot_reads);
+		put_stat(st, &n, "stamps_hot_misses", ls->hot_misses);
+		put_stat(st, &n, "stamps_walk_tasks", ls->walk_tasks);
+		put_stat(st, &n, "stamps_walk_reads", ls->walk_reads);
 	}
-	st[n++] = (struct ivm_stat){ "polls", r->polls };
-	st[n++] = (struct ivm_stat){ "poll_errors", r->poll_errors };
+	put_stat(st, &n, "polls", r->polls);
+	put_stat(st, &n, "poll_errors", r->poll_errors);
 	if (p->engine && ivm_capture_engine_labels(p->engine))
 		n += ivm_labels_fill_stats(ivm_capture_engine_labels(p->engine),
-					   st + n, MAX_STATS - n);
+					   stat_at(st, n), stat_room(n));
 	/* What this guest's profiling cost the host (idlevm's thread). */
-	st[n++] = (struct ivm_stat){ "host_cpu_ms", r->cpu_ns / 1000000 };
+	put_stat(st, &n, "host_cpu_ms", r->cpu_ns / 1000000);
 	/*
 	 * Under a CPU budget, the time the guest was watched: counts
 	 * estimate the whole run's scaled by elapsed_ms / watched_ms.
 	 */
 	if (p->cfg->cpu_budget > 0) {
-		st[n++] = (struct ivm_stat){ "watched_ms",
-			ivm_cpu_budget_watched_ns(&p->budget, ivm_mono_ns()) /
-			1000000 };
-		st[n++] = (struct ivm_stat){ "budget_gaps", p->budget_gaps };
+		put_stat(st, &n, "watched_ms",
+			 ivm_cpu_budget_watched_ns(&p->budget,
+						   ivm_mono_ns()) / 1000000);
+		put_stat(st, &n, "budget_gaps", p->budget_gaps);
 	}
 	/* ... and the loop's time by stage (stage_clock.h), in us. */
 	for (i = 0; i < IVM_STAGE_NR; i++)
-		st[n++] = (struct ivm_stat){ stage_stat[i],
-					     p->stages.ns[i] / 1000 };
+		put_stat(st, &n, stage_stat[i], p->stages.ns[i] / 1000);
 	/* The timeline's spans (write_spans), before the tables that grow. */
 	if (p->host) {
-		st[n++] = (struct ivm_stat){ "timeline_spans", p->spans_written };
-		st[n++] = (struct ivm_stat){ "timeline_spans_dropped",
-					     p->spans_dropped };
-		st[n++] = (struct ivm_stat){ "timeline_span_bytes",
-					     p->span_bytes };
+		put_stat(st, &n, "timeline_spans", p->spans_written);
+		put_stat(st, &n, "timeline_spans_dropped", p->spans_dropped);
+		put_stat(st, &n, "timeline_span_bytes", p->span_bytes);
 	}
 	if (p->disk) {
-		st[n++] = (struct ivm_stat){ "disk_trace_records",
-					     p->disk_trace_records };
-		st[n++] = (struct ivm_stat){ "disk_trace_lost",
-					     p->disk_trace_lost };
-		n += ivm_disk_service_fill_stats(p->disk, st + n,
-						 MAX_STATS - n);
+		put_stat(st, &n, "disk_trace_records", p->disk_trace_records);
+		put_stat(st, &n, "disk_trace_lost", p->disk_trace_lost);
+		n += ivm_disk_service_fill_stats(p->disk, stat_at(st, n),
+						 stat_room(n));
 	}
 	/* Last: its table of host tasks grows (host_sched.h). */
 	if (p->host)
-		n += ivm_host_sched_fill_stats(p->host, st + n, MAX_STATS - n);
+		n += ivm_host_sched_fill_stats(p->host, stat_at(st, n),
+						 stat_room(n));
+	if (n > MAX_STATS) {
+		fprintf(stderr, "idlevm: internal: %zu running totals past MAX_STATS (%d) left out of the profile\n",
+			n - MAX_STATS, MAX_STATS);
+		n = MAX_STATS;
+	}
 	/* Of this window only (next_window() took the counts at its start). */
 	for (i = 0; i < n && i < p->nr_window_base; i++)
 		if (!level[i] &&
@@ -343,25 +328,22 @@ static void fill_switch_stats(const struct profiler *p, struct ivm_stat *st,
 	if (!p->switches)
 		return;
 	ivm_switch_sampler_stats(p->switches, &p->res->switches);
-	st[n++] = (struct ivm_stat){ "switch", p->res->kept[IVM_SAMPLE_SWITCH] };
-	st[n++] = (struct ivm_stat){ "switch_crossings", ss->crossings };
-	st[n++] = (struct ivm_stat){ "switch_coalesced", ss->coalesced };
-	st[n++] = (struct ivm_stat){ "switch_discarded", ss->discarded };
-	st[n++] = (struct ivm_stat){ "switch_capture_failed",
-				     ss->capture_failed };
-	st[n++] = (struct ivm_stat){ "switch_deferred", ss->deferred };
-	st[n++] = (struct ivm_stat){ "switch_waited_on_cpu",
-				     ss->waited_on_cpu };
-	st[n++] = (struct ivm_stat){ "switch_looks", ss->looks };
-	st[n++] = (struct ivm_stat){ "switch_look_ns", ss->look_ns };
-	st[n++] = (struct ivm_stat){ "switch_reads", ss->reads };
-	st[n++] = (struct ivm_stat){ "switch_read_failed", ss->read_failed };
-	st[n++] = (struct ivm_stat){ "switch_threads_met", ss->threads_met };
-	st[n++] = (struct ivm_stat){ "switch_threads_gone", ss->gone };
-	st[n++] = (struct ivm_stat){ "switch_unwatched", ss->unwatched };
-	st[n++] = (struct ivm_stat){ "switch_sweeps", ss->sweeps };
-	st[n++] = (struct ivm_stat){ "switch_sweeps_truncated",
-				     ss->sweeps_truncated };
-	st[n++] = (struct ivm_stat){ "switch_walk_reads", ss->walk_reads };
+	put_stat(st, &n, "switch", p->res->kept[IVM_SAMPLE_SWITCH]);
+	put_stat(st, &n, "switch_crossings", ss->crossings);
+	put_stat(st, &n, "switch_coalesced", ss->coalesced);
+	put_stat(st, &n, "switch_discarded", ss->discarded);
+	put_stat(st, &n, "switch_capture_failed", ss->capture_failed);
+	put_stat(st, &n, "switch_deferred", ss->deferred);
+	put_stat(st, &n, "switch_waited_on_cpu", ss->waited_on_cpu);
+	put_stat(st, &n, "switch_looks", ss->looks);
+	put_stat(st, &n, "switch_look_ns", ss->look_ns);
+	put_stat(st, &n, "switch_reads", ss->reads);
+	put_stat(st, &n, "switch_read_failed", ss->read_failed);
+	put_stat(st, &n, "switch_threads_met", ss->threads_met);
+	put_stat(st, &n, "switch_threads_gone", ss->gone);
+	put_stat(st, &n, "switch_unwatched", ss->unwatched);
+	put_stat(st, &n, "switch_sweeps", ss->sweeps);
+	put_stat(st, &n, "switch_sweeps_truncated", ss->sweeps_truncated);
+	put_stat(st, &n, "switch_walk_reads", ss->walk_reads);
 	*nr = n;
 }
