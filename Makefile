@@ -42,7 +42,7 @@ LIBS = $(PKG_LIBS) -lpthread -lz
 GUEST_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -static -pthread \
 	-Iguest-helper -I$(BUILD)/gen
 
-VMM_SRCS := $(filter-out vmm/cmd/main.c,$(wildcard vmm/*/*.c))
+VMM_SRCS := $(filter-out vmm/cmd/main.c %.bpf.c,$(wildcard vmm/*/*.c))
 # The wire protocol codec is shared: the helper and the host use one parser.
 PROTO_SRCS := $(filter-out guest-helper/helper.c guest-helper/helper_%.c,\
 	$(wildcard guest-helper/*.c))
@@ -54,7 +54,8 @@ BENCH_SRCS := $(wildcard tests/bench/bench_*.c)
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRCS))
 BENCH_NAMES := $(patsubst tests/bench/%.c,%,$(BENCH_SRCS))
 
-VMM_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(VMM_SRCS) $(PROTO_SRCS))
+VMM_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(VMM_SRCS) $(PROTO_SRCS)) \
+	$(BUILD)/obj/vmm/profile/idle_gate_obj.o
 SYM_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SYM_SRCS))
 # symbols/ is linked only once it has sources (an empty archive has no index).
 SYM_LIB := $(if $(SYM_SRCS),$(BUILD)/libivmsym.a)
@@ -98,6 +99,17 @@ $(BUILD)/obj/vmm/cmd/main.o $(BUILD)/obj/vmm/cmd/cmd_doctor.o: $(BUILD)/gen/ivm_
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(IVM_CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+
+# The idle gate's BPF program, built for the BPF target and carried inside
+# idlevm (vmm/profile/idle_gate.h).  -g: libbpf needs the BTF of its maps.
+GATE_BPF := $(BUILD)/obj/vmm/profile/idle_gate.bpf.o
+$(GATE_BPF): vmm/profile/idle_gate.bpf.c vmm/profile/idle_gate_abi.h
+	@mkdir -p $(dir $@)
+	clang -O2 -g -target bpf -Wall -Ivmm/profile \
+		-I/usr/include/$(shell $(CC) -dumpmachine) -c -o $@ $<
+
+$(BUILD)/obj/vmm/profile/idle_gate_obj.o: vmm/profile/idle_gate_obj.S $(GATE_BPF)
+	$(CC) -DIVM_IDLE_GATE_OBJ='"$(GATE_BPF)"' -c -o $@ $<
 
 $(BUILD)/libivm.a: $(VMM_OBJS)
 	@rm -f $@

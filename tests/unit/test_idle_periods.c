@@ -218,6 +218,44 @@ Test(idle_periods, wake_without_dispatch_keeps_the_period)
 	ivm_idle_periods_destroy(ip);
 }
 
+/*
+ * The same with the idle gate: the timer's halt is let pass unlooked at
+ * (a quiet sleep), and the next record hands over its interrupt counts:
+ * what woke the vCPU for good is still the device, not the timer.
+ */
+Test(idle_periods, gate_passed_halt_keeps_the_wake_cause)
+{
+	struct ivm_idle_periods *ip = make();
+	struct guest_cpu g;
+	struct ivm_idle_period p;
+	struct ivm_idle_obs o;
+
+	begin_idle(ip, 0, &g, 100);
+	g.irqs.count[IVM_IRQ_TIMER]++;
+	ivm_idle_periods_host_wake(ip, 0, 200);
+	ivm_idle_periods_host_sleep_quiet(ip, 0);
+	/* Nothing switched: no look.  A device interrupt wakes A. */
+	g.irqs.count[IVM_IRQ_DEVICE]++;
+	ivm_idle_periods_host_wake(ip, 0, 500);
+	guest_switch(&g, TASK_A);
+	/* The gate's record for A's sleep: one passed, at 210. */
+	g.irqs.count[IVM_IRQ_DEVICE]--;
+	ivm_idle_periods_passed(ip, 0, 1, 210, &g.irqs);
+	g.irqs.count[IVM_IRQ_DEVICE]++;
+	o = look(&g, 520);
+	cr_assert(ivm_idle_periods_observe(ip, 0, &o, &p));
+	cr_assert_eq(p.start_ns, 100);
+	cr_assert_eq(p.end_ns, 500);
+	cr_assert_eq(p.halts, 2);
+	cr_assert_eq(p.wake_mask, 1u << IVM_IRQ_DEVICE);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->wakes_no_switch, 1);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->halts_passed, 1);
+	/* Counts older than the period's own are not taken. */
+	ivm_idle_periods_passed(ip, 0, 1, 50, &g.irqs);
+	cr_assert_eq(ivm_idle_periods_stats(ip)->halts_passed, 1);
+	ivm_idle_periods_destroy(ip);
+}
+
 Test(idle_periods, periods_between_looks_are_counted_not_invented)
 {
 	struct ivm_idle_periods *ip = make();

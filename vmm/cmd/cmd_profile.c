@@ -71,6 +71,9 @@ IVM_GUEST_USAGE
 "      --disk             time QEMU's I/O calls too (the host's service of\n"
 "                         the guest's disks, with the sched source): while\n"
 "                         they are traced every host syscall costs more\n"
+"      --no-idle-gate     wake idlevm at every sleep of a vCPU thread (TCG,\n"
+"                         sched source), not only at those after which the\n"
+"                         guest switched: no BPF program in the host kernel\n"
 "      --registers SRC    where on-CPU and from-idle samples take the vCPU's\n"
 "                         registers: auto (default: QEMU's memory under TCG,\n"
 "                         else the monitor), memory, or monitor (HMP `info\n"
@@ -312,7 +315,8 @@ static uint64_t scan_domains(struct guest_run *runs, size_t *nr,
 int ivm_cmd_profile(int argc, char **argv)
 {
 	enum { OPT_IDLE_EVERY = 256, OPT_POLL, OPT_SOURCE, OPT_CAPTURE,
-	       OPT_REALTIME, OPT_NO_REALTIME, OPT_DISK, OPT_CPU_BUDGET,
+	       OPT_REALTIME, OPT_NO_REALTIME, OPT_DISK, OPT_NO_IDLE_GATE,
+	       OPT_CPU_BUDGET,
 	       OPT_COMM, OPT_NO_REPORT, OPT_BINARY, OPT_HELPER_SOCKET,
 	       OPT_PIN_LEASE, OPT_PIN_POLICY, OPT_NO_READAHEAD, OPT_SYMDIR, OPT_REGISTERS,
 	       OPT_WINDOW, OPT_OUTPUT_DIR, OPT_KEEP, OPT_KEEP_BYTES,
@@ -329,6 +333,7 @@ int ivm_cmd_profile(int argc, char **argv)
 		{ "realtime", no_argument, NULL, OPT_REALTIME },
 		{ "no-realtime", no_argument, NULL, OPT_NO_REALTIME },
 		{ "disk", no_argument, NULL, OPT_DISK },
+		{ "no-idle-gate", no_argument, NULL, OPT_NO_IDLE_GATE },
 		{ "cpu-budget", required_argument, NULL, OPT_CPU_BUDGET },
 		{ "capture", required_argument, NULL, OPT_CAPTURE },
 		{ "registers", required_argument, NULL, OPT_REGISTERS },
@@ -451,6 +456,9 @@ int ivm_cmd_profile(int argc, char **argv)
 			break;
 		case OPT_DISK:
 			o.cfg.disk = true;
+			break;
+		case OPT_NO_IDLE_GATE:
+			o.cfg.no_idle_gate = true;
 			break;
 		case OPT_CPU_BUDGET:
 			if (!parse_double(optarg, &o.cfg.cpu_budget) ||

@@ -158,10 +158,33 @@ static void print_memory(const struct profile_opts *o,
 }
 
 /* What a guest's run did, on stderr, as its closing lines. */
+/* The vCPU threads' sleeps, and with the idle gate which woke idlevm. */
+static void sleeps_text(const struct ivm_profiler_result *res, char *buf,
+			size_t size)
+{
+	if (res->gated)
+		/* The sleeps the gate let pass had no look: no idle/not. */
+		snprintf(buf, size, "%" PRIu64
+			 " vCPU-thread sleeps (%" PRIu64
+			 " woke idlevm through the idle gate: %" PRIu64
+			 " idle, %" PRIu64 " not idle; %" PRIu64
+			 " let pass, unswitched)",
+			 res->gate.sleeps, res->gate.records,
+			 res->idle.host_sleeps_idle, res->idle.host_sleeps_busy,
+			 res->gate.irq_moved + res->gate.none_moved);
+	else
+		snprintf(buf, size, "%" PRIu64
+			 " vCPU-thread sleeps (%" PRIu64 " idle, %" PRIu64
+			 " not idle: QEMU lock or I/O)",
+			 res->idle.host_sleeps, res->idle.host_sleeps_idle,
+			 res->idle.host_sleeps_busy);
+}
+
 void guest_run_summary(const struct profile_opts *o,
 		       const struct guest_run *r)
 {
 	const struct ivm_profiler_result *res = &r->res;
+	char sleeps[256];
 
 	guest_run_who(o, r);
 	fprintf(stderr,
@@ -219,20 +242,17 @@ void guest_run_summary(const struct profile_opts *o,
 			res->dispatch.unseen_to_idle, res->to_idle_unresolved);
 	}
 	guest_run_who(o, r);
+	sleeps_text(res, sleeps, sizeof(sleeps));
 	fprintf(stderr,
 		"idle source %s: %" PRIu64 " idle periods seen (%" PRIu64
 		" ended, recorded), %" PRIu64
 		" came and went unseen (%" PRIu64
 		" rebuilt from the guest scheduler's stamps, %" PRIu64
-		" of them with no start: hidden by a second run of their to-idle thread); %" PRIu64
-		" vCPU-thread sleeps (%" PRIu64
-		" idle, %" PRIu64 " not idle: QEMU lock or I/O), %" PRIu64
+		" of them with no start: hidden by a second run of their to-idle thread); %s, %" PRIu64
 		" trace records read, %" PRIu64 " trace events lost%s\n",
 		ivm_idle_source_name(res->idle_source), res->idle.periods_seen,
 		res->periods_written, res->idle.unseen_periods,
-		res->idle.recovered_periods, res->periods_no_start,
-		res->idle.host_sleeps,
-		res->idle.host_sleeps_idle, res->idle.host_sleeps_busy,
+		res->idle.recovered_periods, res->periods_no_start, sleeps,
 		res->trace_records, res->idle.lost_events,
 		res->realtime ? "; waited at real-time priority" : "");
 	if (res->idle.host_sleeps_idle) {

@@ -76,6 +76,19 @@ void ivm_idle_periods_host_sleep(struct ivm_idle_periods *ip, uint32_t vcpu,
 	v->wake_looked = false;
 }
 
+void ivm_idle_periods_host_sleep_quiet(struct ivm_idle_periods *ip,
+				       uint32_t vcpu)
+{
+	struct vcpu_periods *v;
+
+	if (vcpu >= ip->nr_vcpus)
+		return;
+	v = &ip->vcpus[vcpu];
+	v->asleep = true;
+	v->woken = false;
+	v->wake_looked = false;
+}
+
 void ivm_idle_periods_host_wake(struct ivm_idle_periods *ip, uint32_t vcpu,
 				uint64_t ts)
 {
@@ -340,6 +353,26 @@ bool ivm_idle_periods_observe(struct ivm_idle_periods *ip, uint32_t vcpu,
 	v->last = *obs;
 	v->seen = true;
 	return done;
+}
+
+void ivm_idle_periods_passed(struct ivm_idle_periods *ip, uint32_t vcpu,
+			     uint64_t n, uint64_t time_ns,
+			     const struct ivm_irq_counts *irqs)
+{
+	struct vcpu_periods *v;
+
+	if (vcpu >= ip->nr_vcpus || !n || !ip->vcpus[vcpu].open)
+		return;
+	v = &ip->vcpus[vcpu];
+	if (time_ns < v->cur.wake_before.time_ns)
+		return;
+	/* The period's first halt was looked at: these came after. */
+	ip->stats.wakes_no_switch += v->cur.halts ? n : n - 1;
+	v->cur.halts += (uint32_t)n;
+	ip->stats.halts_passed += n;
+	v->cur.wake_before.time_ns = time_ns;
+	if (irqs->known)
+		v->cur.wake_before.irqs = *irqs;
 }
 
 bool ivm_idle_periods_rebase(struct ivm_idle_periods *ip, uint32_t vcpu,

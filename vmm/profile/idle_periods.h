@@ -108,6 +108,8 @@ struct ivm_idle_stats {
 	uint64_t host_sleeps_busy;	/* ... with a guest task current */
 	uint64_t host_wakes;		/* wakeups of a sleeping thread */
 	uint64_t wakes_no_switch;	/* woke, halted again, still idle */
+	uint64_t halts_passed;		/* ... of them, let pass unlooked at
+					 * by the idle gate (idle_gate.h) */
 	uint64_t periods_seen;		/* idle periods whose start we saw */
 	uint64_t periods_ended;		/* ... and whose end: records */
 	uint64_t unseen_periods;	/* came and went between two looks */
@@ -194,6 +196,29 @@ void ivm_idle_periods_forget(struct ivm_idle_periods *ip);
 bool ivm_idle_periods_observe(struct ivm_idle_periods *ip, uint32_t vcpu,
 			      const struct ivm_idle_obs *obs,
 			      struct ivm_idle_period *ret);
+
+/*
+ * With the idle gate (idle_gate.h) a sleep of vcpu's thread that did not
+ * wake the loop: asleep for the wakeup that follows, but no halt for a
+ * look to judge (the gate saw no switch; ivm_idle_periods_passed() counts
+ * it).  The sleeps that woke the loop come through host_sleep, stamped by
+ * the gate.
+ */
+void ivm_idle_periods_host_sleep_quiet(struct ivm_idle_periods *ip,
+				       uint32_t vcpu);
+
+/*
+ * The idle gate let n sleeps of vcpu's thread pass without a look, the
+ * last at time_ns with the interrupt counts irqs: none switched the CPU,
+ * so each was a halt of the open period that a look would have counted,
+ * and the last one's counts are what a look at it would have taken as
+ * the counts before the wakeup (what woke the vCPU is told from them).
+ * Call before the look that the gate's record asks for.  Nothing without
+ * an open period, or for counts older than the period's own.
+ */
+void ivm_idle_periods_passed(struct ivm_idle_periods *ip, uint32_t vcpu,
+			     uint64_t n, uint64_t time_ns,
+			     const struct ivm_irq_counts *irqs);
 
 /*
  * A look taken right after idlevm itself ran something on vcpu (the pin

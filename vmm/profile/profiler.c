@@ -268,6 +268,12 @@ static void poll_once(struct profiler *p, uint64_t now)
 		obs.cpu_switches_known = view->cpu_switches_ok;
 		obs.rq_clock = view->rq_clock;
 		obs.rq_clock_known = view->rq_clock_ok;
+		if (vp->passed) {
+			ivm_idle_periods_passed(p->periods, (uint32_t)i,
+						vp->passed, vp->passed_ts,
+						&vp->passed_irqs);
+			vp->passed = 0;
+		}
 		err = observe_periods(p, (uint32_t)i, &obs, view, false);
 		if (!err && ivm_dispatch_observe(p->dispatch, (uint32_t)i,
 						 &obs, &req))
@@ -732,6 +738,12 @@ size_t ivm_profiler_pollfds(const struct ivm_profiler *pr,
 	if (!pr->p.trace || pr->p.source != IVM_IDLE_SOURCE_SCHED ||
 	    !pr->p.budget.watching)
 		return 0;
+	/* The gate's ring alone wakes the loop; the session is read anyway. */
+	if (pr->p.gate && max) {
+		fds[0] = (struct pollfd){ .fd = ivm_idle_gate_fd(pr->p.gate),
+					  .events = POLLIN };
+		return 1;
+	}
 	n = ivm_trace_session_pollfds(pr->p.trace, &mine);
 	for (i = 0; i < n && i < max; i++)
 		fds[i] = mine[i];
@@ -743,7 +755,8 @@ void ivm_profiler_polled(struct ivm_profiler *pr, const struct pollfd *fds,
 {
 	/* Checked there: fds must be the session's, all of them. */
 	if (pr->p.trace && pr->p.source == IVM_IDLE_SOURCE_SCHED)
-		ivm_trace_session_polled(pr->p.trace, fds, n);
+		ivm_trace_session_polled(pr->p.trace, pr->p.gate ? NULL : fds,
+					 n);
 }
 
 struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
@@ -763,6 +776,9 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	result->watched_slices = p->budget.watched_slices;
 	result->dispatch = *ivm_dispatch_stats(p->dispatch);
 	result->idle = *ivm_idle_periods_stats(p->periods);
+	result->gated = p->gate != NULL;
+	if (p->gate)
+		ivm_idle_gate_stats(p->gate, &result->gate);
 	ivm_uobjects_stats(ivm_capture_engine_objects(p->engine),
 			   &result->objects);
 	ivm_capture_engine_maps_stats(p->engine, &result->maps);

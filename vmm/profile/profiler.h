@@ -41,6 +41,7 @@
 #include "profile/uobjects.h"
 #include "profile/capture_pin.h"
 #include "profile/dispatch.h"
+#include "profile/idle_gate.h"
 #include "profile/idle_periods.h"
 #include "kernel/guest.h"
 #include "profile/profile_file.h"
@@ -92,6 +93,12 @@ struct ivm_profiler_config {
 	 * measured here), whatever the pid list.
 	 */
 	bool disk;
+	/*
+	 * Sched source under TCG: the idle gate decides in the host kernel
+	 * which vCPU-thread sleeps wake the loop (idle_gate.h).  On by
+	 * default; false: every sleep does.
+	 */
+	bool no_idle_gate;
 	/*
 	 * The most of a host core the run may take, in percent (0: no
 	 * limit): above it the guest is watched only part of the time
@@ -202,6 +209,9 @@ struct ivm_profiler_result {
 	size_t procs;		/* processes said in the last window */
 	struct ivm_switch_sampler_stats switches;	/* switch_every */
 	uint64_t cpu_ns;		/* host CPU time its profiling took */
+	/* The idle gate's counts, when it ran (idle_gate.h). */
+	bool gated;
+	struct ivm_idle_gate_stats gate;
 	/* --cpu-budget: time watched (all of it without one), slices. */
 	uint64_t watched_ns;
 	uint64_t slices, watched_slices;

@@ -47,6 +47,7 @@ static void start_watching(struct profiler *p)
 	size_t i;
 
 	sessions_enable(p, true);
+	gate_read(p, true);
 	ivm_dispatch_forget(p->dispatch);
 	ivm_idle_periods_forget(p->periods);
 	if (p->host)

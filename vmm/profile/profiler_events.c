@@ -114,6 +114,21 @@ static void on_kvm_halt_record(struct profiler *p,
 	}
 }
 
+/* The gate's sleeps stamped before ts (all: UINT64_MAX), in order. */
+static void gate_sleeps_before(struct profiler *p, uint64_t ts)
+{
+	size_t i = 0, k;
+
+	while (i < p->nr_gate_pend && p->gate_pend[i].ts <= ts) {
+		ivm_idle_periods_host_sleep(p->periods, p->gate_pend[i].vcpu,
+					    p->gate_pend[i].ts);
+		i++;
+	}
+	for (k = 0; i < p->nr_gate_pend; )
+		p->gate_pend[k++] = p->gate_pend[i++];
+	p->nr_gate_pend = k;
+}
+
 /*
  * One record of the sched source: a vCPU thread slept, woke, or (KVM)
  * exited for HLT or ended a halt.  Only candidates: idle_periods confirms them against
@@ -129,6 +144,7 @@ static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
 
 	(void)cpu;
 	p->res->trace_records++;
+	gate_sleeps_before(p, ts);
 	err = ivm_sched_events_decode(p->sched_events, data, size, &ev);
 	if (err && err->code == IVM_ERROR_NOT_FOUND && p->kvm_events) {
 		struct ivm_kvm_event kev;
@@ -148,8 +164,15 @@ static int on_sched_record(void *ctx, const void *data, size_t size, int cpu,
 		v = vcpu_of_tid(p, ev.prev_tid);
 		if (v >= 0 && ivm_sched_state_sleeping(ev.prev_state)) {
 			p->vcpus[v].halted = true;
-			p->look_due = true;
-			ivm_idle_periods_host_sleep(p->periods, (uint32_t)v, ts);
+			/* With the gate, its records are the halts to judge. */
+			if (p->gate) {
+				ivm_idle_periods_host_sleep_quiet(p->periods,
+								  (uint32_t)v);
+			} else {
+				p->look_due = true;
+				ivm_idle_periods_host_sleep(p->periods,
+							    (uint32_t)v, ts);
+			}
 		}
 		if (next >= 0)
 			p->vcpus[next].halted = false;
@@ -304,6 +327,46 @@ struct ivm_error *host_sides_read(struct profiler *p, bool force)
 	return err;
 }
 
+/*
+ * A sleep the idle gate let through: look now, and first tell the
+ * vCPU's period about the sleeps it let pass before (idle_gate.h).
+ */
+static void on_gate_record(void *ctx, const struct ivm_gate_record *r)
+{
+	struct profiler *p = ctx;
+	struct vcpu_poll *vp;
+
+	if (r->vcpu >= p->guest->nr_vcpus)
+		return;
+	vp = &p->vcpus[r->vcpu];
+	vp->halted = true;
+	p->look_due = true;
+	/* Its stamp among the session's records read next (a full list
+	 * hands the oldest over now). */
+	if (p->nr_gate_pend == sizeof(p->gate_pend) / sizeof(p->gate_pend[0]))
+		gate_sleeps_before(p, p->gate_pend[0].ts);
+	p->gate_pend[p->nr_gate_pend++] = (struct gate_sleep){ r->vcpu, r->ts };
+	if (!r->passed)
+		return;
+	vp->passed += r->passed;
+	vp->passed_ts = r->passed_ts;
+	ivm_idle_gate_passed_irqs(p->gate, r, &vp->passed_irqs);
+}
+
+/* The gate's records waiting, dropped (fn NULL) after a gap. */
+void gate_read(struct profiler *p, bool drop)
+{
+	size_t i;
+
+	if (!p->gate)
+		return;
+	ivm_idle_gate_read(p->gate, drop ? NULL : on_gate_record, p);
+	if (drop)
+		p->nr_gate_pend = 0;
+	for (i = 0; drop && i < p->guest->nr_vcpus; i++)
+		p->vcpus[i].passed = 0;
+}
+
 struct ivm_error *poll_halted(struct profiler *p)
 {
 	struct ivm_guest *g = p->guest;
@@ -322,7 +385,9 @@ struct ivm_error *poll_halted(struct profiler *p)
 				return err;
 		}
 		p->events_read_ns = now;
+		gate_read(p, false);
 		err = ivm_trace_session_read(p->trace, on_sched_record, p);
+		gate_sleeps_before(p, UINT64_MAX);
 		ivm_idle_periods_host_lost(p->periods,
 					   lost_since(p->trace, &p->trace_lost));
 		return err;

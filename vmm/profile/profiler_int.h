@@ -16,6 +16,7 @@
 #include "profile/disk_service.h"
 #include "profile/disk_syscalls.h"
 #include "profile/host_sched.h"
+#include "profile/idle_gate.h"
 #include "profile/idle_periods.h"
 #include "profile/kvm_events.h"
 #include "profile/profiler.h"
@@ -37,6 +38,10 @@ struct vcpu_poll {
 	bool last_is_helper;
 	bool was_idle;		/* idle at the previous observation */
 	uint64_t follow_at[NR_FOLLOW];	/* sched: looks due after a wakeup */
+	/* The idle gate's last record: sleeps it let pass before it. */
+	uint64_t passed;
+	uint64_t passed_ts;
+	struct ivm_irq_counts passed_irqs;
 };
 
 /*
@@ -68,7 +73,7 @@ static const uint64_t follow_ns[NR_FOLLOW] = {
  * (switch sampling's included), three per --label, the stages, the
  * budget's, the stamps', the disk's and the host's side.
  */
-#define MAX_STATS (117 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + 2 + 2 + 15 + \
+#define MAX_STATS (124 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + 2 + 2 + 15 + \
 		   IVM_DISK_MAX_STATS + IVM_HOST_MAX_STATS)
 
 struct profiler {
@@ -120,6 +125,13 @@ struct profiler {
 	/* Per vCPU: its open period's to-idle sample (sample_hold.h). */
 	struct ivm_sample_hold *held;
 	struct ivm_trace_session *trace;
+	struct ivm_idle_gate *gate;	/* or NULL: every sleep wakes the loop */
+	/*
+	 * The gate's sleeps read this step, handed to idle_periods in stamp
+	 * order among the session's records (profiler_events.c).
+	 */
+	struct gate_sleep { uint32_t vcpu; uint64_t ts; } gate_pend[64];
+	size_t nr_gate_pend;
 	uint64_t trace_lost;			/* already passed on */
 	struct ivm_irq_stat *irq_stat;		/* or NULL: no irq counts */
 	struct ivm_idle_periods *periods;
@@ -194,6 +206,7 @@ struct ivm_error *budget_tick(struct profiler *p, uint64_t now);
 
 /* profiler_events.c */
 struct ivm_error *poll_halted(struct profiler *p);
+void gate_read(struct profiler *p, bool drop);
 /*
  * The host's and the disk's sides read up to now; unless force, only if
  * they were not since the idle signal's last read.  Before anything asks

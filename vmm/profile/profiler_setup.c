@@ -233,6 +233,25 @@ static struct ivm_error *setup_watch(struct profiler *p)
 	return err;
 }
 
+/*
+ * Under TCG the sched source's sleeps wake the loop through the idle gate
+ * (idle_gate.h) where the host allows it; else each wakes it, as before.
+ */
+static void setup_gate(struct profiler *p)
+{
+	struct ivm_error *err;
+
+	if (p->source != IVM_IDLE_SOURCE_SCHED || !p->trace ||
+	    p->guest->kvm || p->cfg->no_idle_gate)
+		return;
+	err = ivm_idle_gate_create(p->guest, p->irq_stat, &p->gate);
+	if (err) {
+		fprintf(stderr, "idlevm: note: every vCPU sleep wakes idlevm: the idle gate cannot start (%s)\n",
+			ivm_error_string(err));
+		ivm_error_destroy(err);
+	}
+}
+
 struct ivm_error *run_setup(struct profiler *p)
 {
 	struct ivm_guest *g = p->guest;
@@ -347,6 +366,8 @@ struct ivm_error *run_setup(struct profiler *p)
 			return ivm_error_os(errno, "opening %s", path);
 	}
 	err = setup_watch(p);
+	if (!err)
+		setup_gate(p);
 	if (!err && !g->vmlinux)
 		err = ivm_ksym_hits_create(g->ksyms,
 					   ivm_kernel_layout_slide(g->layout),
@@ -381,6 +402,7 @@ void run_teardown(struct profiler *p)
 	ivm_vcpu_watch_destroy(p->watch);
 	ivm_last_ran_destroy(p->last_ran);
 	ivm_ksym_hits_destroy(p->ksym_hits);
+	ivm_idle_gate_destroy(p->gate);
 	ivm_trace_session_destroy(p->trace);
 	ivm_trace_session_destroy(p->host_trace);
 	ivm_trace_session_destroy(p->disk_trace);

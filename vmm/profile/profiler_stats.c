@@ -66,6 +66,7 @@ static void fill_idle_stats(const struct profiler *p, struct ivm_stat *st,
 	put_stat(st, &n, "halt_looked_late", is->halt_looked_late);
 	put_stat(st, &n, "host_wakes", is->host_wakes);
 	put_stat(st, &n, "wakes_no_switch", is->wakes_no_switch);
+	put_stat(st, &n, "halts_passed", is->halts_passed);
 	put_stat(st, &n, "own_switches", is->own_switches);
 	put_stat(st, &n, "idle_periods_replayed", is->recovered_periods);
 	put_stat(st, &n, "idle_periods_no_start", p->res->periods_no_start);
@@ -222,6 +223,18 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	}
 	put_stat(st, &n, "polls", r->polls);
 	put_stat(st, &n, "poll_errors", r->poll_errors);
+	/* The idle gate's decisions (idle_gate.h), from the kernel's maps. */
+	if (p->gate) {
+		struct ivm_idle_gate_stats gs;
+
+		ivm_idle_gate_stats(p->gate, &gs);
+		put_stat(st, &n, "gate_sleeps", gs.sleeps);
+		put_stat(st, &n, "gate_wakeups", gs.records);
+		put_stat(st, &n, "gate_passed_irqs", gs.irq_moved);
+		put_stat(st, &n, "gate_passed_quiet", gs.none_moved);
+		put_stat(st, &n, "gate_unreadable", gs.read_failed);
+		put_stat(st, &n, "gate_ring_full", gs.ring_full);
+	}
 	if (p->engine && ivm_capture_engine_labels(p->engine))
 		n += ivm_labels_fill_stats(ivm_capture_engine_labels(p->engine),
 					   stat_at(st, n), stat_room(n));

@@ -431,6 +431,18 @@ static void print_run(const struct ivm_idle_summary *s, FILE *out)
 		" wakeups, %" PRIu64 " trace events lost\n",
 		ST("host_sleeps"), ST("host_sleeps_idle"), ST("host_sleeps_busy"),
 		ST("host_wakes"), ST("trace_lost"));
+	/* The idle gate (idle_gate.h): the sleeps that did not wake idlevm. */
+	if (ivm_idle_summary_has_stat(s, "gate_sleeps"))
+		fprintf(out, "  idle gate (BPF in the host kernel): %" PRIu64
+			" of %" PRIu64 " vCPU-thread sleeps woke idlevm; let pass %" PRIu64
+			" (the vCPU halted again unswitched: %" PRIu64
+			" with interrupt counts kept, %" PRIu64
+			" with nothing moved), %" PRIu64 " unreadable, %" PRIu64
+			" records lost\n",
+			ST("gate_wakeups"), ST("gate_sleeps"),
+			ST("gate_passed_irqs") + ST("gate_passed_quiet"),
+			ST("gate_passed_irqs"), ST("gate_passed_quiet"),
+			ST("gate_unreadable"), ST("gate_ring_full"));
 	if (ST("guest_paused_s"))
 		fprintf(out, "  the guest was not running for %" PRIu64
 			" s of the run (paused, or stopped by QEMU): no samples then\n",
