@@ -22,7 +22,8 @@ expect_line() {
 
 out=$("$idlevm" doctor --domain "$IVM_DOMAIN" 2>&1) || fail "doctor on a good guest: $out"
 echo "$out"
-for what in "privileges: root" "tracefs: mounted" "libvirt: qemu:///system answers" \
+for what in "privileges: root" "tracefs: mounted" "idle gate: a BPF program" \
+		"libvirt: qemu:///system answers" \
 		"guest: $IVM_DOMAIN" "accelerator: TCG, registers read from QEMU's memory" \
 		"guest memory:" "kernel: $IVM_KVER, symbols and layout from" \
 		"vmcoreinfo: in guest memory" "helper: idlevm-helper "; do
@@ -69,13 +70,21 @@ echo "$out" | grep -q "^      fix: start libvirt: libvirtd -d" || fail "no fix f
 
 # /dev/kvm that only root can open (no udev rule ran), in a private mount
 # namespace where a node of the same device, mode 0600, hides the host's.
-mknod -m 0600 "$tmp/kvm" c 10 232 || fail "mknod"
-out=$(unshare -m --propagation private sh -c '
-	mount --bind "$1" /dev/kvm && exec "$0" doctor' "$idlevm" "$tmp/kvm" 2>&1) ||
-	fail "doctor with a root-only /dev/kvm: $out"
-expect_line "$out" WARN "kvm: /dev/kvm is mode 600, owner only"
-echo "$out" | grep -q "^      fix: chgrp kvm /dev/kvm && chmod 0660 /dev/kvm" ||
-	fail "no fix for /dev/kvm's mode: $out"
+# A host without /dev/kvm (some machines of this project have none) has no
+# node to hide: doctor says so as a pass, checked above.
+if [ -e /dev/kvm ]; then
+	mknod -m 0600 "$tmp/kvm" c 10 232 || fail "mknod"
+	out=$(unshare -m --propagation private sh -c '
+		mount --bind "$1" /dev/kvm && exec "$0" doctor' "$idlevm" "$tmp/kvm" 2>&1) ||
+		fail "doctor with a root-only /dev/kvm: $out"
+	expect_line "$out" WARN "kvm: /dev/kvm is mode 600, owner only"
+	echo "$out" | grep -q "^      fix: chgrp kvm /dev/kvm && chmod 0660 /dev/kvm" ||
+		fail "no fix for /dev/kvm's mode: $out"
+else
+	out=$("$idlevm" doctor 2>&1)
+	expect_line "$out" PASS "kvm: no /dev/kvm on this host"
+	echo "no /dev/kvm on this host: the root-only /dev/kvm case is not checked"
+fi
 
 # An old helper: this tree's helper built as an earlier version, run on
 # the host and reached through socat as doctor would reach a guest's

@@ -30,6 +30,7 @@
 #include "kernel/guest.h"
 #include "kernel/vmcoreinfo.h"
 #include "profile/capture_pin.h"
+#include "profile/idle_gate.h"
 #include "profile/trace_session.h"
 
 enum verdict { PASS, WARN, FAIL };
@@ -164,6 +165,21 @@ static void check_tracefs(struct doctor *d)
 		    "tracefs: no raw_syscalls events or no event-fork option: profile --disk cannot time the host's service of the guest's disks");
 	else
 		say(d, PASS, NULL, "tracefs: raw_syscalls events and event-fork: profile --disk times the host's service of the guest's disks (QEMU's I/O calls)");
+}
+
+/* The idle gate (profile/idle_gate.h): a BPF program on sched_switch. */
+static void check_idle_gate(struct doctor *d)
+{
+	struct ivm_error *err = ivm_idle_gate_probe();
+
+	if (err) {
+		say(d, WARN, "run idlevm as root (CAP_BPF and CAP_PERFMON) on a host kernel with BPF (CONFIG_BPF_SYSCALL, CONFIG_BPF_EVENTS), 5.18 or later",
+		    "idle gate: %s: under TCG every vCPU-thread sleep wakes idlevm (about twice the wakeups)",
+		    ivm_error_string(err));
+		ivm_error_destroy(err);
+		return;
+	}
+	say(d, PASS, NULL, "idle gate: a BPF program on sched_switch loads: under TCG only the vCPU sleeps after a guest switch wake idlevm");
 }
 
 static void check_kvm(struct doctor *d)
@@ -433,6 +449,7 @@ int ivm_cmd_doctor(int argc, char **argv)
 	printf("idlevm %s\n", IVM_VERSION);
 	check_privileges(&d);
 	check_tracefs(&d);
+	check_idle_gate(&d);
 	check_kvm(&d);
 	if (!opts.qmp_path)
 		check_libvirt(&d, opts.connect_uri);

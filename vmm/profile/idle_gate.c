@@ -144,6 +144,36 @@ static struct ivm_error *load(struct ivm_idle_gate *gate, pid_t qemu_pid)
 	return NULL;
 }
 
+static struct ivm_error *attach(struct ivm_idle_gate *gate)
+{
+	struct bpf_program *prog;
+
+	prog = bpf_object__find_program_by_name(gate->obj, "gate_switch");
+	if (!prog)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"the idle gate's BPF object has no gate_switch");
+	gate->link = bpf_program__attach(prog);
+	if (!gate->link)
+		return ivm_error_os(errno,
+				    "attaching the idle gate to sched_switch");
+	return NULL;
+}
+
+struct ivm_error *ivm_idle_gate_probe(void)
+{
+	struct ivm_idle_gate *gate = calloc(1, sizeof(*gate));
+	struct ivm_error *err;
+
+	if (!gate)
+		return &ivm_enomem;
+	/* No process has tgid 0: the program is never more than a compare. */
+	err = load(gate, 0);
+	if (!err)
+		err = attach(gate);
+	ivm_idle_gate_destroy(gate);
+	return err;
+}
+
 struct ivm_error *ivm_idle_gate_create(struct ivm_guest *g,
 				       const struct ivm_irq_stat *irq_stat,
 				       struct ivm_idle_gate **ret)
@@ -192,13 +222,8 @@ struct ivm_error *ivm_idle_gate_create(struct ivm_guest *g,
 	if (!err && !placed)
 		err = ivm_error_create(IVM_ERROR_NOT_FOUND,
 				       "no vCPU's switch count could be placed in QEMU's memory");
-	if (!err) {
-		gate->link = bpf_program__attach(bpf_object__find_program_by_name(
-			gate->obj, "gate_switch"));
-		if (!gate->link)
-			err = ivm_error_os(errno,
-					   "attaching the idle gate to sched_switch");
-	}
+	if (!err)
+		err = attach(gate);
 	free(ram);
 	if (err) {
 		ivm_idle_gate_destroy(gate);

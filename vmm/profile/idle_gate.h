@@ -53,6 +53,9 @@ struct ivm_error *ivm_idle_gate_create(struct ivm_guest *g,
 				       struct ivm_idle_gate **ret);
 void ivm_idle_gate_destroy(struct ivm_idle_gate *gate);
 
+/* Whether this host takes the program (idlevm doctor): load, attach, go. */
+struct ivm_error *ivm_idle_gate_probe(void);
+
 /* Readable (POLLIN) when records wait: poll it instead of the session. */
 int ivm_idle_gate_fd(const struct ivm_idle_gate *gate);
 
