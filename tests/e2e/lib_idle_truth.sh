@@ -175,6 +175,20 @@ idle_events_check() {
 		awk '{ printf "trace records %d for %d vCPU-thread sleeps\n", $2, $1
 		       exit !($2 <= 3 * $1 + 200) }' ||
 		fail "idlevm read far more trace records than the vCPU threads' sleeps and wakeups"
+	# The idle gate (idle_gate.h) ran and let sleeps pass: fewer woke
+	# idlevm than the vCPU threads made.  A host that refuses its BPF
+	# program profiles without it: degraded, reported.
+	case " ${IVM_T62_ARGS:-} " in
+	*" --no-idle-gate "*) ;;
+	*)	if echo "$out" | grep -q "the idle gate cannot start"; then
+			echo "degraded: the idle gate did not start: every vCPU sleep woke idlevm"
+		else
+			echo "$out" | sed -n 's/.* \([0-9]*\) vCPU-thread sleeps (\([0-9]*\) woke idlevm through the idle gate.*/\1 \2/p' |
+				awk '{ printf "idle gate: %d of %d vCPU-thread sleeps woke idlevm\n", $2, $1; ok = $2 > 0 && $2 < $1 }
+				     END { exit !ok }' ||
+				fail "the idle gate let no vCPU sleep pass, or woke idlevm for none"
+		fi ;;
+	esac
 
 	windows=$(profile_windows "$prof")
 	[ -n "$windows" ] || fail "no idle period with guest clocks in the profile"
@@ -202,7 +216,15 @@ idle_events_check() {
 				d = hi - lo
 				if (k[c] < lo - slack - d || k[c] > hi + slack + d || f[c] == 0) bad = 1
 			}
-			exit bad }' || fail "idlevm's idle switch counts disagree with the guest trace"
+			exit bad }' || {
+		# The periods at each vCPU's window edges, flags included
+		# (replayed, start unknown: idle_periods.h): what set them.
+		"$idlevm" report -f periods "$prof" 2>/dev/null | awk -F '\t' '
+			$12 > 0 && $13 > 0 { n[$1]++; row[$1, n[$1]] = $0 }
+			END { for (c in n) for (i = 1; i <= n[c]; i++)
+				if (i <= 3 || i > n[c] - 3) print "edge:", row[c, i] }'
+		fail "idlevm's idle switch counts disagree with the guest trace"
+	}
 
 	# 2. Captured against the guest's transitions, and per-thread splits.
 	report=$("$idlevm" report "$prof" 2>/dev/null) || fail "idlevm report failed"
