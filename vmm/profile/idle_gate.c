@@ -204,20 +204,25 @@ struct ivm_error *ivm_idle_gate_create(struct ivm_guest *g,
 		   bpf_map__fd(bpf_object__find_map_by_name(gate->obj,
 							    "words"));
 	for (i = 0; !err && i < g->nr_vcpus; i++) {
-		struct ivm_gate_words w;
+		struct ivm_gate_words w = { .vcpu = (uint32_t)i };
 		uint32_t tid = (uint32_t)g->vcpus[i].tid;
-		struct ivm_error *e;
+		struct ivm_error *e = NULL;
 
-		if (g->vcpus[i].cpu < 0)
-			continue;
-		e = vcpu_words(g, ram, irq_stat, i, &w);
+		/*
+		 * A vCPU whose words cannot be placed goes in with none: its
+		 * every sleep is unreadable and wakes the loop.  Left out of
+		 * the map, its sleeps would wake nothing.
+		 */
+		if (g->vcpus[i].cpu >= 0)
+			e = vcpu_words(g, ram, irq_stat, i, &w);
 		if (e) {
-			ivm_error_destroy(e);	/* that vCPU wakes the loop */
-			continue;
+			ivm_error_destroy(e);
+			memset(&w, 0, sizeof(w));
+			w.vcpu = (uint32_t)i;
 		}
 		if (bpf_map_update_elem(words_fd, &tid, &w, BPF_ANY))
 			err = ivm_error_os(errno, "filling the idle gate's map");
-		placed++;
+		placed += w.switches_hva != 0;
 	}
 	if (!err && !placed)
 		err = ivm_error_create(IVM_ERROR_NOT_FOUND,

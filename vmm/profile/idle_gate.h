@@ -42,8 +42,8 @@
 struct ivm_idle_gate;
 
 /*
- * Load the program for the live guest g's vCPUs (those whose guest CPU is
- * known) and attach it; irq_stat (or NULL: no interrupt counts) and g must
+ * Load the program for the live guest g's vCPUs and attach it (a vCPU
+ * whose guest CPU or words are not known wakes the loop at every sleep); irq_stat (or NULL: no interrupt counts) and g must
  * outlive the gate.  IVM_ERROR_NOT_FOUND when no vCPU's words can be
  * placed, IVM_ERROR_OS when the kernel refuses the program (not root, no
  * BPF, no prev_state), IVM_ERROR_INVALID for a core.
