@@ -7,7 +7,9 @@
 # libvirt domain, profiles it RUNS times (default 5) for SECONDS (default
 # 20) at the defaults, and prints per run and as the median of the runs:
 # samples recorded per second, idlevm's host CPU as a share of a core and
-# per recorded sample, and the loop's time by stage (stage_clock.h: host
+# per recorded sample, the guest memory reads per recorded sample (system
+# calls with private RAM: 0 in the rows of an idlevm older than the
+# count), and the loop's time by stage (stage_clock.h: host
 # events, looks at the guest, the scheduler's stamps, captures, writing,
 # the rest) from the closing lines.  The guest is destroyed at the end,
 # also when it fails.  Under TCG the guest's speed, hence its idle
@@ -69,7 +71,7 @@ fi
 gmem=$("$IDLEVM" info --domain "$PREFIX-1" 2>&1 | sed -n 's/^guest memory: *//p')
 [ "$gmem" = "$want" ] || ivm_die "guest memory read by '$gmem', not '$want'"
 echo "guest ready ($GUEST, 2 vCPUs, memory read by $gmem); $SECS s per run, $RUNS runs; host $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-4s %10s %8s %9s  %s\n' run samples/s "% core" "us/sample" "time by stage (%)"
+printf '%-4s %10s %8s %9s %7s  %s\n' run samples/s "% core" "us/sample" "reads" "time by stage (%)"
 builds=a
 [ -z "$OTHER" ] || builds="a b"
 for i in $(seq 1 "$RUNS"); do
@@ -94,8 +96,9 @@ for i in $(seq 1 "$RUNS"); do
 			line = $0; sub(/.*time by stage: /, "", line); split(line, a, "; ")
 			stages = a[1]; us = a[2] + 0
 		}
+		/guest memory reads per sample recorded:/ { rd = $0; sub(/.*recorded: /, "", rd); reads = rd + 0 }
 		/CPU budget .* watched/ { w = $0; sub(/.* s \(/, "", w); watched = w + 0 }
-		END { printf "%-4s %10.0f %8.1f %9.1f  %s%s\n", run, n / secs, core, us, stages,
+		END { printf "%-4s %10.0f %8.1f %9.1f %7.1f  %s%s\n", run, n / secs, core, us, reads, stages,
 			watched ? sprintf(" watched %.1f%%", watched) : "" }' "$log" |
 			tee -a "$OUT/rows-$b"
 	done
@@ -111,14 +114,14 @@ for b in $builds; do
 		return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 	}
 	{
-		r++; s[r] = $2; c[r] = $3; u[r] = $4
-		for (k = 5; k < NF; k += 2) { nm[k] = $k; v = $(k + 1); sub(/%/, "", v); st[k, r] = v + 0 }
+		r++; s[r] = $2; c[r] = $3; u[r] = $4; g[r] = $5
+		for (k = 6; k < NF; k += 2) { nm[k] = $k; v = $(k + 1); sub(/%/, "", v); st[k, r] = v + 0 }
 		last = NF
 	}
 	END {
-		printf "%smedian: %.0f samples/s, %.1f%% of a core, %.1f us of host CPU per sample; by stage:",
-			name, median(s, r), median(c, r), median(u, r)
-		for (k = 5; k < last; k += 2) {
+		printf "%smedian: %.0f samples/s, %.1f%% of a core, %.1f us of host CPU and %.1f guest memory reads per sample; by stage:",
+			name, median(s, r), median(c, r), median(u, r), median(g, r)
+		for (k = 6; k < last; k += 2) {
 			for (i = 1; i <= r; i++) x[i] = st[k, i]
 			printf " %s %.0f%%", nm[k], median(x, r)
 		}

@@ -227,6 +227,41 @@ Test(kernel_layout, task_list_complete)
 }
 
 /*
+ * A task read with the pgd of the mm the caller guesses it has (one batch
+ * of guest reads, one system call on a live guest), and no pgd when the
+ * guess is wrong or unreadable, the task read all the same.
+ */
+Test(kernel_layout, task_read_with_its_pgd)
+{
+	const uint64_t guesses[] = { 0, DM(PA_MM) + 0x800, POB + A_SIZE };
+	struct ivm_kernel_layout *l;
+	struct ivm_guest_task t;
+	struct fixture f;
+	uint64_t pgd, cr3;
+	size_t i;
+
+	fixture_init(&f);
+	l = create_ok(&f);
+	cr_assert_null(ivm_kernel_read_task_pgd(l, task_va(P1), DM(PA_MM), &t,
+						&pgd));
+	cr_expect_eq(t.pid, 1);
+	cr_expect_str_eq(t.comm, "init");
+	cr_expect_eq(pgd, DM(PA_USER_PGD));
+	cr_assert_null(ivm_kernel_user_cr3_of_pgd(l, &t, pgd, &cr3));
+	cr_expect_eq(cr3, PA_USER_PGD);
+	for (i = 0; i < sizeof(guesses) / sizeof(guesses[0]); i++) {
+		pgd = 1;
+		cr_assert_null(ivm_kernel_read_task_pgd(l, task_va(P1),
+							guesses[i], &t, &pgd),
+			       "guess %zu", i);
+		cr_expect_eq(t.pid, 1, "guess %zu", i);
+		cr_expect_eq(pgd, 0, "guess %zu", i);
+	}
+	ivm_kernel_layout_destroy(l);
+	fixture_fini(&f);
+}
+
+/*
  * A process of 600 threads: the walk's room, which starts small, grows
  * past it with every task read whole, and a cap still cuts the list.
  */

@@ -97,7 +97,8 @@ void guest_run_who(const struct profile_opts *o, const struct guest_run *r)
 static void print_stages(const struct profile_opts *o, const struct guest_run *r)
 {
 	const struct ivm_profiler_result *res = &r->res;
-	uint64_t all = 0, kept = 0;
+	uint64_t all = 0, kept = 0, reads;
+	const char *sep;
 	int i;
 
 	for (i = 0; i < IVM_STAGE_NR; i++)
@@ -115,6 +116,22 @@ static void print_stages(const struct profile_opts *o, const struct guest_run *r
 		fprintf(stderr, "; %.1f us of host CPU per sample recorded",
 			(double)res->cpu_ns / 1e3 / (double)kept);
 	fputc('\n', stderr);
+	/* The guest memory reads behind it: system calls, unless mapped. */
+	for (i = reads = 0; i < IVM_STAGE_NR; i++)
+		reads += res->stage_reads[i];
+	if (!kept || !reads)
+		return;
+	guest_run_who(o, r);
+	fprintf(stderr, "guest memory reads per sample recorded: %.1f (",
+		(double)reads / (double)kept);
+	for (i = 0, sep = ""; i < IVM_STAGE_NR; i++) {
+		if (!res->stage_reads[i])
+			continue;
+		fprintf(stderr, "%s%s %.1f", sep, ivm_stage_name(i),
+			(double)res->stage_reads[i] / (double)kept);
+		sep = ", ";
+	}
+	fprintf(stderr, ")\n");
 }
 
 static double mib(size_t bytes)

@@ -41,6 +41,11 @@ uint64_t ivm_gmem_backend_calls(const struct ivm_gmem *gmem)
 	return __atomic_load_n(&gmem->backend_calls, __ATOMIC_RELAXED);
 }
 
+const uint64_t *ivm_gmem_backend_calls_word(const struct ivm_gmem *gmem)
+{
+	return &gmem->backend_calls;
+}
+
 struct ivm_error *ivm_gmem_read_phys(struct ivm_gmem *gmem, uint64_t gpa,
 				     void *buf, size_t len)
 {

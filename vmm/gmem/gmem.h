@@ -173,6 +173,8 @@ struct ivm_error *ivm_gmem_read_phys_many(struct ivm_gmem *gmem,
  * benchmarks and statistics.
  */
 uint64_t ivm_gmem_backend_calls(const struct ivm_gmem *gmem);
+/* The same count's word, for a reader that samples it often (stage_clock). */
+const uint64_t *ivm_gmem_backend_calls_word(const struct ivm_gmem *gmem);
 
 /*
  * Core backend extras.  Each fails with IVM_ERROR_INVALID (or returns

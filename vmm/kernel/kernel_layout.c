@@ -26,18 +26,28 @@ struct ivm_error *ivm_kernel_symbol(const struct ivm_kernel_layout *layout,
 	return NULL;
 }
 
+/* va's guest physical address when [va, va + len) is in the direct map. */
+static bool direct_mapped(const struct ivm_kernel_layout *l, uint64_t va,
+			  size_t len, uint64_t *gpa)
+{
+	if (!l->direct_map_end || va < l->page_offset_base ||
+	    va >= l->direct_map_end || len > l->direct_map_end - va)
+		return false;
+	*gpa = va - l->page_offset_base;
+	return true;
+}
+
 struct ivm_error *ivm_kernel_read(const struct ivm_kernel_layout *layout,
 				  uint64_t va, void *buf, size_t len)
 {
 	const struct ivm_kernel_layout *l = layout;
+	uint64_t gpa;
 
 	/* The direct map is linear: skip the page walk. */
-	if (l->direct_map_end && va >= l->page_offset_base &&
-	    va < l->direct_map_end && len <= l->direct_map_end - va) {
+	if (direct_mapped(l, va, len, &gpa)) {
 		struct ivm_error *err;
 
-		err = ivm_gmem_read_phys(l->gmem, va - l->page_offset_base,
-					 buf, len);
+		err = ivm_gmem_read_phys(l->gmem, gpa, buf, len);
 		if (err && err->code == IVM_ERROR_FAULT)
 			err->address += l->page_offset_base;
 		return err;
@@ -457,12 +467,51 @@ struct ivm_error *ivm_kernel_read_task(const struct ivm_kernel_layout *layout,
 	return err;
 }
 
+struct ivm_error *ivm_kernel_read_task_pgd(
+	const struct ivm_kernel_layout *layout, uint64_t task,
+	uint64_t mm_guess, struct ivm_guest_task *ret, uint64_t *pgd)
+{
+	const struct ivm_kernel_layout *l = layout;
+	size_t len = l->task_span_hi - l->task_span_lo;
+	struct ivm_gmem_piece pieces[2];
+	struct ivm_error *err;
+	uint64_t word = 0;
+	uint8_t *buf;
+
+	*pgd = 0;
+	/* Both from the slab, in the direct map; else two reads as before. */
+	if (!mm_guess || !is_kernel_ptr(l, task) ||
+	    task + l->task_span_hi < task || !is_kernel_ptr(l, mm_guess) ||
+	    !direct_mapped(l, task + l->task_span_lo, len, &pieces[0].gpa) ||
+	    !direct_mapped(l, mm_guess + l->off.mm_pgd, 8, &pieces[1].gpa))
+		return ivm_kernel_read_task(layout, task, ret);
+	buf = malloc(len);
+	if (!buf)
+		return &ivm_enomem;
+	pieces[0].buf = buf;
+	pieces[0].len = len;
+	pieces[1].buf = &word;
+	pieces[1].len = 8;
+	err = ivm_gmem_read_phys_many(l->gmem, pieces, 2);
+	if (err) {
+		/* The guess's page, perhaps: the task alone says which. */
+		ivm_error_destroy(err);
+		free(buf);
+		return ivm_kernel_read_task(layout, task, ret);
+	}
+	ivm_kernel_task_decode(layout, task, buf, ret);
+	free(buf);
+	if (ret->mm == mm_guess)
+		*pgd = ivm_le64((const uint8_t *)&word);
+	return NULL;
+}
+
 struct ivm_error *ivm_kernel_task_user_cr3(
 	const struct ivm_kernel_layout *layout,
 	const struct ivm_guest_task *task, uint64_t *ret)
 {
 	struct ivm_error *err;
-	uint64_t pgd, pa, contiguous;
+	uint64_t pgd;
 
 	if (!task->mm)
 		return ivm_error_create(IVM_ERROR_NOT_FOUND,
@@ -475,13 +524,25 @@ struct ivm_error *ivm_kernel_task_user_cr3(
 					(unsigned long long)task->mm);
 	err = ivm_kernel_read_ptr(layout, task->mm + layout->off.mm_pgd, "mm->pgd",
 			&pgd);
+	if (err)
+		return ivm_error_wrap(err, "task %d: user page tables",
+				      task->pid);
+	return ivm_kernel_user_cr3_of_pgd(layout, task, pgd, ret);
+}
+
+struct ivm_error *ivm_kernel_user_cr3_of_pgd(
+	const struct ivm_kernel_layout *layout,
+	const struct ivm_guest_task *task, uint64_t pgd, uint64_t *ret)
+{
+	struct ivm_error *err;
+	uint64_t pa, contiguous;
+
 	/*
 	 * A pgd comes from the page allocator, so it is in the direct map:
 	 * translated by arithmetic, not a four-read walk, on every capture.
 	 * A pa outside guest RAM faults when the user walk reads it.
 	 */
-	if (!err)
-		err = ivm_kernel_translate(layout, pgd, &pa, &contiguous);
+	err = ivm_kernel_translate(layout, pgd, &pa, &contiguous);
 	if (err)
 		return ivm_error_wrap(err, "task %d: user page tables",
 				      task->pid);

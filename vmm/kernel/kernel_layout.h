@@ -298,6 +298,17 @@ struct ivm_error *ivm_kernel_read_task(const struct ivm_kernel_layout *layout,
 				       struct ivm_guest_task *ret);
 
 /*
+ * The same, and in the same read of guest memory the pgd of the mm at
+ * mm_guess (0: none), the address space the caller expects the task to
+ * have: one system call where the capture's user unwind made a second.
+ * *pgd is 0 unless it arrived and the task's mm is mm_guess, so a wrong
+ * guess costs nothing but the 8 bytes.
+ */
+struct ivm_error *ivm_kernel_read_task_pgd(
+	const struct ivm_kernel_layout *layout, uint64_t task,
+	uint64_t mm_guess, struct ivm_guest_task *ret, uint64_t *pgd);
+
+/*
  * The span of task_struct that ivm_kernel_read_task reads, in bytes from
  * the struct: [lo, hi).  Every member it decodes is in it, and so are
  * tasks, thread_node and thread_group on the kernels met (the walk below
@@ -326,6 +337,11 @@ void ivm_kernel_task_decode(const struct ivm_kernel_layout *layout,
 struct ivm_error *ivm_kernel_task_user_cr3(
 	const struct ivm_kernel_layout *layout,
 	const struct ivm_guest_task *task, uint64_t *ret);
+
+/* The same from its mm->pgd read already (ivm_kernel_read_task_pgd). */
+struct ivm_error *ivm_kernel_user_cr3_of_pgd(
+	const struct ivm_kernel_layout *layout,
+	const struct ivm_guest_task *task, uint64_t pgd, uint64_t *ret);
 
 struct ivm_guest_task_list {
 	struct ivm_guest_task *tasks;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "profile/capture_int.h"
 
 /*
@@ -360,6 +361,7 @@ struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
 	size_t nr_ranges = 1;
 	struct ivm_stack st;
 	struct ivm_error *err;
+	struct mm_seen *seen;
 
 	ivm_kmem_cache_invalidate(&e->kcache);
 	e->user_task = 0;
@@ -370,12 +372,20 @@ struct ivm_error *ivm_capture_task_flags(struct ivm_capture_engine *e,
 	cap->sample.user_pcs = cap->user_pcs;
 	cap->sample.kernel_flags = cap->kernel_flags;
 	cap->sample.user_flags = cap->user_flags;
-	err = ivm_kernel_read_task(e->guest->layout, task_addr, &cap->task);
+	seen = &e->mm_seen[ivm_hash_u64(task_addr) % IVM_CAPTURE_MM_SEEN];
+	e->user_pgd_mm = 0;
+	err = ivm_kernel_read_task_pgd(e->guest->layout, task_addr,
+				       seen->task == task_addr ? seen->mm : 0,
+				       &cap->task, &e->user_pgd);
 	if (err) {
 		ivm_error_destroy(err);
 		cap->outcome = IVM_CAPTURE_FAILED;
 		return NULL;
 	}
+	if (e->user_pgd)
+		e->user_pgd_mm = cap->task.mm;
+	seen->task = task_addr;
+	seen->mm = cap->task.mm;
 	cap->sample.pid = (uint32_t)cap->task.tgid;
 	cap->sample.tid = (uint32_t)cap->task.pid;
 	memcpy(cap->sample.comm, cap->task.comm, IVM_COMM_LEN - 1);

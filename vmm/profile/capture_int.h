@@ -67,6 +67,13 @@ struct mm_binding {
 	struct ivm_gfile_space space;	/* its VMAs and user memory */
 };
 
+/* Tasks whose mm a capture remembers: the guest's busiest threads. */
+#define IVM_CAPTURE_MM_SEEN 256
+
+struct mm_seen {
+	uint64_t task, mm;
+};
+
 struct ivm_capture_engine {
 	struct ivm_guest *guest;
 	/* The user objects captures met, numbered (uobjects.h). */
@@ -116,10 +123,17 @@ struct ivm_capture_engine {
 	struct ivm_x86_64_walk_memo memo;
 	/* The same for the target's user memory (its own page tables). */
 	struct ivm_kmem_gmem umem;
-	struct ivm_kmem_reader umem_reader;
 	struct ivm_kmem_cache ucache;
 	struct ivm_kmem_reader ucache_reader;
 	uint64_t user_task;	/* whose memory ucache holds; 0: none yet */
+	/*
+	 * The mm each task had at its last capture (direct-mapped by task
+	 * address; a guess only): its pgd is read with the task, in the same
+	 * batch (ivm_kernel_read_task_pgd), and user_pgd holds it for the
+	 * capture under way when the guess held (user_pgd_mm its mm; 0: no).
+	 */
+	struct mm_seen mm_seen[IVM_CAPTURE_MM_SEEN];
+	uint64_t user_pgd_mm, user_pgd;
 	bool has_cpu_stacks;
 	/* task_struct.on_cpu exists (SMP kernels): see ivm_capture_task_flags. */
 	bool has_on_cpu;

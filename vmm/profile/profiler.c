@@ -570,6 +570,9 @@ struct ivm_error *ivm_profiler_start(struct ivm_guest *guest,
 		return err;
 	}
 	pr->p.start_ns = pr->next = pr->last_flush = ivm_mono_ns();
+	if (guest->gmem)
+		pr->p.stages.reads_counter =
+			ivm_gmem_backend_calls_word(guest->gmem);
 	ivm_cpu_budget_init(&pr->p.budget, config->cpu_budget, pr->p.start_ns);
 	check_paused(&pr->p, ivm_qmp_lifecycle(guest->qmp));
 	if (config->duration_s > 0)
@@ -830,6 +833,8 @@ struct ivm_error *ivm_profiler_finish(struct ivm_profiler *pr)
 	pr->cpu_ns += loop_cpu - cpu0;
 	result->cpu_ns = pr->cpu_ns;
 	memcpy(result->stage_ns, p->stages.ns, sizeof(result->stage_ns));
+	memcpy(result->stage_reads, p->stages.reads,
+	       sizeof(result->stage_reads));
 	fill_stats(p, stats, &nr_stats);
 	if (p->engine && ivm_capture_engine_labels(p->engine)) {
 		struct ivm_labels *l = ivm_capture_engine_labels(p->engine);

@@ -198,6 +198,7 @@ struct ivm_profiler_result {
 	uint64_t trace_records;		/* sched source: host records read */
 	/* The loop's time by stage (stage_clock.h), at the end. */
 	uint64_t stage_ns[IVM_STAGE_NR];
+	uint64_t stage_reads[IVM_STAGE_NR];	/* guest memory reads */
 	/* ... and of the host's side (host_sched.h) */
 	uint64_t host_trace_records;
 	enum ivm_idle_source idle_source;	/* the one that ran */

@@ -189,6 +189,15 @@ static struct ivm_error *live_regs(struct profiler *p,
 	return err;
 }
 
+/* A task as a period record names it. */
+static void id_of(const struct ivm_guest_task *t, struct ivm_idle_task_id *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->pid = t->tgid > 0 ? (uint32_t)t->tgid : 0;
+	ret->tid = t->pid > 0 ? (uint32_t)t->pid : 0;
+	memcpy(ret->comm, t->comm, strnlen(t->comm, sizeof(ret->comm) - 1));
+}
+
 static struct ivm_error *capture_in(struct profiler *p,
 				     const struct ivm_capture_req *req)
 {
@@ -251,6 +260,14 @@ static struct ivm_error *capture_in(struct profiler *p,
 	if (stopped && regs)
 		p->cap.sample.stack_flags &= ~(uint32_t)IVM_STACK_INEXACT;
 	p->res->outcomes[p->cap.outcome]++;
+	if (req->kind == IVM_SAMPLE_TO_IDLE &&
+	    p->cap.outcome != IVM_CAPTURE_FAILED) {
+		struct vcpu_poll *vp = &p->vcpus[req->vcpu];
+
+		vp->named_task = req->task;
+		vp->named_ns = req->time_ns;
+		id_of(&p->cap.task, &vp->named);
+	}
 	if (!regs)
 		p->res->blocked_outcomes[p->cap.outcome]++;
 	if (p->cap.outcome != IVM_CAPTURE_KEPT)
@@ -434,24 +451,33 @@ struct ivm_error *first_since(struct profiler *p,
 	return NULL;
 }
 
-/* The guest task at addr as a period record names it; zeros if unknown. */
-void task_id(struct profiler *p, uint64_t addr,
-		    struct ivm_idle_task_id *ret)
+/*
+ * The guest task at addr as the record of period ip names it; zeros if
+ * unknown.  Its to-idle task was read by the capture at its start, most
+ * often: named then, by what ran then, with no read now (half the reads
+ * of writing a period; and a task gone since keeps its name).
+ */
+void task_id(struct profiler *p, const struct ivm_idle_period *ip,
+	     uint64_t addr, struct ivm_idle_task_id *ret)
 {
+	const struct vcpu_poll *vp = &p->vcpus[ip->vcpu];
 	struct ivm_guest_task t;
 	struct ivm_error *err;
 
 	memset(ret, 0, sizeof(*ret));
 	if (!addr)
 		return;
+	if (vp->named_task == addr && vp->named_ns >= ip->start_ns &&
+	    vp->named_ns <= ip->end_ns) {
+		*ret = vp->named;
+		return;
+	}
 	err = ivm_kernel_read_task(p->guest->layout, addr, &t);
 	if (err) {
 		ivm_error_destroy(err);
 		return;
 	}
-	ret->pid = t.tgid > 0 ? (uint32_t)t.tgid : 0;
-	ret->tid = t.pid > 0 ? (uint32_t)t.pid : 0;
-	memcpy(ret->comm, t.comm, strnlen(t.comm, sizeof(ret->comm) - 1));
+	id_of(&t, ret);
 }
 
 

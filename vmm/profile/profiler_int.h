@@ -42,6 +42,14 @@ struct vcpu_poll {
 	uint64_t passed;
 	uint64_t passed_ts;
 	struct ivm_irq_counts passed_irqs;
+	/*
+	 * The to-idle task a capture here last read, as it named it then,
+	 * and when: the record of the period it opened takes that name
+	 * instead of reading the task again (task_id).
+	 */
+	uint64_t named_task;
+	uint64_t named_ns;
+	struct ivm_idle_task_id named;
 };
 
 /*
@@ -73,7 +81,7 @@ static const uint64_t follow_ns[NR_FOLLOW] = {
  * (switch sampling's included), three per --label, the stages, the
  * budget's, the stamps', the disk's and the host's side.
  */
-#define MAX_STATS (124 + 3 * IVM_LABELS_MAX + IVM_STAGE_NR + 2 + 2 + 15 + \
+#define MAX_STATS (124 + 3 * IVM_LABELS_MAX + 2 * IVM_STAGE_NR + 2 + 2 + 15 + \
 		   IVM_DISK_MAX_STATS + IVM_HOST_MAX_STATS)
 
 struct profiler {
@@ -196,7 +204,8 @@ struct ivm_error *first_since(struct profiler *p,
 struct ivm_error *last_ran_task(struct profiler *p,
 				const struct ivm_guest_vcpu *v, uint64_t now,
 				uint64_t *ret);
-void task_id(struct profiler *p, uint64_t addr, struct ivm_idle_task_id *ret);
+void task_id(struct profiler *p, const struct ivm_idle_period *ip,
+	     uint64_t addr, struct ivm_idle_task_id *ret);
 struct ivm_error *write_held(struct profiler *p, uint32_t vcpu, bool known,
 			     uint64_t idle_ns);
 struct ivm_error *write_all_held(struct profiler *p);

@@ -42,6 +42,11 @@ static const char *const stage_stat[IVM_STAGE_NR] = {
 	"stage_stamps_us", "stage_capture_us", "stage_write_us",
 };
 
+static const char *const stage_reads_stat[IVM_STAGE_NR] = {
+	"stage_other_reads", "stage_events_reads", "stage_looks_reads",
+	"stage_stamps_reads", "stage_capture_reads", "stage_write_reads",
+};
+
 /*
  * What the idle signal saw, and the guest's idle transitions counted from
  * its own idle-task switch counts: every period whose start was seen, and
@@ -253,6 +258,8 @@ void fill_stats(const struct profiler *p, struct ivm_stat *st,
 	/* ... and the loop's time by stage (stage_clock.h), in us. */
 	for (i = 0; i < IVM_STAGE_NR; i++)
 		put_stat(st, &n, stage_stat[i], p->stages.ns[i] / 1000);
+	for (i = 0; i < IVM_STAGE_NR; i++)
+		put_stat(st, &n, stage_reads_stat[i], p->stages.reads[i]);
 	/* The timeline's spans (write_spans), before the tables that grow. */
 	if (p->host) {
 		put_stat(st, &n, "timeline_spans", p->spans_written);

@@ -11,6 +11,11 @@
  * loop (without --realtime) is charged to the stage it interrupted.  The
  * run's CPU time (CLOCK_THREAD_CPUTIME_ID, a syscall) is read once a
  * step, apart.
+ *
+ * Beside the time, each stage's reads of guest memory (the guest's
+ * ivm_gmem_backend_calls(): one process_vm_readv or one batch each), the
+ * system calls that were a third of idlevm's CPU on web01 (perf, tests/
+ * bench/README.md): read from a counter the clock is given, no call.
  */
 #ifndef IVM_STAGE_CLOCK_H
 #define IVM_STAGE_CLOCK_H
@@ -33,6 +38,9 @@ struct ivm_stage_clock {
 	enum ivm_stage current;
 	uint64_t since;			/* when current began; 0: stopped */
 	uint64_t ns[IVM_STAGE_NR];
+	const uint64_t *reads_counter;	/* guest reads so far, or NULL */
+	uint64_t reads_at;		/* *reads_counter at since */
+	uint64_t reads[IVM_STAGE_NR];
 };
 
 /* "other", "events", "looks", "stamps", "capture", "write". */
@@ -47,6 +55,14 @@ static inline enum ivm_stage ivm_stage_enter(struct ivm_stage_clock *c,
 
 	if (c->since)
 		c->ns[was] += now - c->since;
+	if (c->reads_counter) {
+		uint64_t r = __atomic_load_n(c->reads_counter,
+					     __ATOMIC_RELAXED);
+
+		if (c->since)
+			c->reads[was] += r - c->reads_at;
+		c->reads_at = r;
+	}
 	c->current = s;
 	c->since = now;
 	return was;
