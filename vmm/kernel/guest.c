@@ -296,11 +296,36 @@ static struct ivm_error *open_live(struct ivm_guest *g,
 		if (err)
 			goto out;
 	}
+	g->ram = ram;
+	ram = NULL;
 	err = ivm_guest_refresh_vcpus(g);
 out:
 	free(vcpus);
 	free(ram);
 	return err;
+}
+
+struct ivm_error *ivm_guest_qemu_address(const struct ivm_guest *g,
+					 uint64_t gpa, uint64_t len,
+					 uint64_t *hva)
+{
+	size_t i;
+
+	if (!g->ram)
+		return ivm_error_create(IVM_ERROR_INVALID,
+					"%s: no QEMU process", g->name);
+	for (i = 0; i < g->ram->nr; i++) {
+		const struct ivm_gmem_region *r = &g->ram->region[i];
+
+		if (gpa >= r->gpa && gpa - r->gpa <= r->size &&
+		    len <= r->size - (gpa - r->gpa)) {
+			*hva = r->hva + (gpa - r->gpa);
+			return NULL;
+		}
+	}
+	return ivm_error_create(IVM_ERROR_NOT_FOUND,
+				"guest physical 0x%" PRIx64 " is in no RAM region",
+				gpa);
 }
 
 static struct ivm_error *open_core(struct ivm_guest *g,
@@ -736,6 +761,7 @@ void ivm_guest_close(struct ivm_guest *g)
 	ivm_kernel_layout_destroy(g->layout);
 	drop_tables(g);
 	ivm_gmem_destroy(g->gmem);
+	free(g->ram);
 	ivm_qmp_destroy(g->qmp);
 	free(g->vcpus);
 	free(g->vmlinux);

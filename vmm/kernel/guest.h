@@ -86,6 +86,8 @@ struct ivm_guest {
 	pid_t qemu_pid;			/* 0 for a core */
 	struct ivm_gmem *gmem;
 	const char *gmem_kind;		/* how guest memory is read (static) */
+	struct ivm_qemu_ram *ram;	/* QEMU's RAM regions gmem was made of;
+					 * NULL for a core */
 	size_t nr_vcpus;
 	struct ivm_guest_vcpu *vcpus;
 	char release[65];		/* kernel release from the banner */
@@ -120,6 +122,16 @@ struct ivm_guest {
 
 struct ivm_error *ivm_guest_open(const struct ivm_guest_options *opts,
 				 struct ivm_guest **ret);
+
+/*
+ * Where the guest physical range [gpa, gpa + len) is in QEMU's own address
+ * space, for a reader inside QEMU's process (the idle gate's BPF program):
+ * IVM_ERROR_NOT_FOUND when no one RAM region holds it, IVM_ERROR_INVALID
+ * for a core.
+ */
+struct ivm_error *ivm_guest_qemu_address(const struct ivm_guest *g,
+					 uint64_t gpa, uint64_t len,
+					 uint64_t *hva);
 
 /*
  * Find the kernel of a guest opened with machine_only (release, debuginfo,

@@ -48,6 +48,14 @@ struct {
 	__type(value, __u64[IVM_GATE_SPAN_WORDS]);
 } scratch SEC(".maps");
 
+/* Whether the profiler watches now (--cpu-budget's slices): 0 or 1. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} watching SEC(".maps");
+
 const volatile __u32 qemu_tgid;
 
 /* A record for the loop: this sleep, and the last one let pass before. */
@@ -84,7 +92,7 @@ SEC("raw_tp/sched_switch")
 int gate_switch(struct bpf_raw_tracepoint_args *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), sw = 0, sum = 0, now;
-	__u32 tid = (__u32)id, zero = 0, len, i, why = 0;
+	__u32 tid = (__u32)id, zero = 0, len, i, why = 0, *on;
 	struct ivm_gate_words *w;
 	struct ivm_gate_seen *s;
 	bool irq_moved = false;
@@ -101,8 +109,18 @@ int gate_switch(struct bpf_raw_tracepoint_args *ctx)
 	i = w->vcpu;
 	s = bpf_map_lookup_elem(&seen, &i);
 	buf = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s || !buf)
+	on = bpf_map_lookup_elem(&watching, &zero);
+	if (!s || !buf || !on)
 		return 0;
+	/*
+	 * Not watched: nothing read, counted or recorded, and the first
+	 * sleep watched again is a first (the profiler starts afresh then).
+	 */
+	if (!*on) {
+		s->valid = 0;
+		s->passed = 0;
+		return 0;
+	}
 	now = bpf_ktime_get_ns();
 	s->sleeps++;
 	len = w->irq_len;

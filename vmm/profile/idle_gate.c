@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +8,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "access/qemu_discovery.h"
 #include "kernel/kernel_layout.h"
 #include "profile/idle_gate.h"
 
@@ -22,6 +20,7 @@ struct ivm_idle_gate {
 	struct bpf_link *link;
 	struct ring_buffer *ring;
 	int seen_fd;
+	int watching_fd;	/* the program's switch (ivm_idle_gate_enable) */
 	size_t nr_vcpus;
 	const struct ivm_irq_stat *irq_stat;
 	/* The read under way (ring_buffer__consume has one context). */
@@ -39,33 +38,22 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 }
 
 /* QEMU's address of guest kernel memory va (len bytes, one piece). */
-static struct ivm_error *qemu_address(const struct ivm_guest *g,
-				      const struct ivm_qemu_ram *ram,
-				      uint64_t va, uint64_t len, __u64 *ret)
+static struct ivm_error *qemu_address(const struct ivm_guest *g, uint64_t va,
+				      uint64_t len, __u64 *ret)
 {
 	struct ivm_error *err;
-	uint64_t pa;
-	size_t i;
+	uint64_t pa, hva;
 
 	err = ivm_kernel_translate_range(g->layout, va, len, &pa);
-	if (err)
-		return err;
-	for (i = 0; i < ram->nr; i++) {
-		const struct ivm_gmem_region *r = &ram->region[i];
-
-		if (pa >= r->gpa && pa - r->gpa + len <= r->size) {
-			*ret = r->hva + (pa - r->gpa);
-			return NULL;
-		}
-	}
-	return ivm_error_create(IVM_ERROR_NOT_FOUND,
-				"guest physical 0x%" PRIx64 " is in no RAM region",
-				pa);
+	if (!err)
+		err = ivm_guest_qemu_address(g, pa, len, &hva);
+	if (!err)
+		*ret = hva;
+	return err;
 }
 
 /* Where vCPU i's words are; the interrupt counts only where they can be. */
 static struct ivm_error *vcpu_words(const struct ivm_guest *g,
-				    const struct ivm_qemu_ram *ram,
 				    const struct ivm_irq_stat *is, size_t i,
 				    struct ivm_gate_words *w)
 {
@@ -78,7 +66,7 @@ static struct ivm_error *vcpu_words(const struct ivm_guest *g,
 	err = ivm_kernel_cpu_switches_va(g->layout,
 					 (unsigned int)g->vcpus[i].cpu, &va);
 	if (!err)
-		err = qemu_address(g, ram, va, 8, &w->switches_hva);
+		err = qemu_address(g, va, 8, &w->switches_hva);
 	if (err || !is)
 		return err;
 	err = ivm_irq_stat_words(is, (unsigned int)g->vcpus[i].cpu, &iw);
@@ -87,14 +75,14 @@ static struct ivm_error *vcpu_words(const struct ivm_guest *g,
 		return NULL;
 	}
 	if (iw.stat_va && iw.stat_len <= IVM_GATE_SPAN_WORDS * 8) {
-		err = qemu_address(g, ram, iw.stat_va, iw.stat_len,
+		err = qemu_address(g, iw.stat_va, iw.stat_len,
 				   &w->irq_hva);
 		if (!err)
 			w->irq_len = iw.stat_len;
 		ivm_error_destroy(err);
 	}
 	if (iw.sum_va) {
-		err = qemu_address(g, ram, iw.sum_va, 8, &w->sum_hva);
+		err = qemu_address(g, iw.sum_va, 8, &w->sum_hva);
 		if (err)
 			w->sum_hva = 0;
 		ivm_error_destroy(err);
@@ -136,6 +124,8 @@ static struct ivm_error *load(struct ivm_idle_gate *gate, pid_t qemu_pid)
 		return ivm_error_os(-err, "loading the idle gate's BPF program");
 	gate->seen_fd = bpf_map__fd(bpf_object__find_map_by_name(gate->obj,
 								 "seen"));
+	gate->watching_fd = bpf_map__fd(
+		bpf_object__find_map_by_name(gate->obj, "watching"));
 	gate->ring = ring_buffer__new(
 		bpf_map__fd(bpf_object__find_map_by_name(gate->obj, "ring")),
 		on_record, gate, NULL);
@@ -159,6 +149,16 @@ static struct ivm_error *attach(struct ivm_idle_gate *gate)
 	return NULL;
 }
 
+struct ivm_error *ivm_idle_gate_enable(struct ivm_idle_gate *gate, bool on)
+{
+	uint32_t key = 0, value = on;
+
+	if (bpf_map_update_elem(gate->watching_fd, &key, &value, BPF_ANY))
+		return ivm_error_os(errno, "switching the idle gate %s",
+				    on ? "on" : "off");
+	return NULL;
+}
+
 struct ivm_error *ivm_idle_gate_probe(void)
 {
 	struct ivm_idle_gate *gate = calloc(1, sizeof(*gate));
@@ -179,7 +179,6 @@ struct ivm_error *ivm_idle_gate_create(struct ivm_guest *g,
 				       struct ivm_idle_gate **ret)
 {
 	struct ivm_idle_gate *gate;
-	struct ivm_qemu_ram *ram = NULL;
 	struct ivm_error *err;
 	size_t i, placed = 0;
 	int words_fd;
@@ -197,9 +196,7 @@ struct ivm_error *ivm_idle_gate_create(struct ivm_guest *g,
 		return &ivm_enomem;
 	gate->nr_vcpus = g->nr_vcpus;
 	gate->irq_stat = irq_stat;
-	err = ivm_qemu_ram_regions(g->qmp, &ram);
-	if (!err)
-		err = load(gate, g->qemu_pid);
+	err = load(gate, g->qemu_pid);
 	words_fd = err ? -1 :
 		   bpf_map__fd(bpf_object__find_map_by_name(gate->obj,
 							    "words"));
@@ -214,7 +211,7 @@ struct ivm_error *ivm_idle_gate_create(struct ivm_guest *g,
 		 * the map, its sleeps would wake nothing.
 		 */
 		if (g->vcpus[i].cpu >= 0)
-			e = vcpu_words(g, ram, irq_stat, i, &w);
+			e = vcpu_words(g, irq_stat, i, &w);
 		if (e) {
 			ivm_error_destroy(e);
 			memset(&w, 0, sizeof(w));
@@ -228,8 +225,9 @@ struct ivm_error *ivm_idle_gate_create(struct ivm_guest *g,
 		err = ivm_error_create(IVM_ERROR_NOT_FOUND,
 				       "no vCPU's switch count could be placed in QEMU's memory");
 	if (!err)
+		err = ivm_idle_gate_enable(gate, true);
+	if (!err)
 		err = attach(gate);
-	free(ram);
 	if (err) {
 		ivm_idle_gate_destroy(gate);
 		return err;

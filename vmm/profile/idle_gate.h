@@ -31,6 +31,7 @@
 #ifndef IVM_IDLE_GATE_H
 #define IVM_IDLE_GATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,13 @@ struct ivm_error *ivm_idle_gate_create(struct ivm_guest *g,
 				       const struct ivm_irq_stat *irq_stat,
 				       struct ivm_idle_gate **ret);
 void ivm_idle_gate_destroy(struct ivm_idle_gate *gate);
+
+/*
+ * Off, the program reads, counts and records nothing (--cpu-budget's
+ * slices not watched); on again, each vCPU's next sleep wakes the loop as
+ * a first one.  On when created.
+ */
+struct ivm_error *ivm_idle_gate_enable(struct ivm_idle_gate *gate, bool on);
 
 /* Whether this host takes the program (idlevm doctor): load, attach, go. */
 struct ivm_error *ivm_idle_gate_probe(void);

@@ -34,6 +34,9 @@ static struct ivm_error *stop_watching(struct profiler *p)
 	/* The host's records of the slice's end; its next start drops them. */
 	ivm_error_destroy(host_sides_read(p, true));
 	sessions_enable(p, false);
+	/* The gate's sleeps meanwhile would fill its ring for nothing. */
+	if (p->gate)
+		ivm_error_destroy(ivm_idle_gate_enable(p->gate, false));
 	return write_all_held(p);
 }
 
@@ -48,6 +51,8 @@ static void start_watching(struct profiler *p)
 
 	sessions_enable(p, true);
 	gate_read(p, true);
+	if (p->gate)
+		ivm_error_destroy(ivm_idle_gate_enable(p->gate, true));
 	ivm_dispatch_forget(p->dispatch);
 	ivm_idle_periods_forget(p->periods);
 	if (p->host)
