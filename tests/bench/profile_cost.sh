@@ -28,10 +28,12 @@
 # instead of QEMU's private RAM read with process_vm_readv; the bench
 # checks with `idlevm info` that the guest's memory is read the way asked.
 #
-# IDLEVM_OTHER=PATH (another idlevm build, e.g. main's) runs it after the
-# first in each run, on the same guest, and prints both medians: the
-# host's drift (a few % between runs of one build here) then falls on both
-# alike.  Rows and medians name the build: "a" is BUILD's, "b" PATH's.
+# IDLEVM_OTHER=PATH (another idlevm build, e.g. main's) runs it beside the
+# first in each run, on the same guest, first in every other run, and
+# prints both medians: the host's drift (a few % between runs of one build
+# here) and the guest's (its rate still rising minutes after boot) then
+# fall on both alike.  Rows and medians name the build: "a" is BUILD's,
+# "b" PATH's.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -75,7 +77,9 @@ printf '%-4s %10s %8s %9s %7s  %s\n' run samples/s "% core" "us/sample" "reads" 
 builds=a
 [ -z "$OTHER" ] || builds="a b"
 for i in $(seq 1 "$RUNS"); do
-	for b in $builds; do
+	order=$builds
+	[ -z "$OTHER" ] || [ $((i % 2)) = 1 ] || order="b a"
+	for b in $order; do
 		bin=$IDLEVM
 		[ "$b" = a ] || bin=$OTHER
 		log=$OUT/run-$i$b.log
