@@ -249,6 +249,16 @@ Test(kernel_layout, task_read_with_its_pgd)
 	cr_expect_eq(pgd, DM(PA_USER_PGD));
 	cr_assert_null(ivm_kernel_user_cr3_of_pgd(l, &t, pgd, &cr3));
 	cr_expect_eq(cr3, PA_USER_PGD);
+	{
+		/* A guest's pgd word is checked as a pointer read alone is. */
+		struct ivm_error *err = ivm_kernel_user_cr3_of_pgd(l, &t,
+								   0x1000,
+								   &cr3);
+
+		cr_assert_not_null(err);
+		cr_expect_eq(err->code, IVM_ERROR_PROTOCOL);
+		ivm_error_destroy(err);
+	}
 	for (i = 0; i < sizeof(guesses) / sizeof(guesses[0]); i++) {
 		pgd = 1;
 		cr_assert_null(ivm_kernel_read_task_pgd(l, task_va(P1),

@@ -537,6 +537,10 @@ struct ivm_error *ivm_kernel_user_cr3_of_pgd(
 	struct ivm_error *err;
 	uint64_t pa, contiguous;
 
+	if (!is_kernel_ptr(layout, pgd))
+		return ivm_error_create(IVM_ERROR_PROTOCOL,
+					"task %d: mm->pgd 0x%llx is not a kernel address",
+					task->pid, (unsigned long long)pgd);
 	/*
 	 * A pgd comes from the page allocator, so it is in the direct map:
 	 * translated by arithmetic, not a four-read walk, on every capture.
