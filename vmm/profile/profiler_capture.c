@@ -451,33 +451,41 @@ struct ivm_error *first_since(struct profiler *p,
 	return NULL;
 }
 
-/*
- * The guest task at addr as the record of period ip names it; zeros if
- * unknown.  Its to-idle task was read by the capture at its start, most
- * often: named then, by what ran then, with no read now (half the reads
- * of writing a period; and a task gone since keeps its name).
- */
-void task_id(struct profiler *p, const struct ivm_idle_period *ip,
-	     uint64_t addr, struct ivm_idle_task_id *ret)
+/* The guest task at addr as a period record names it; zeros if unknown. */
+void task_id(struct profiler *p, uint64_t addr, struct ivm_idle_task_id *ret)
 {
-	const struct vcpu_poll *vp = &p->vcpus[ip->vcpu];
 	struct ivm_guest_task t;
 	struct ivm_error *err;
 
 	memset(ret, 0, sizeof(*ret));
 	if (!addr)
 		return;
-	if (vp->named_task == addr && vp->named_ns >= ip->start_ns &&
-	    vp->named_ns <= ip->end_ns) {
-		*ret = vp->named;
-		return;
-	}
 	err = ivm_kernel_read_task(p->guest->layout, addr, &t);
 	if (err) {
 		ivm_error_destroy(err);
 		return;
 	}
 	id_of(&t, ret);
+}
+
+/*
+ * Period ip's to-idle task as its record names it.  The capture at the
+ * period's start read it, most often: named then, by what ran then, with
+ * no read now (half the reads of writing a period), and a task gone since
+ * keeps its name.  Not for the from-idle task: its address may be a task
+ * forked in the period into the to-idle one's freed task_struct.
+ */
+void to_idle_id(struct profiler *p, const struct ivm_idle_period *ip,
+		struct ivm_idle_task_id *ret)
+{
+	const struct vcpu_poll *vp = &p->vcpus[ip->vcpu];
+
+	if (ip->to_idle_task && vp->named_task == ip->to_idle_task &&
+	    vp->named_ns >= ip->start_ns && vp->named_ns <= ip->end_ns) {
+		*ret = vp->named;
+		return;
+	}
+	task_id(p, ip->to_idle_task, ret);
 }
 
 

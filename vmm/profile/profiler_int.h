@@ -45,7 +45,7 @@ struct vcpu_poll {
 	/*
 	 * The to-idle task a capture here last read, as it named it then,
 	 * and when: the record of the period it opened takes that name
-	 * instead of reading the task again (task_id).
+	 * instead of reading the task again (to_idle_id).
 	 */
 	uint64_t named_task;
 	uint64_t named_ns;
@@ -204,8 +204,9 @@ struct ivm_error *first_since(struct profiler *p,
 struct ivm_error *last_ran_task(struct profiler *p,
 				const struct ivm_guest_vcpu *v, uint64_t now,
 				uint64_t *ret);
-void task_id(struct profiler *p, const struct ivm_idle_period *ip,
-	     uint64_t addr, struct ivm_idle_task_id *ret);
+void task_id(struct profiler *p, uint64_t addr, struct ivm_idle_task_id *ret);
+void to_idle_id(struct profiler *p, const struct ivm_idle_period *ip,
+		struct ivm_idle_task_id *ret);
 struct ivm_error *write_held(struct profiler *p, uint32_t vcpu, bool known,
 			     uint64_t idle_ns);
 struct ivm_error *write_all_held(struct profiler *p);

@@ -100,8 +100,8 @@ struct ivm_error *write_period(struct profiler *p,
 			r.flags |= IVM_IDLE_END_FROM_STAMP;
 		}
 	}
-	task_id(p, ip, ip->to_idle_task, &r.to_idle);
-	task_id(p, ip, from, &r.from_idle);
+	to_idle_id(p, ip, &r.to_idle);
+	task_id(p, from, &r.from_idle);
 	err = IN_STAGE(p, IVM_STAGE_WRITE,
 		       ivm_profile_write_idle_period(p->writer, &r));
 	/*
